@@ -1,0 +1,79 @@
+// The rank program behind `railcomm bench latency|bw`: osu_latency-style half
+// round trips and osu_bw-style windows of nonblocking sends, between ranks 0
+// and 1. Rank 0 prints one JSON line with the results.
+
+import { init, waitAll, type Request } from '../index.js';
+
+interface Row { size: number; usec?: number; usec_median?: number; mbps?: number; iters: number }
+
+function iterations(size: number, base: number): { iters: number; warmup: number } {
+  if (size <= 8192) return { iters: base, warmup: Math.ceil(base / 10) };
+  if (size < 1 << 20) return { iters: Math.max(20, Math.ceil(base / 10)), warmup: Math.max(5, Math.ceil(base / 100)) };
+  return { iters: Math.max(10, Math.ceil(base / 40)), warmup: 5 };
+}
+
+async function main(): Promise<void> {
+  const [kind = 'latency', sizesText = '', itersText = '2000', windowText = '64'] = process.argv.slice(2);
+  const comm = await init();
+  if (comm.size < 2) throw new Error('the benchmark needs 2 ranks');
+  const sizes = sizesText.split(',').filter(Boolean).map(Number);
+  const base = Number(itersText);
+  const window = Number(windowText);
+  const rows: Row[] = [];
+  const me = comm.rank;
+  const maxSize = Math.max(...sizes, 4);
+  const buf = new Uint8Array(maxSize).fill(1);
+  const ack = new Uint8Array(4);
+  if (me <= 1) {
+    for (const size of sizes) {
+      const { iters, warmup } = iterations(size, base);
+      const msg = buf.subarray(0, size);
+      await comm.barrier();
+      if (kind === 'latency') {
+        const times: number[] = [];
+        let total = 0;
+        for (let i = 0; i < warmup + iters; i++) {
+          const t0 = process.hrtime.bigint();
+          if (me === 0) { await comm.send(msg, 1, 1); await comm.recv(msg, 1, 1); }
+          else { await comm.recv(msg, 0, 1); await comm.send(msg, 0, 1); }
+          const dt = Number(process.hrtime.bigint() - t0) / 1000 / 2;
+          if (i >= warmup) { times.push(dt); total += dt; }
+        }
+        times.sort((a, b) => a - b);
+        rows.push({ size, usec: round(total / iters), usec_median: round(times[times.length >> 1]!), iters });
+      } else {
+        const reqs: Request[] = new Array<Request>(window);
+        let t0 = 0n;
+        for (let i = 0; i < warmup + iters; i++) {
+          if (i === warmup) t0 = process.hrtime.bigint();
+          if (me === 0) {
+            for (let w = 0; w < window; w++) reqs[w] = comm.isend(msg, 1, 2);
+            await waitAll(reqs);
+            await comm.recv(ack, 1, 3);
+          } else {
+            for (let w = 0; w < window; w++) reqs[w] = comm.irecv(msg, 0, 2);
+            await waitAll(reqs);
+            await comm.send(ack, 0, 3);
+          }
+        }
+        const secs = Number(process.hrtime.bigint() - t0) / 1e9;
+        rows.push({ size, mbps: round((size * window * iters) / secs / 1e6), iters });
+      }
+    }
+  } else {
+    for (let i = 0; i < sizes.length; i++) await comm.barrier();
+  }
+  if (me === 0) {
+    process.stdout.write(JSON.stringify({ benchmark: kind, rails: process.env['RAILCOMM_RAILS'] || 'auto', ranks: comm.size, results: rows }) + '\n');
+  }
+  await comm.finalize();
+}
+
+function round(x: number): number {
+  return Math.round(x * 100) / 100;
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`bench: ${(e as Error)?.stack ?? String(e)}\n`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,187 @@
+// Wire format of the launcher's key-value service: newline-delimited JSON, one
+// message per line, with a nonce/HMAC handshake before any request. Shared by
+// KvServer and KvClient so both sides validate exactly the same shapes.
+
+import { mac } from '../core/auth.js';
+
+/** Longest line either side accepts once authenticated; longer closes the connection. */
+export const MAX_LINE_BYTES = 1 << 20;
+/** Longest line accepted before authentication: the handshake is tiny, so a stranger cannot make us buffer much. */
+export const MAX_AUTH_LINE_BYTES = 1024;
+/** Domain-separation label for the handshake MAC, so it cannot be replayed against a rail. */
+export const KV_MAC_LABEL = 'railcomm-kv';
+
+/** Server -> client, first line on every connection. */
+export interface NonceMsg { nonce: string }
+/** Client -> server, answer to the nonce. */
+export interface AuthMsg { op: 'auth'; rank: number; mac: string }
+/** Server -> client after a good AuthMsg (a bad one just closes). */
+export interface AuthOkMsg { ok: true }
+
+export interface PutReq { id: number; op: 'put'; key: string; value: string }
+export interface FenceReq { id: number; op: 'fence' }
+/**
+ * `timeoutMs` tells the server when the client stops waiting, so it can drop
+ * the waiter instead of holding it until the key appears or the connection ends.
+ */
+export interface GetReq { id: number; op: 'get'; key: string; timeoutMs?: number }
+export interface FinalizeReq { id: number; op: 'finalize' }
+/** `code` is the exit status the launcher should report (1 when absent). */
+export interface AbortReq { id: number; op: 'abort'; message: string; code?: number }
+export type KvRequest = PutReq | FenceReq | GetReq | FinalizeReq | AbortReq;
+export type KvOp = KvRequest['op'];
+
+export interface OkReply { id: number; ok: true; value?: string }
+export interface ErrReply { id: number; ok: false; error: string }
+export type KvReply = OkReply | ErrReply;
+
+/** The handshake proof; the rank is bound in so one rank cannot pose as another with a replayed answer. */
+export function authMac(jobKeyHex: string, nonceBytes: Uint8Array, rank: number): Buffer {
+  return mac(jobKeyHex, KV_MAC_LABEL, nonceBytes, String(rank));
+}
+
+export function encode(msg: NonceMsg | AuthMsg | AuthOkMsg | KvRequest | KvReply): string {
+  return JSON.stringify(msg) + '\n';
+}
+
+type Obj = Record<string, unknown>;
+
+function parseObject(line: string): Obj | undefined {
+  let v: unknown;
+  try {
+    v = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : undefined;
+}
+
+const isId = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+const isHex = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length % 2 === 0 && /^[0-9a-f]+$/i.test(v);
+
+export function parseNonce(line: string): Buffer | undefined {
+  const o = parseObject(line);
+  return o && isHex(o['nonce']) ? Buffer.from(o['nonce'], 'hex') : undefined;
+}
+
+export function parseAuth(line: string): { rank: number; mac: Buffer } | undefined {
+  const o = parseObject(line);
+  if (!o || o['op'] !== 'auth' || !isId(o['rank']) || !isHex(o['mac'])) return undefined;
+  return { rank: o['rank'], mac: Buffer.from(o['mac'], 'hex') };
+}
+
+export function parseAuthOk(line: string): boolean {
+  const o = parseObject(line);
+  return o !== undefined && o['ok'] === true;
+}
+
+/**
+ * A request, or why it is bad. `id` is returned whenever it was readable so the
+ * server can answer with an error instead of dropping the connection.
+ */
+export function parseRequest(line: string): { req: KvRequest } | { id?: number; error: string } {
+  const o = parseObject(line);
+  if (!o) return { error: 'not a JSON object' };
+  const id = o['id'];
+  if (!isId(id)) return { error: 'missing or bad "id"' };
+  const bad = (error: string): { id: number; error: string } => ({ id, error });
+  const str = (k: string): string | undefined => (typeof o[k] === 'string' ? (o[k] as string) : undefined);
+  switch (o['op']) {
+    case 'put': {
+      const key = str('key');
+      const value = str('value');
+      if (key === undefined || value === undefined) return bad('put needs string "key" and "value"');
+      return { req: { id, op: 'put', key, value } };
+    }
+    case 'get': {
+      const key = str('key');
+      if (key === undefined) return bad('get needs a string "key"');
+      const t = o['timeoutMs'];
+      if (t === undefined) return { req: { id, op: 'get', key } };
+      if (typeof t !== 'number' || !(t >= 0)) return bad('get "timeoutMs" must be a non-negative number');
+      return { req: { id, op: 'get', key, timeoutMs: t } };
+    }
+    case 'fence':
+      return { req: { id, op: 'fence' } };
+    case 'finalize':
+      return { req: { id, op: 'finalize' } };
+    case 'abort': {
+      const message = str('message') ?? '';
+      const code = o['code'];
+      if (code !== undefined && !(typeof code === 'number' && Number.isInteger(code) && code >= 1 && code <= 255)) {
+        return bad('abort "code" must be an integer in [1, 255]');
+      }
+      return { req: code === undefined ? { id, op: 'abort', message } : { id, op: 'abort', message, code } };
+    }
+    default:
+      return bad(`unknown op ${JSON.stringify(o['op'])}`);
+  }
+}
+
+export function parseReply(line: string): KvReply | undefined {
+  const o = parseObject(line);
+  if (!o || !isId(o['id'])) return undefined;
+  if (o['ok'] === true) {
+    const value = o['value'];
+    if (value !== undefined && typeof value !== 'string') return undefined;
+    return value === undefined ? { id: o['id'], ok: true } : { id: o['id'], ok: true, value };
+  }
+  if (o['ok'] === false) {
+    return { id: o['id'], ok: false, error: typeof o['error'] === 'string' ? o['error'] : 'unspecified error' };
+  }
+  return undefined;
+}
+
+/**
+ * Splits a byte stream into lines without ever holding more than `maxBytes`
+ * of one line; splitting on bytes (not decoded text) keeps multi-byte UTF-8
+ * characters that straddle chunks intact.
+ */
+export class LineSplitter {
+  private parts: Buffer[] = [];
+  private held = 0;
+  private stopped = false;
+
+  constructor(
+    public maxBytes: number,
+    private readonly onLine: (line: string) => void,
+    private readonly onTooLong: () => void,
+  ) {}
+
+  /** Returns false once the limit was exceeded; the caller should close the connection. */
+  push(chunk: Buffer): boolean {
+    let start = 0;
+    while (!this.stopped) {
+      const nl = chunk.indexOf(0x0a, start);
+      if (nl < 0) break;
+      const piece = chunk.subarray(start, nl);
+      if (this.held + piece.length > this.maxBytes) return this.overflow();
+      const line = this.held === 0 ? piece : Buffer.concat([...this.parts, piece]);
+      this.parts = [];
+      this.held = 0;
+      start = nl + 1;
+      this.onLine(line.toString('utf8'));
+    }
+    if (this.stopped) return false;
+    const rest = chunk.subarray(start);
+    if (rest.length > 0) {
+      if (this.held + rest.length > this.maxBytes) return this.overflow();
+      this.parts.push(rest);
+      this.held += rest.length;
+    }
+    return true;
+  }
+
+  /** Drop everything from now on (the connection is being closed; later lines in a chunk must not run). */
+  stop(): void {
+    this.stopped = true;
+    this.parts = [];
+    this.held = 0;
+  }
+
+  private overflow(): false {
+    this.stop();
+    this.onTooLong();
+    return false;
+  }
+}

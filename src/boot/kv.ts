@@ -1,0 +1,14 @@
+// The wire-up interface: ranks publish their rail addresses under keys, wait
+// for everyone (fence), and look peers up lazily. Backends: railcomm run's
+// service today; rank-0-hosted, Slurm and PMIx services plug in here later.
+
+export interface KeyValueStore {
+  put(key: string, value: string): Promise<void>;
+  /** Resolves once every rank of the job has called fence() the same number of times. */
+  fence(): Promise<void>;
+  /** Resolves with the value once some rank has put it; rejects with ERR_TIMEOUT after timeoutMs. */
+  get(key: string, timeoutMs: number): Promise<string>;
+  /** Tell the launcher this rank finalized cleanly (so its exit is expected). */
+  finalize(): Promise<void>;
+  close(): void;
+}

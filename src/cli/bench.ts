@@ -1,0 +1,78 @@
+// `railcomm bench latency|bw`: starts a job of N ranks (2 by default) running
+// the benchmark rank program, and prints its results as a table or JSON.
+
+import { fileURLToPath } from 'node:url';
+import { startJob } from './run.js';
+
+const KINDS = ['latency', 'bw'] as const;
+const DEFAULT_SIZES: Record<string, string> = {
+  latency: '0,1,8,64,512,4096,16384,65536,262144,1048576,4194304',
+  bw: '8,1024,16384,65536,262144,1048576,4194304',
+};
+
+const USAGE = `railcomm bench latency|bw [-n N] [--rails LIST] [--sizes LIST] [--iters N] [--window N] [--json]
+  latency: half round trip between ranks 0 and 1 (osu_latency style), microseconds
+  bw:      windows of nonblocking sends then an ack (osu_bw style), MB/s = 10^6 bytes/s`;
+
+export async function benchCommand(argv: string[]): Promise<number> {
+  let kind = '';
+  let np = 2;
+  let rails: string | undefined;
+  let sizes = '';
+  let iters = 2000;
+  let window = 64;
+  let json = false;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const val = (): string => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${a} needs a value\n${USAGE}`);
+      return v;
+    };
+    if (a === '-n' || a === '--np') np = Number(val());
+    else if (a === '--rails') rails = val();
+    else if (a === '--sizes') sizes = val();
+    else if (a === '--iters') iters = Number(val());
+    else if (a === '--window') window = Number(val());
+    else if (a === '--json') json = true;
+    else if (a === '-h' || a === '--help') { process.stdout.write(USAGE + '\n'); return 0; }
+    else if (!kind) kind = a;
+    else { process.stderr.write(`railcomm bench: unexpected argument '${a}'\n${USAGE}\n`); return 2; }
+  }
+  if (!(KINDS as readonly string[]).includes(kind)) {
+    process.stderr.write(`railcomm bench: choose one of ${KINDS.join(', ')}\n${USAGE}\n`);
+    return 2;
+  }
+  if (!Number.isInteger(np) || np < 2 || !Number.isInteger(iters) || iters < 1 || !Number.isInteger(window) || window < 1) {
+    process.stderr.write(`railcomm bench: -n must be >= 2, --iters and --window >= 1\n`);
+    return 2;
+  }
+  const sizeList = sizes || DEFAULT_SIZES[kind]!;
+  if (!sizeList.split(',').every((s) => /^\d+$/.test(s))) {
+    process.stderr.write(`railcomm bench: --sizes takes byte counts separated by commas\n`);
+    return 2;
+  }
+  const script = fileURLToPath(new URL('../bench/p2p.js', import.meta.url));
+  const job = await startJob({
+    np, command: [script, kind, sizeList, String(iters), String(window)], capture: true,
+    ...(rails !== undefined ? { rails } : {}), timeoutSec: 600,
+  });
+  const res = await job.wait();
+  const out = res.outputs?.[0]?.stdout.find((l) => l.startsWith('{'));
+  if (res.code !== 0 || out === undefined) {
+    for (const [r, o] of (res.outputs ?? []).entries()) for (const l of o.stderr) process.stderr.write(`[${r}] ${l}\n`);
+    process.stderr.write(`railcomm bench: the benchmark job failed (${res.reason ?? 'exit ' + res.code})\n`);
+    return res.code || 1;
+  }
+  if (json) { process.stdout.write(out + '\n'); return 0; }
+  const data = JSON.parse(out) as { benchmark: string; rails: string; results: Array<Record<string, number>> };
+  process.stdout.write(`# railcomm ${data.benchmark}, rails ${data.rails}, ${np} ranks\n`);
+  if (kind === 'latency') {
+    process.stdout.write(`${'size'.padStart(10)} ${'avg us'.padStart(10)} ${'median us'.padStart(10)}\n`);
+    for (const r of data.results) process.stdout.write(`${String(r['size']).padStart(10)} ${String(r['usec']).padStart(10)} ${String(r['usec_median']).padStart(10)}\n`);
+  } else {
+    process.stdout.write(`${'size'.padStart(10)} ${'MB/s'.padStart(10)}\n`);
+    for (const r of data.results) process.stdout.write(`${String(r['size']).padStart(10)} ${String(r['mbps']).padStart(10)}\n`);
+  }
+  return 0;
+}

@@ -1,0 +1,553 @@
+// `railcomm run`: start N ranks on this host around a key-value service, prefix
+// their output with the rank, and make the job live and die as one: the first
+// failure, an abort, a timeout or a signal stops every rank and its children.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { constants as osConstants } from 'node:os';
+import type { Readable, Writable } from 'node:stream';
+import { newJobKey } from '../core/auth.js';
+import { invalidArg } from '../core/errors.js';
+import { ENV } from '../boot/launch-env.js';
+import { KvServer } from '../boot/kv-server.js';
+
+export interface JobOptions {
+  /** Number of ranks. */
+  np: number;
+  /** Script (.js/.mjs/.cjs, run with this node) or program, then its arguments. */
+  command: string[];
+  /** Stop the job after this many seconds with exit code 124; none when absent. */
+  timeoutSec?: number;
+  /** Seconds between the polite signal and SIGKILL when stopping ranks, default 3. */
+  graceSec?: number;
+  /** RAILCOMM_RAILS for every rank. */
+  rails?: string;
+  /** Set RAILCOMM_STATS=1 for every rank. */
+  stats?: boolean;
+  /** Extra environment for every rank (after process.env, before the RAILCOMM_ identity variables). */
+  env?: Record<string, string>;
+  /** Collect each rank's output lines and return them from wait() instead of printing them. */
+  capture?: boolean;
+  /** Forward SIGINT/SIGTERM received by this process to the ranks while the job runs, default true. */
+  forwardSignals?: boolean;
+  cwd?: string;
+}
+
+export interface RankOutput {
+  stdout: string[];
+  stderr: string[];
+}
+
+export interface RankExit {
+  rank: number;
+  /** Exit code, or null when killed by a signal or never started. */
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface JobResult {
+  /** 0 when every rank exited 0; else the status of the first failure (rank code, 128+signo, abort code, 124 for timeout). */
+  code: number;
+  /** What stopped the job, when something did. */
+  reason?: string;
+  exits: RankExit[];
+  /** Only with `capture: true`: lines per rank, without the `[rank] ` prefix. */
+  outputs?: RankOutput[];
+}
+
+export interface Job {
+  readonly jobId: number;
+  readonly kv: { host: string; port: number };
+  /** Process ids of the ranks (undefined for a rank that could not be spawned). */
+  readonly pids: ReadonlyArray<number | undefined>;
+  wait(): Promise<JobResult>;
+  /** Stop the job as a failure: prints `message`, SIGTERM, then SIGKILL after the grace time. */
+  stop(message: string, code: number): void;
+}
+
+const DEFAULT_GRACE_SEC = 3;
+/** A rank line longer than this is printed in pieces rather than held without bound. */
+const MAX_HELD_LINE = 1 << 20;
+/** Captured lines kept per rank stream; a benchmark prints far fewer. */
+const MAX_CAPTURED_LINES = 100_000;
+/** After the last rank exits, how long its pipes may stay open (held by escaped grandchildren). */
+const DRAIN_MS = 2000;
+/** How long a rank's failure report waits for the rank's own last output lines. */
+const LAST_WORDS_MS = 250;
+const NL = Buffer.from('\n');
+
+const IDENTITY_VARS: readonly string[] = Object.values(ENV);
+
+export function usage(): string {
+  return `usage: railcomm run -n N [options] [--] script [args...]
+
+Start N ranks of a program on this host, wired up through a key-value service.
+
+options:
+  -n, --np N        number of ranks (positive integer, required)
+  --timeout S       stop the job after S seconds (exit code 124)
+  --rails LIST      rails the ranks use, e.g. tcp (sets RAILCOMM_RAILS)
+  --stats           ranks print traffic counters at finalize (sets RAILCOMM_STATS=1)
+  --grace S         seconds between SIGTERM and SIGKILL when stopping ranks (default ${DEFAULT_GRACE_SEC})
+  -x NAME=VALUE     set an environment variable for every rank (repeatable)
+  -h, --help        show this help
+
+A script ending in .js, .mjs or .cjs runs with this node; anything else runs as a
+program. Output lines are prefixed with [rank]. The exit code is that of the first
+rank that failed (128+signal number if killed), 0 when all ranks succeeded.
+`;
+}
+
+function signalNumber(sig: NodeJS.Signals): number {
+  return osConstants.signals[sig] ?? 0;
+}
+
+/** Signal a rank's whole process group, so that its children go too; a group already gone is fine. */
+function killGroup(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, sig);
+  } catch {
+    // ESRCH: nothing left in the group.
+  }
+}
+
+/**
+ * Pauses rank pipes while the launcher's own stdout/stderr cannot take more,
+ * so a fast rank is slowed down instead of growing this process's memory.
+ */
+class OutputGate {
+  private readonly waiting = new Set<Readable>();
+  private armed = false;
+  private broken = false;
+  private readonly onError = (): void => {
+    // A closed terminal or pipe (EPIPE) must not crash the launcher; output is dropped from then on.
+    this.broken = true;
+    this.release();
+  };
+
+  constructor(private readonly out: Writable) {
+    out.on('error', this.onError);
+  }
+
+  write(data: Buffer, source: Readable): void {
+    if (this.broken || this.out.destroyed) return;
+    if (this.out.write(data)) return;
+    source.pause();
+    this.waiting.add(source);
+    if (!this.armed) {
+      this.armed = true;
+      this.out.once('drain', () => this.release());
+    }
+  }
+
+  dispose(): void {
+    this.out.off('error', this.onError);
+    this.release();
+  }
+
+  private release(): void {
+    this.armed = false;
+    for (const s of this.waiting) s.resume();
+    this.waiting.clear();
+  }
+}
+
+/** Cuts one rank stream into whole lines; a partial line waits for its end so ranks never interleave mid-line. */
+class LineCutter {
+  private held: Buffer[] = [];
+  private heldBytes = 0;
+
+  constructor(private readonly emit: (lines: Buffer[]) => void) {}
+
+  push(chunk: Buffer): void {
+    const lines: Buffer[] = [];
+    let start = 0;
+    for (;;) {
+      const nl = chunk.indexOf(0x0a, start);
+      if (nl < 0) break;
+      const piece = chunk.subarray(start, nl);
+      lines.push(this.heldBytes === 0 ? piece : Buffer.concat([...this.held, piece]));
+      this.held = [];
+      this.heldBytes = 0;
+      start = nl + 1;
+    }
+    if (start < chunk.length) {
+      this.held.push(chunk.subarray(start));
+      this.heldBytes += chunk.length - start;
+      if (this.heldBytes > MAX_HELD_LINE) lines.push(this.take());
+    }
+    if (lines.length > 0) this.emit(lines);
+  }
+
+  /** The stream ended: a last line without newline is still a line. */
+  flush(): void {
+    if (this.heldBytes > 0) this.emit([this.take()]);
+  }
+
+  private take(): Buffer {
+    const b = Buffer.concat(this.held);
+    this.held = [];
+    this.heldBytes = 0;
+    return b;
+  }
+}
+
+interface RankState {
+  rank: number;
+  child: ChildProcess | undefined;
+  pid: number | undefined;
+  exited: boolean;
+  exit: RankExit;
+  /** Resolves when both pipes ended (or could not exist). */
+  drained: Promise<void>;
+  flush: () => void;
+}
+
+function resolveProgram(command: string[]): { file: string; args: string[] } {
+  const first = command[0] ?? '';
+  if (/\.(m|c)?js$/i.test(first)) return { file: process.execPath, args: command };
+  return { file: first, args: command.slice(1) };
+}
+
+export async function startJob(opts: JobOptions): Promise<Job> {
+  const np = opts.np;
+  if (!Number.isSafeInteger(np) || np < 1) throw invalidArg(`startJob: np must be a positive integer, got ${np}`);
+  if (opts.command.length === 0 || !opts.command[0]) throw invalidArg('startJob: command is empty');
+  const graceMs = Math.max(0, (opts.graceSec ?? DEFAULT_GRACE_SEC) * 1000);
+  const jobKey = newJobKey();
+  const jobId = randomBytes(4).readUInt32BE(0);
+  const kv = await KvServer.start({ size: np, jobKey });
+  const kvAddr = kv.address();
+  const { file, args } = resolveProgram(opts.command);
+
+  const baseEnv: NodeJS.ProcessEnv = { ...process.env };
+  if (opts.rails !== undefined) baseEnv['RAILCOMM_RAILS'] = opts.rails;
+  if (opts.stats) baseEnv['RAILCOMM_STATS'] = '1';
+  Object.assign(baseEnv, opts.env ?? {});
+  Object.assign(baseEnv, {
+    [ENV.size]: String(np),
+    [ENV.localSize]: String(np),
+    [ENV.kv]: `${kvAddr.host}:${kvAddr.port}`,
+    [ENV.jobKey]: jobKey,
+    [ENV.jobId]: String(jobId),
+  });
+
+  const outputs: RankOutput[] | undefined = opts.capture
+    ? Array.from({ length: np }, () => ({ stdout: [], stderr: [] }))
+    : undefined;
+  const outGate = opts.capture ? undefined : new OutputGate(process.stdout);
+  const errGate = opts.capture ? undefined : new OutputGate(process.stderr);
+
+  let failure: { code: number; reason: string } | undefined;
+  let graceTimer: NodeJS.Timeout | undefined;
+  let timeoutTimer: NodeJS.Timeout | undefined;
+  /** Ranks whose process has not exited. */
+  let alive = np;
+  /** Ranks not yet fully accounted for (exited, output drained or given up on); the job ends at 0. */
+  let running = np;
+  let finished = false;
+  let resolveDone: (r: JobResult) => void = () => undefined;
+  const done = new Promise<JobResult>((r) => { resolveDone = r; });
+
+  const say = (msg: string): void => {
+    process.stderr.write(`railcomm run: ${msg}\n`);
+  };
+
+  const ranks: RankState[] = [];
+
+  const signalAll = (sig: NodeJS.Signals): void => {
+    for (const r of ranks) if (!r.exited && r.pid !== undefined) killGroup(r.pid, sig);
+  };
+
+  const startGrace = (): void => {
+    if (graceTimer) return;
+    graceTimer = setTimeout(() => signalAll('SIGKILL'), graceMs);
+  };
+
+  /** The first failure decides the exit code and reason; later ones are consequences. */
+  const fail = (code: number, message: string, sig: NodeJS.Signals = 'SIGTERM'): void => {
+    if (failure || finished) return;
+    failure = { code, reason: message };
+    say(message);
+    signalAll(sig);
+    startGrace();
+  };
+
+  const onSignal = (sig: NodeJS.Signals): void => {
+    if (failure) {
+      // A second interrupt means "now": no more grace.
+      say(`received ${sig} while stopping the job; killing the ranks now`);
+      signalAll('SIGKILL');
+      return;
+    }
+    fail(128 + signalNumber(sig), `received ${sig}; forwarding it to the ranks`, sig);
+  };
+  const onSigint = (): void => onSignal('SIGINT');
+  const onSigterm = (): void => onSignal('SIGTERM');
+  // If this process exits while ranks run (process.exit elsewhere, uncaught error), take them along.
+  const onExit = (): void => {
+    for (const r of ranks) if (r.pid !== undefined) killGroup(r.pid, 'SIGKILL');
+  };
+  const forward = opts.forwardSignals ?? true;
+  if (forward) {
+    process.on('SIGINT', onSigint);
+    process.on('SIGTERM', onSigterm);
+  }
+  process.on('exit', onExit);
+
+  kv.onAbort((rank, message, code) => {
+    fail(code, `rank ${rank} called abort: ${message || '(no message)'}; stopping the job`);
+  });
+
+  const finish = async (): Promise<void> => {
+    finished = true;
+    if (timeoutTimer) clearTimeout(timeoutTimer);
+    if (graceTimer) clearTimeout(graceTimer);
+    // Leftover grandchildren in a rank's group would hold its pipes open and outlive the job.
+    for (const r of ranks) if (r.pid !== undefined) killGroup(r.pid, 'SIGKILL');
+    let drainTimer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all(ranks.map((r) => r.drained)),
+      new Promise<void>((res) => { drainTimer = setTimeout(res, DRAIN_MS); }),
+    ]);
+    if (drainTimer) clearTimeout(drainTimer);
+    for (const r of ranks) {
+      r.flush();
+      r.child?.stdout?.destroy();
+      r.child?.stderr?.destroy();
+    }
+    if (forward) {
+      process.off('SIGINT', onSigint);
+      process.off('SIGTERM', onSigterm);
+    }
+    process.off('exit', onExit);
+    outGate?.dispose();
+    errGate?.dispose();
+    await kv.close();
+    const result: JobResult = { code: failure?.code ?? 0, exits: ranks.map((r) => r.exit) };
+    if (failure) result.reason = failure.reason;
+    if (outputs) result.outputs = outputs;
+    resolveDone(result);
+  };
+
+  /** Why a rank's exit fails the job, or undefined when it does not. `othersAlive` is counted at exit time. */
+  const verdict = (st: RankState, code: number | null, signal: NodeJS.Signals | null, othersAlive: number, spawnError?: Error): { code: number; message: string } | undefined => {
+    if (spawnError) return { code: 127, message: `cannot start rank ${st.rank} (${opts.command[0]}): ${spawnError.message}; stopping the job` };
+    if (signal) return { code: 128 + signalNumber(signal), message: `rank ${st.rank} was killed by signal ${signal}; stopping the other ranks` };
+    if (code !== 0 && code !== null) return { code, message: `rank ${st.rank} exited with code ${code}; stopping the other ranks` };
+    if (othersAlive > 0 && kv.joined(st.rank) && !kv.finalized(st.rank)) {
+      // Its peers may wait for it forever; MPI launchers treat this as a failure too.
+      return { code: 1, message: `rank ${st.rank} exited without calling finalize() while other ranks were still running; stopping the job` };
+    }
+    return undefined;
+  };
+
+  const rankExited = (st: RankState, code: number | null, signal: NodeJS.Signals | null, spawnError?: Error): void => {
+    if (st.exited) return;
+    st.exited = true;
+    st.exit = { rank: st.rank, code, signal };
+    alive--;
+    const v = verdict(st, code, signal, alive, spawnError);
+    // Let the rank's last output (a stack trace, say) print before the launcher's verdict on it.
+    let t: NodeJS.Timeout | undefined;
+    void Promise.race([st.drained, new Promise<void>((res) => { t = setTimeout(res, LAST_WORDS_MS); })]).then(() => {
+      if (t) clearTimeout(t);
+      if (v) fail(v.code, v.message);
+      if (--running === 0) void finish();
+    });
+  };
+
+  const attach = (rank: number, stream: Readable | null, which: 'stdout' | 'stderr'): { drained: Promise<void>; flush: () => void } => {
+    if (!stream) return { drained: Promise.resolve(), flush: () => undefined };
+    const prefix = Buffer.from(`[${rank}] `);
+    const gate = which === 'stdout' ? outGate : errGate;
+    const sink = outputs?.[rank]?.[which];
+    const cutter = new LineCutter((lines) => {
+      if (sink) {
+        for (const l of lines) if (sink.length < MAX_CAPTURED_LINES) sink.push(l.toString('utf8'));
+        return;
+      }
+      const parts: Buffer[] = [];
+      for (const l of lines) parts.push(prefix, l, NL);
+      gate?.write(Buffer.concat(parts), stream);
+    });
+    let flushed = false;
+    const flush = (): void => {
+      if (flushed) return;
+      flushed = true;
+      cutter.flush();
+    };
+    stream.on('data', (chunk: Buffer) => cutter.push(chunk));
+    const drained = new Promise<void>((res) => {
+      stream.once('end', () => { flush(); res(); });
+      stream.once('close', () => res());
+      stream.once('error', () => res());
+    });
+    return { drained, flush };
+  };
+
+  for (let rank = 0; rank < np; rank++) {
+    const env: NodeJS.ProcessEnv = { ...baseEnv, [ENV.rank]: String(rank), [ENV.localRank]: String(rank) };
+    const st: RankState = {
+      rank, child: undefined, pid: undefined, exited: false,
+      exit: { rank, code: null, signal: null },
+      drained: Promise.resolve(), flush: () => undefined,
+    };
+    ranks.push(st);
+    if (failure) {
+      // An earlier rank could not even be spawned: starting more would only have them stopped again.
+      st.exited = true;
+      alive--;
+      if (--running === 0) void finish();
+      continue;
+    }
+    let child: ChildProcess;
+    try {
+      // Own process group per rank: signals reach the rank's children, and a
+      // terminal's Ctrl-C reaches only the launcher, which decides what to do.
+      child = spawn(file, args, { env, cwd: opts.cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    } catch (err) {
+      rankExited(st, null, null, err instanceof Error ? err : new Error(String(err)));
+      continue;
+    }
+    st.child = child;
+    st.pid = child.pid;
+    const out = attach(rank, child.stdout, 'stdout');
+    const errOut = attach(rank, child.stderr, 'stderr');
+    st.drained = Promise.all([out.drained, errOut.drained]).then(() => undefined);
+    st.flush = () => { out.flush(); errOut.flush(); };
+    child.on('error', (err) => {
+      // Only a failed spawn has no pid; later errors (e.g. kill on a dead pid) are not exits.
+      if (st.pid === undefined) rankExited(st, null, null, err);
+    });
+    child.on('exit', (code, signal) => rankExited(st, code, signal));
+  }
+
+  if (opts.timeoutSec !== undefined && !finished) {
+    const sec = opts.timeoutSec;
+    timeoutTimer = setTimeout(() => fail(124, `job exceeded --timeout ${sec} s; stopping it`), sec * 1000);
+  }
+
+  return {
+    jobId,
+    kv: kvAddr,
+    pids: ranks.map((r) => r.pid),
+    wait: () => done,
+    stop: (message, code) => fail(code, message),
+  };
+}
+
+interface ParsedRun {
+  opts: JobOptions;
+}
+
+class UsageError extends Error {}
+
+function parseSeconds(text: string, what: string, allowZero: boolean): number {
+  const n = Number(text);
+  if (text.trim() === '' || !Number.isFinite(n) || n < 0 || (!allowZero && n === 0)) {
+    throw new UsageError(`${what} needs a ${allowZero ? 'non-negative' : 'positive'} number of seconds, got '${text}'`);
+  }
+  return n;
+}
+
+function parseRunArgs(argv: string[]): ParsedRun | 'help' {
+  let np: number | undefined;
+  let timeoutSec: number | undefined;
+  let graceSec: number | undefined;
+  let rails: string | undefined;
+  let stats = false;
+  const env: Record<string, string> = {};
+  let i = 0;
+  const valueOf = (name: string, inline: string | undefined): string => {
+    if (inline !== undefined) return inline;
+    const v = argv[++i];
+    if (v === undefined) throw new UsageError(`${name} needs a value`);
+    return v;
+  };
+  for (; i < argv.length; i++) {
+    const a = argv[i] ?? '';
+    if (a === '--') {
+      i++;
+      break;
+    }
+    if (!a.startsWith('-') || a === '-') break;
+    const eq = a.startsWith('--') ? a.indexOf('=') : -1;
+    const name = eq > 0 ? a.slice(0, eq) : a;
+    const inline = eq > 0 ? a.slice(eq + 1) : undefined;
+    switch (name) {
+      case '-h':
+      case '--help':
+        return 'help';
+      case '-n':
+      case '--np': {
+        const v = valueOf(name, inline);
+        if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < 1) {
+          throw new UsageError(`${name} needs a positive integer, got '${v}'`);
+        }
+        np = Number(v);
+        break;
+      }
+      case '--timeout':
+        timeoutSec = parseSeconds(valueOf(name, inline), name, false);
+        break;
+      case '--grace':
+        graceSec = parseSeconds(valueOf(name, inline), name, true);
+        break;
+      case '--rails': {
+        const v = valueOf(name, inline);
+        if (v.trim() === '') throw new UsageError('--rails needs a list of rails, e.g. tcp');
+        rails = v;
+        break;
+      }
+      case '--stats':
+        if (inline !== undefined) throw new UsageError('--stats takes no value');
+        stats = true;
+        break;
+      case '-x': {
+        const v = valueOf(name, inline);
+        const m = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s.exec(v);
+        if (!m) throw new UsageError(`-x needs NAME=VALUE, got '${v}'`);
+        const key = m[1] ?? '';
+        if (IDENTITY_VARS.includes(key)) throw new UsageError(`-x cannot set ${key}: railcomm run sets it for each rank`);
+        env[key] = m[2] ?? '';
+        break;
+      }
+      default:
+        throw new UsageError(`unknown option '${a}'`);
+    }
+  }
+  const command = argv.slice(i);
+  if (np === undefined) throw new UsageError('-n N (the number of ranks) is required');
+  if (command.length === 0 || !command[0]) throw new UsageError('no script or program given');
+  const opts: JobOptions = { np, command, stats, env };
+  if (timeoutSec !== undefined) opts.timeoutSec = timeoutSec;
+  if (graceSec !== undefined) opts.graceSec = graceSec;
+  if (rails !== undefined) opts.rails = rails;
+  return { opts };
+}
+
+/** `railcomm run ...` (argv after the word `run`); resolves with the process exit code. */
+export async function runCommand(argv: string[]): Promise<number> {
+  let parsed: ParsedRun | 'help';
+  try {
+    parsed = parseRunArgs(argv);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    process.stderr.write(`railcomm run: ${err.message}\n\n${usage()}`);
+    return 2;
+  }
+  if (parsed === 'help') {
+    process.stdout.write(usage());
+    return 0;
+  }
+  let job: Job;
+  try {
+    job = await startJob(parsed.opts);
+  } catch (err) {
+    process.stderr.write(`railcomm run: cannot start the job: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+  const result = await job.wait();
+  return result.code;
+}

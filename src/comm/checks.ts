@@ -1,0 +1,31 @@
+// Argument checks shared by every communicator call: wrong input throws a
+// RailcommError with a code at the call, before any traffic.
+
+import { RailcommError, ErrorCode } from '../core/errors.js';
+import { describe } from '../core/bytes.js';
+import { ANY_SOURCE, ANY_TAG } from '../proto/matching.js';
+
+export const TAG_MAX = 0x7fffffff;
+
+export function checkRank(r: unknown, size: number, what: string, allowAny: boolean): number {
+  if (typeof r !== 'number' || !Number.isInteger(r) || r >= size || (r < 0 && !(allowAny && r === ANY_SOURCE))) {
+    throw new RailcommError(ErrorCode.RANK, `${what} ${String(r)} is not a rank of this communicator (0..${size - 1}${allowAny ? ' or ANY_SOURCE' : ''})`);
+  }
+  return r;
+}
+
+export function checkTag(t: unknown, allowAny: boolean): number {
+  if (typeof t !== 'number' || !Number.isInteger(t) || t > TAG_MAX || (t < 0 && !(allowAny && t === ANY_TAG))) {
+    throw new RailcommError(ErrorCode.TAG, `tag ${String(t)} is not an integer in 0..${TAG_MAX}${allowAny ? ' or ANY_TAG' : ''}`);
+  }
+  return t;
+}
+
+export function checkSignal(opts: unknown): AbortSignal | null {
+  if (opts === undefined || opts === null) return null;
+  if (typeof opts !== 'object') throw new RailcommError(ErrorCode.INVALID_ARG, `options must be an object such as { signal }, got ${describe(opts)}`);
+  const s = (opts as { signal?: unknown }).signal;
+  if (s === undefined) return null;
+  if (!(s instanceof AbortSignal)) throw new RailcommError(ErrorCode.INVALID_ARG, `options.signal must be an AbortSignal, got ${describe(s)}`);
+  return s;
+}

@@ -1,0 +1,49 @@
+// init(): find out who started this rank, wire up, open rails, and return the
+// world communicator (a world of one rank when no launcher started us).
+
+import { Context } from '../proto/context.js';
+import { detectLaunch } from '../boot/launch-env.js';
+import { KvClient } from '../boot/kv-client.js';
+import type { ParamOptions } from '../core/params.js';
+import { RailcommError, ErrorCode } from '../core/errors.js';
+import { log } from '../core/log.js';
+import { Communicator } from './communicator.js';
+import { World } from './world.js';
+
+export interface InitOptions {
+  /** Parameters by name (eagerLimit or RAILCOMM_EAGER_LIMIT); they win over the environment. */
+  params?: ParamOptions;
+}
+
+let world: Promise<Communicator> | null = null;
+
+/** The world communicator. Calling it again returns the same one. */
+export function init(options: InitOptions = {}): Promise<Communicator> {
+  world ??= start(options);
+  return world;
+}
+
+async function start(options: InitOptions): Promise<Communicator> {
+  const launch = detectLaunch();
+  let kv: KvClient | null = null;
+  if (launch.kv !== undefined) {
+    try {
+      kv = await KvClient.connect(launch.kv, launch.jobKey, launch.rank);
+    } catch (e) {
+      throw new RailcommError(ErrorCode.BOOT, `rank ${launch.rank}: cannot reach the launcher's wire-up service at ${launch.kv.host}:${launch.kv.port}: ${(e as Error).message}`, { cause: e });
+    }
+  }
+  let w: World | null = null;
+  if (kv !== null) {
+    // The launcher is gone: this rank must not outlive it (no orphans).
+    kv.onLost(() => {
+      if (w?.isFinalized) return;
+      log.error(`rank ${launch.rank}: lost the connection to the launcher; exiting`);
+      process.exit(1);
+    });
+  }
+  const ctx = await Context.create({ params: options.params ?? {}, launch, kv });
+  w = new World(ctx, kv);
+  const group = Array.from({ length: launch.size }, (_, i) => i);
+  return new Communicator(w, group, launch.rank, 0, 1);
+}

@@ -1,0 +1,78 @@
+// State shared by every communicator of this rank: the protocol context, the
+// wire-up store, the keep-alive, and what finalize() must wait for.
+
+import v8 from 'node:v8';
+import type { Context } from '../proto/context.js';
+import type { KeyValueStore } from '../boot/kv.js';
+import { KeepAlive } from '../core/keepalive.js';
+import { finalized } from '../core/errors.js';
+import { KIND_SEND, type Request, type RequestWatcher } from '../proto/request.js';
+
+export class World implements RequestWatcher {
+  readonly ctx: Context;
+  readonly kv: KeyValueStore | null;
+  readonly keepAlive = new KeepAlive();
+  isFinalized = false;
+  private sendsOutstanding = 0;
+  private drained: Array<() => void> = [];
+  /** Next free communicator context id (0/1 are the world's). */
+  nextContextId = 2;
+
+  constructor(ctx: Context, kv: KeyValueStore | null) {
+    this.ctx = ctx;
+    this.kv = kv;
+  }
+
+  /** Called for every request this rank starts. */
+  track(r: Request): void {
+    r.watcher = this;
+    this.keepAlive.hold();
+    if (r.kind === KIND_SEND) this.sendsOutstanding++;
+  }
+
+  requestSettled(r: Request): void {
+    this.keepAlive.release();
+    if (r.kind === KIND_SEND && --this.sendsOutstanding === 0 && this.drained.length > 0) {
+      const d = this.drained;
+      this.drained = [];
+      for (const f of d) f();
+    }
+  }
+
+  check(what: string): void {
+    if (this.isFinalized) throw finalized(what);
+  }
+
+  /** finalize(): complete outstanding sends, tell the launcher, close rails. Idempotent. */
+  private finalizing: Promise<void> | null = null;
+  finalize(): Promise<void> {
+    this.finalizing ??= this.doFinalize();
+    return this.finalizing;
+  }
+
+  private async doFinalize(): Promise<void> {
+    this.isFinalized = true;
+    if (this.sendsOutstanding > 0) {
+      this.keepAlive.hold();
+      await new Promise<void>((resolve) => this.drained.push(resolve));
+      this.keepAlive.release();
+    }
+    if (this.ctx.params.stats) {
+      process.stderr.write(`railcomm stats ${JSON.stringify(this.ctx.stats())}\n`);
+    }
+    if (this.kv !== null) {
+      await this.kv.finalize().catch(() => undefined);
+    }
+    await this.ctx.close();
+    this.kv?.close();
+    this.keepAlive.dispose();
+  }
+}
+
+export function serialize(value: unknown): Uint8Array {
+  return v8.serialize(value);
+}
+
+export function deserialize(bytes: Uint8Array): unknown {
+  return v8.deserialize(bytes);
+}

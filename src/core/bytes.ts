@@ -1,0 +1,39 @@
+// Helpers to look at any ArrayBufferView as bytes without copying.
+
+import { invalidArg } from './errors.js';
+
+export function isView(v: unknown): v is ArrayBufferView {
+  return ArrayBuffer.isView(v);
+}
+
+/** The bytes of a view; a Uint8Array (or Buffer) is returned as it is. */
+export function asBytes(v: ArrayBufferView, what = 'buffer'): Uint8Array {
+  if (v instanceof Uint8Array) return v;
+  if (!ArrayBuffer.isView(v)) {
+    throw invalidArg(`${what} must be an ArrayBufferView (a typed array, Buffer or DataView), got ${describe(v)}`);
+  }
+  if (v.buffer.byteLength === 0 && v.byteLength === 0 && isDetached(v.buffer)) {
+    throw invalidArg(`${what} is backed by a detached ArrayBuffer`);
+  }
+  return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+}
+
+export function isDetached(b: ArrayBufferLike): boolean {
+  // `detached` exists from Node 20.?; fall back to a zero-length probe.
+  const d = (b as { detached?: boolean }).detached;
+  if (typeof d === 'boolean') return d;
+  try { new Uint8Array(b, 0, 0); return false; } catch { return true; }
+}
+
+export function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (typeof v === 'object') return (v as object).constructor?.name ?? 'object';
+  return typeof v;
+}
+
+export function parseSize(text: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*$/i.exec(text);
+  if (!m) return NaN;
+  const mult = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }[m[2]!.toLowerCase()] ?? 1;
+  return Math.round(Number(m[1]) * mult);
+}

@@ -1,0 +1,26 @@
+// Counters per rail and per peer: plain numeric fields bumped on the hot path
+// (no maps, no strings), read by `--stats`, `railcomm info` and tests.
+
+export class TrafficCounters {
+  msgsSent = 0;
+  bytesSent = 0;
+  msgsRecv = 0;
+  bytesRecv = 0;
+  /** Operations answered "no resource" and queued. */
+  pending = 0;
+  /** Frames or datagrams refused as malformed. */
+  badFrames = 0;
+  /** Connections refused (bad job key, wrong job, duplicate). */
+  refused = 0;
+  retransmits = 0;
+  drops = 0;
+
+  snapshot(): Record<string, number> {
+    return {
+      msgsSent: this.msgsSent, bytesSent: this.bytesSent,
+      msgsRecv: this.msgsRecv, bytesRecv: this.bytesRecv,
+      pending: this.pending, badFrames: this.badFrames, refused: this.refused,
+      retransmits: this.retransmits, drops: this.drops,
+    };
+  }
+}

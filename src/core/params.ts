@@ -1,0 +1,111 @@
+// The parameter registry: every tunable railcomm reads, with its type, default
+// and a one-line doc. Values come from init() options, then RAILCOMM_<NAME>
+// environment variables, then the default. `railcomm info --params` prints it.
+
+import { invalidArg } from './errors.js';
+import { parseSize } from './bytes.js';
+
+type Kind = 'int' | 'size' | 'bool' | 'string' | 'ms';
+
+interface ParamSpec<K extends Kind = Kind> {
+  /** Name without the RAILCOMM_ prefix, as in the environment. */
+  readonly name: string;
+  readonly kind: K;
+  readonly def: K extends 'bool' ? boolean : K extends 'string' ? string : number;
+  readonly doc: string;
+  readonly min?: number;
+  readonly choices?: readonly string[];
+}
+
+const spec = <K extends Kind>(s: ParamSpec<K>): ParamSpec<K> => s;
+
+export const PARAMS = {
+  rails: spec({ name: 'RAILS', kind: 'string', def: '', doc: 'comma-separated rails to use (self,tcp,...); empty chooses by job layout' }),
+  tcpDevices: spec({ name: 'TCP_DEVICES', kind: 'string', def: '', doc: 'network devices for tcp, comma-separated globs (lo, eth*); empty: loopback on one host, else the first routable device' }),
+  tcpPort: spec({ name: 'TCP_PORT', kind: 'int', def: 0, min: 0, doc: 'tcp listen port (0: any free port)' }),
+  eagerLimit: spec({ name: 'EAGER_LIMIT', kind: 'size', def: 16384, min: 0, doc: 'largest message copied at send (the send completes at once, never waiting for the receiver)' }),
+  rndvThreshold: spec({ name: 'RNDV_THRESHOLD', kind: 'size', def: 65536, min: 1, doc: 'messages of at least this many bytes use rendezvous (RTS, match, CTS or RGET, data straight into the receive buffer)' }),
+  rndvChunk: spec({ name: 'RNDV_CHUNK', kind: 'size', def: 1048576, min: 4096, doc: 'rendezvous data is sent in pipelined chunks of this size' }),
+  eagerCredits: spec({ name: 'EAGER_CREDITS', kind: 'size', def: 4194304, min: 0, doc: 'bytes of eager data one sender may have unmatched at one receiver; beyond it sends switch to rendezvous (bounds the unexpected queue)' }),
+  tcpMaxFrame: spec({ name: 'TCP_MAX_FRAME', kind: 'size', def: 4194304, min: 65536, doc: 'largest tcp frame payload accepted; a longer length field closes the connection' }),
+  tcpRecvBuffer: spec({ name: 'TCP_RECV_BUFFER', kind: 'size', def: 262144, min: 4096, doc: 'per-connection staging buffer that socket reads land in' }),
+  tcpSendHighWater: spec({ name: 'TCP_SEND_HIGH_WATER', kind: 'size', def: 16777216, min: 65536, doc: 'bytes queued on a socket before sends answer no-resource and wait' }),
+  connectTimeout: spec({ name: 'CONNECT_TIMEOUT', kind: 'ms', def: 30000, min: 1, doc: 'how long to try to reach a peer before its requests fail' }),
+  handshakeTimeout: spec({ name: 'HANDSHAKE_TIMEOUT', kind: 'ms', def: 10000, min: 1, doc: 'an incoming connection that has not proven the job key by then is closed' }),
+  spinUs: spec({ name: 'SPIN_US', kind: 'int', def: 50, min: 0, doc: 'microseconds polling shared-memory rails spin before sleeping' }),
+  hangTimeout: spec({ name: 'HANG_TIMEOUT', kind: 'ms', def: 0, min: 0, doc: 'when a wait exceeds this, print pending requests (0: never)' }),
+  log: spec({ name: 'LOG', kind: 'string', def: 'warn', choices: ['error', 'warn', 'info', 'debug', 'trace'], doc: 'log level' }),
+  protoInfo: spec({ name: 'PROTO_INFO', kind: 'bool', def: false, doc: 'print, per peer, which protocol and rail serve each message size range' }),
+  stats: spec({ name: 'STATS', kind: 'bool', def: false, doc: 'print counters per rail and per peer at finalize' }),
+} as const;
+
+type Specs = typeof PARAMS;
+type ValueOf<S> = S extends ParamSpec<infer K> ? (K extends 'bool' ? boolean : K extends 'string' ? string : number) : never;
+export type Params = { -readonly [K in keyof Specs]: ValueOf<Specs[K]> };
+export type ParamName = keyof Specs;
+export type ParamOptions = Partial<Record<ParamName | string, string | number | boolean>>;
+
+export function envName(key: ParamName): string {
+  return `RAILCOMM_${PARAMS[key].name}`;
+}
+
+function parseValue(s: ParamSpec, raw: string | number | boolean, where: string): number | string | boolean {
+  const bad = (what: string) => invalidArg(`${where}=${String(raw)}: ${what} (${s.doc})`);
+  switch (s.kind) {
+    case 'bool': {
+      if (typeof raw === 'boolean') return raw;
+      const t = String(raw).toLowerCase();
+      if (['1', 'true', 'yes', 'on'].includes(t)) return true;
+      if (['0', 'false', 'no', 'off', ''].includes(t)) return false;
+      throw bad('expected a boolean (1/0, true/false)');
+    }
+    case 'string': {
+      const t = String(raw);
+      if (s.choices && !s.choices.includes(t.toLowerCase())) throw bad(`expected one of ${s.choices.join(', ')}`);
+      return s.choices ? t.toLowerCase() : t;
+    }
+    case 'int':
+    case 'ms':
+    case 'size': {
+      const n = typeof raw === 'number' ? raw : s.kind === 'size' ? parseSize(String(raw)) : Number(String(raw).trim());
+      if (!Number.isSafeInteger(n)) throw bad(s.kind === 'size' ? 'expected a byte count such as 65536, 64k or 4m' : 'expected an integer');
+      if (s.min !== undefined && n < s.min) throw bad(`must be at least ${s.min}`);
+      return n;
+    }
+  }
+}
+
+/** Resolve every parameter: options first, then the environment, then defaults. */
+export function resolveParams(options: ParamOptions = {}, env: NodeJS.ProcessEnv = process.env): Params {
+  const byEnv = new Map<string, ParamName>();
+  for (const k of Object.keys(PARAMS) as ParamName[]) byEnv.set(PARAMS[k].name, k);
+  const given = new Map<ParamName, string | number | boolean>();
+  for (const [k, v] of Object.entries(options)) {
+    if (v === undefined) continue;
+    const key: ParamName | undefined = k in PARAMS ? (k as ParamName) : byEnv.get(k.replace(/^RAILCOMM_/, ''));
+    if (!key) throw invalidArg(`unknown railcomm parameter '${k}'; 'railcomm info --params' lists them`);
+    given.set(key, v);
+  }
+  const out: Record<string, number | string | boolean> = {};
+  for (const key of Object.keys(PARAMS) as ParamName[]) {
+    const s = PARAMS[key] as ParamSpec;
+    const opt = given.get(key);
+    const ev = env[envName(key)];
+    if (opt !== undefined) out[key] = parseValue(s, opt, key);
+    else if (ev !== undefined && ev !== '') out[key] = parseValue(s, ev, envName(key));
+    else out[key] = s.def;
+  }
+  return out as Params;
+}
+
+/** Rows for `railcomm info --params`. */
+export function describeParams(current?: Params): Array<{ name: string; kind: string; def: string; value?: string; doc: string }> {
+  return (Object.keys(PARAMS) as ParamName[]).map((key) => {
+    const s = PARAMS[key] as ParamSpec;
+    const row: { name: string; kind: string; def: string; value?: string; doc: string } = {
+      name: envName(key), kind: s.kind, def: String(s.def), doc: s.doc,
+    };
+    if (current) row.value = String(current[key]);
+    return row;
+  });
+}

@@ -1,0 +1,295 @@
+// The protocol context: LCP's seven initialisation steps (configuration,
+// component availability, layout filtering, device query, device filtering,
+// rail opening, capabilities -> protocol tables), then protocol endpoints made
+// on demand, each resolved through wire-up the first time a peer is used.
+
+import type { Component, Device, Rail, RailEndpoint, RailEnv, RailUpcalls } from '../rail/api.js';
+import { COMPONENTS } from '../rail/components.js';
+import { resolveParams, type ParamOptions, type Params } from '../core/params.js';
+import { log as rootLog, type Logger, type LogLevel } from '../core/log.js';
+import { RailcommError, ErrorCode } from '../core/errors.js';
+import { endpointId, jobOf, rankOf } from '../core/ids.js';
+import { newJobKey } from '../core/auth.js';
+import type { LaunchInfo } from '../boot/launch-env.js';
+import type { KeyValueStore } from '../boot/kv.js';
+import { AmRegistry } from './am.js';
+import { ProtoEndpoint, thresholdsFor } from './endpoint.js';
+import { PointToPoint } from './p2p.js';
+import { channels } from './observe.js';
+
+export interface InitStep {
+  step: number;
+  title: string;
+  lines: string[];
+}
+
+export interface ContextOptions {
+  params?: ParamOptions;
+  launch: LaunchInfo;
+  kv: KeyValueStore | null;
+  /** Keep every component regardless of layout (for `railcomm info`). */
+  probeAll?: boolean;
+}
+
+function globToRegExp(g: string): RegExp {
+  return new RegExp('^' + g.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.') + '$');
+}
+
+export class Context {
+  readonly params: Params;
+  readonly launch: LaunchInfo;
+  readonly self: bigint;
+  readonly log: Logger;
+  readonly report: InitStep[] = [];
+  readonly rails: Rail[] = [];
+  readonly am = new AmRegistry();
+  readonly p2p: PointToPoint;
+  private readonly kv: KeyValueStore | null;
+  private readonly endpoints: Array<ProtoEndpoint | undefined> = [];
+  private closed = false;
+
+  private constructor(opts: ContextOptions, params: Params) {
+    this.params = params;
+    this.launch = opts.launch;
+    this.kv = opts.kv;
+    this.self = endpointId(opts.launch.jobId, opts.launch.rank);
+    this.log = rootLog;
+    this.log.setLevel(params.log as LogLevel);
+    if (opts.launch.size > 1) this.log.setPrefix(`railcomm ${opts.launch.rank}`);
+    this.p2p = new PointToPoint(this, this.am);
+  }
+
+  get worldRank(): number { return this.launch.rank; }
+  get worldSize(): number { return this.launch.size; }
+
+  static async create(opts: ContextOptions): Promise<Context> {
+    // Step 1: configuration from init() options, then RAILCOMM_* variables, then defaults.
+    const params = resolveParams(opts.params ?? {});
+    const ctx = new Context(opts, params);
+    const say = (step: number, title: string, lines: string[]): void => {
+      ctx.report.push({ step, title, lines });
+      for (const l of lines) ctx.log.debug(`init step ${step} (${title}): ${l}`);
+    };
+    say(1, 'load configuration', [
+      `launcher: ${opts.launch.launcher} (${opts.launch.why}); rank ${opts.launch.rank} of ${opts.launch.size}, ${opts.launch.localSize} on this host`,
+      `eager limit ${params.eagerLimit} B, rendezvous from ${params.rndvThreshold} B in ${params.rndvChunk} B chunks, eager credits ${params.eagerCredits} B per peer`,
+    ]);
+
+    // Step 2: which components this build can use.
+    const usable: Component[] = [];
+    const l2: string[] = [];
+    for (const c of COMPONENTS) {
+      const a = c.available();
+      l2.push(`${c.name}: ${a.ok ? 'available' : 'unavailable'} (${a.why})`);
+      if (a.ok) usable.push(c);
+    }
+    say(2, 'component availability', l2);
+
+    // Step 3: filter by job layout and by RAILCOMM_RAILS.
+    const wanted = params.rails.split(',').map((s) => s.trim()).filter(Boolean);
+    for (const w of wanted) {
+      if (!COMPONENTS.some((c) => c.name === w)) {
+        throw new RailcommError(ErrorCode.INVALID_ARG, `RAILCOMM_RAILS names '${w}', which this build does not have; known rails: ${COMPONENTS.map((c) => c.name).join(', ')}`);
+      }
+    }
+    const l3: string[] = [];
+    const layoutOk = (c: Component): string | null => {
+      if (opts.probeAll) return null;
+      if (c.reach === 'self') return null;
+      if (opts.launch.size === 1) return 'a world of one rank needs only self';
+      return null;
+    };
+    const chosen = usable.filter((c) => {
+      if (wanted.length > 0 && !wanted.includes(c.name) && c.reach !== 'self') { l3.push(`${c.name}: dropped (not in RAILCOMM_RAILS=${params.rails})`); return false; }
+      const why = layoutOk(c);
+      if (why !== null) { l3.push(`${c.name}: dropped (${why})`); return false; }
+      l3.push(`${c.name}: kept`);
+      return true;
+    });
+    say(3, 'filter components by layout', l3);
+
+    // Step 4: devices of the remaining components.
+    const devices = new Map<Component, Device[]>();
+    const l4: string[] = [];
+    for (const c of chosen) {
+      const ds = c.queryDevices(params);
+      devices.set(c, ds);
+      l4.push(`${c.name}: ${ds.map((d) => `${d.name}${d.address ? ' ' + d.address : ''} (${d.kind})`).join(', ') || 'none'}`);
+    }
+    say(4, 'query devices', l4);
+
+    // Step 5: filter devices by name and keep one rail per component.
+    const picked: Array<[Component, Device]> = [];
+    const l5: string[] = [];
+    const oneHost = opts.launch.localSize === opts.launch.size;
+    for (const [c, ds] of devices) {
+      let pool = ds;
+      if (c.name === 'tcp') {
+        const globs = params.tcpDevices.split(',').map((s) => s.trim()).filter(Boolean);
+        if (globs.length > 0) {
+          const res = globs.map(globToRegExp);
+          pool = ds.filter((d) => res.some((r) => r.test(d.name)));
+          if (pool.length === 0) throw new RailcommError(ErrorCode.NO_RAIL, `RAILCOMM_TCP_DEVICES=${params.tcpDevices} matches none of this host's devices (${ds.map((d) => d.name).join(', ')})`);
+        } else {
+          pool = oneHost ? ds.filter((d) => d.kind === 'loopback') : ds.filter((d) => d.kind === 'network');
+          if (pool.length === 0) pool = ds;
+        }
+      }
+      const d = pool[0];
+      if (d === undefined) { l5.push(`${c.name}: no usable device`); continue; }
+      picked.push([c, d]);
+      l5.push(`${c.name}: ${d.name}${d.address ? ' ' + d.address : ''}${oneHost && c.name === 'tcp' ? ' (all ranks on this host)' : ''}`);
+    }
+    say(5, 'filter devices', l5);
+
+    // Step 6: open rails.
+    const upcalls: RailUpcalls = {
+      am: ctx.am.table,
+      ready: (ep) => { const pe = ep.owner as ProtoEndpoint | null; if (pe) ctx.p2p.drain(pe); },
+      failed: (ep, err, graceful) => ctx.onRailFailed(ep, err, graceful),
+      accepted: (ep) => ctx.onAccepted(ep),
+    };
+    const env: RailEnv = {
+      self: ctx.self, jobId: opts.launch.jobId, jobKey: opts.launch.jobKey || newJobKey(),
+      params, log: ctx.log, upcalls,
+    };
+    const l6: string[] = [];
+    for (const [c, d] of picked) {
+      const rail = await c.open(d, env);
+      ctx.rails.push(rail);
+      l6.push(`${rail.name}: open at ${rail.address()}`);
+    }
+    say(6, 'open rails', l6);
+
+    // Step 7: capabilities -> protocol tables.
+    const l7: string[] = [];
+    for (const r of ctx.rails) {
+      const t = thresholdsFor(r.caps, params);
+      const c = r.caps;
+      l7.push(`${r.name}: ${c.reliable ? 'reliable' : 'unreliable'}, ${c.ordered ? 'ordered' : 'unordered'}, put ${c.put ? 'yes' : 'no'}, get ${c.get ? 'yes' : 'no'}, atomics ${c.atomics ? 'yes' : 'no'}, ~${c.latencyUs} us, ~${c.bandwidthMBps} MB/s; ` +
+        `short <= ${t.short} B, eager <= ${t.eager} B, zero-copy eager <= ${t.zcopy} B, rendezvous above in ${t.chunk} B chunks`);
+    }
+    say(7, 'rail capabilities and protocol tables', l7);
+
+    ctx.p2p.registerContext(0, Array.from({ length: opts.launch.size }, (_, i) => i));
+    if (ctx.kv !== null) {
+      const addrs: Record<string, string> = {};
+      for (const r of ctx.rails) if (r.component !== 'self') addrs[r.component] = r.address();
+      await ctx.kv.put(`rails/${opts.launch.rank}`, JSON.stringify(addrs));
+      await ctx.kv.fence();
+    }
+    return ctx;
+  }
+
+  // ---- endpoints ---------------------------------------------------------
+
+  endpointFor(world: number): ProtoEndpoint {
+    let ep = this.endpoints[world];
+    if (ep !== undefined) return ep;
+    if (!Number.isInteger(world) || world < 0 || world >= this.launch.size) {
+      throw new RailcommError(ErrorCode.RANK, `rank ${world} is outside this job (size ${this.launch.size})`);
+    }
+    ep = new ProtoEndpoint(world, endpointId(this.launch.jobId, world), this.params.eagerCredits);
+    this.endpoints[world] = ep;
+    if (world === this.launch.rank) {
+      const selfRail = this.rails.find((r) => r.component === 'self');
+      if (selfRail === undefined) throw new RailcommError(ErrorCode.NO_RAIL, 'no self rail is open');
+      this.bind(ep, selfRail.endpoint(this.self, 'self'));
+    } else {
+      this.resolve(ep);
+    }
+    return ep;
+  }
+
+  *allEndpoints(): Iterable<ProtoEndpoint> {
+    for (const ep of this.endpoints) if (ep !== undefined) yield ep;
+  }
+
+  private bind(ep: ProtoEndpoint, lane: RailEndpoint): void {
+    lane.owner = ep;
+    ep.lane = lane;
+    ep.th = thresholdsFor(lane.rail.caps, this.params);
+    ep.resolving = false;
+    if (this.params.protoInfo) this.printProtoInfo(ep);
+    if (channels.protocol.hasSubscribers) channels.protocol.publish({ rank: ep.rank, rail: lane.rail.name, thresholds: ep.th });
+    this.p2p.drain(ep);
+  }
+
+  /** Look the peer's rail addresses up (wire-up) and pick the best common rail. */
+  private resolve(ep: ProtoEndpoint): void {
+    if (this.kv === null) {
+      ep.failure = new RailcommError(ErrorCode.NO_RAIL, `rank ${ep.rank} cannot be reached: this rank was not started by a launcher`);
+      return;
+    }
+    ep.resolving = true;
+    this.kv.get(`rails/${ep.rank}`, this.params.connectTimeout).then((text) => {
+      if (ep.lane !== null || ep.failure !== null) return;
+      const addrs = JSON.parse(text) as Record<string, string>;
+      const rail = this.rails
+        .filter((r) => r.component !== 'self' && addrs[r.component] !== undefined)
+        .sort((a, b) => a.caps.latencyUs - b.caps.latencyUs)[0];
+      if (rail === undefined) {
+        this.failEndpoint(ep, new RailcommError(ErrorCode.NO_RAIL, `no rail reaches rank ${ep.rank}: it offers ${Object.keys(addrs).join(', ') || 'nothing'}, this rank has ${this.rails.map((r) => r.component).join(', ')}`), false);
+        return;
+      }
+      this.bind(ep, rail.endpoint(ep.id, addrs[rail.component]!));
+    }, (err: unknown) => {
+      this.failEndpoint(ep, new RailcommError(ErrorCode.PEER_FAILED, `cannot look up how to reach rank ${ep.rank}: ${(err as Error).message}`, { cause: err }), false);
+    });
+  }
+
+  private onAccepted(lane: RailEndpoint): void {
+    if (jobOf(lane.peer) !== this.launch.jobId) return;
+    const rank = rankOf(lane.peer);
+    if (rank >= this.launch.size) return;
+    const ep = this.endpointFor(rank);
+    if (ep.lane === null) this.bind(ep, lane);
+    else if (ep.lane === lane) { lane.owner = ep; this.p2p.drain(ep); }
+    if (channels.connect.hasSubscribers) channels.connect.publish({ rank, rail: lane.rail.name });
+  }
+
+  private onRailFailed(lane: RailEndpoint, err: RailcommError, graceful: boolean): void {
+    const ep = lane.owner as ProtoEndpoint | null;
+    if (ep === null || ep.lane !== lane) return;
+    this.failEndpoint(ep, err, graceful);
+  }
+
+  private failEndpoint(ep: ProtoEndpoint, err: RailcommError, graceful: boolean): void {
+    if (ep.failure !== null) return;
+    const e = graceful ? new RailcommError(ErrorCode.PEER_FAILED, `rank ${ep.rank} has finalized; it takes no more messages`, { cause: err }) : err;
+    ep.failure = e;
+    if (!graceful && !this.closed) this.log.warn(`peer rank ${ep.rank} failed: ${err.message}`);
+    if (channels.peerFailed.hasSubscribers) channels.peerFailed.publish({ rank: ep.rank, graceful, message: e.message });
+    this.p2p.peerFailed(ep, e, graceful);
+  }
+
+  private printProtoInfo(ep: ProtoEndpoint): void {
+    const t = ep.th;
+    const rail = ep.lane!.rail.name;
+    const rows = [
+      `  0 .. ${t.short} B: short (inline) on ${rail}`,
+      `  ${t.short + 1} .. ${t.eager} B: eager copy on ${rail}`,
+      `  ${t.eager + 1} .. ${t.zcopy} B: zero-copy eager on ${rail}`,
+      `  ${t.zcopy + 1} B ..: rendezvous, ${t.chunk} B chunks on ${rail}`,
+    ];
+    process.stderr.write(`[railcomm ${this.launch.rank}] protocols to rank ${ep.rank}:\n${rows.join('\n')}\n`);
+  }
+
+  /** Counters per rail and per peer (for --stats and tests). */
+  stats(): Record<string, unknown> {
+    const rails: Record<string, Record<string, number>> = {};
+    for (const r of this.rails) rails[r.name] = r.counters.snapshot();
+    const peers: Record<string, Record<string, number>> = {};
+    for (const ep of this.endpoints) {
+      if (ep === undefined || ep.lane === null) continue;
+      peers[String(ep.rank)] = ep.lane.counters.snapshot();
+    }
+    return { rank: this.launch.rank, rails, peers, protocol: this.p2p.snapshot() };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const r of this.rails) await r.close();
+  }
+}

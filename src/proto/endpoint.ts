@@ -1,0 +1,141 @@
+// A protocol endpoint: everything this rank uses to reach one peer. It holds
+// the rail endpoint(s) by priority, the datapath thresholds for them, message
+// sequence numbers, eager credits, and the queue of operations waiting for
+// resources (the rail answered "no resource", or the peer is not resolved yet).
+
+import type { RailEndpoint, RailCaps } from '../rail/api.js';
+import { NO_RESOURCE } from '../rail/api.js';
+import type { Params } from '../core/params.js';
+import type { RailcommError } from '../core/errors.js';
+import { ReorderBuffer } from './reorder.js';
+import type { Request } from './request.js';
+
+/** Size ranges of the datapaths on one lane (bytes, inclusive upper bounds). */
+export interface Thresholds {
+  /** <= short: header and payload inlined in one AM. */
+  short: number;
+  /** <= eager: copied at send; the send completes at once. */
+  eager: number;
+  /** <= zcopy: sent from the user's buffer; completes once the rail is done with it. */
+  zcopy: number;
+  /** Larger: rendezvous, data in chunks of this size. */
+  chunk: number;
+}
+
+export function thresholdsFor(caps: RailCaps, p: Params): Thresholds {
+  const eager = Math.min(p.eagerLimit, caps.amCopyMax);
+  return {
+    short: Math.min(caps.amShortMax, eager),
+    eager,
+    zcopy: Math.max(eager, Math.min(p.rndvThreshold - 1, caps.amZcopyMax)),
+    chunk: Math.min(p.rndvChunk, caps.amZcopyMax),
+  };
+}
+
+/** A message that arrived out of order, kept (copied) until its turn. */
+export interface Stashed {
+  am: number;
+  hdr: Buffer;
+  payload: Buffer | null;
+}
+
+/** Something waiting to go out, in order, on this endpoint. */
+export interface PendingOp {
+  /** A send not started yet (peer unresolved, or queued behind another op). */
+  start: Request | null;
+  am: number;
+  hdr: Uint8Array | null;
+  hdrLen: number;
+  payload: Uint8Array | null;
+  zcopy: boolean;
+  /** Request finished by issuing this op (eager copy), or owning the zero-copy piece. */
+  req: Request | null;
+}
+
+export class ProtoEndpoint {
+  readonly rank: number;
+  readonly id: bigint;
+  lane: RailEndpoint | null = null;
+  th: Thresholds = { short: 0, eager: 0, zcopy: 0, chunk: 1 };
+  resolving = false;
+  txSeq = 0;
+  readonly rx = new ReorderBuffer<Stashed>();
+  /** Eager bytes we may still send before the peer returns credit. */
+  credits: number;
+  /** Eager bytes of the peer's we consumed and have not told it about. */
+  owed = 0;
+  readonly creditLimit: number;
+  private readonly pending: PendingOp[] = [];
+  private pendingHead = 0;
+  failure: RailcommError | null = null;
+  /** Sends on this endpoint that a peer failure must fail (rendezvous waiting for CTS). */
+  readonly sendsActive = new Set<Request>();
+  /** Receives being filled from this peer (rendezvous data). */
+  readonly recvsActive = new Set<Request>();
+
+  constructor(rank: number, id: bigint, creditLimit: number) {
+    this.rank = rank;
+    this.id = id;
+    this.credits = creditLimit;
+    this.creditLimit = creditLimit;
+  }
+
+  get hasPending(): boolean {
+    return this.pendingHead < this.pending.length;
+  }
+
+  /** Credits to piggy-back on the next header going to this peer. */
+  takeOwed(): number {
+    const n = Math.min(this.owed, 0xffffffff);
+    this.owed -= n;
+    return n;
+  }
+
+  deferSend(req: Request): void {
+    this.pending.push({ start: req, am: 0, hdr: null, hdrLen: 0, payload: null, zcopy: false, req: null });
+  }
+
+  /** A rail operation that found no resource; the header is copied (scratch is reused). */
+  static op(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null, zcopy: boolean, req: Request | null): PendingOp {
+    return { start: null, am, hdr: hdr.slice(0, hdrLen), hdrLen, payload, zcopy, req };
+  }
+
+  pushOp(op: PendingOp): void {
+    this.pending.push(op);
+  }
+
+  /**
+   * Issue queued operations in order until one finds no resource again.
+   * `start` begins a deferred send; it returns the rail op that found no
+   * resource, which then takes the send's place at the head of the queue.
+   */
+  drain(start: (ep: ProtoEndpoint, r: Request) => PendingOp | null): void {
+    const lane = this.lane;
+    if (lane === null || this.failure !== null) return;
+    while (this.pendingHead < this.pending.length) {
+      const op = this.pending[this.pendingHead]!;
+      if (op.start !== null) {
+        const blocked = start(this, op.start);
+        if (blocked !== null) { this.pending[this.pendingHead] = blocked; return; }
+        this.pendingHead++;
+        continue;
+      }
+      const st = op.zcopy
+        ? lane.sendZcopy(op.am, op.hdr!, op.hdrLen, op.payload!, op.req!)
+        : lane.sendCopy(op.am, op.hdr!, op.hdrLen, op.payload);
+      if (st === NO_RESOURCE) return;
+      this.pendingHead++;
+      if (!op.zcopy && op.req !== null) op.req.complete(op.req.source, op.req.tag, op.req.bytes);
+    }
+    this.pending.length = 0;
+    this.pendingHead = 0;
+  }
+
+  /** Everything still queued, removed (for failing it). */
+  takePending(): PendingOp[] {
+    const out = this.pending.slice(this.pendingHead);
+    this.pending.length = 0;
+    this.pendingHead = 0;
+    return out;
+  }
+}

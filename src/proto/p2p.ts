@@ -1,0 +1,446 @@
+// Tagged point-to-point over active messages: short / eager / zero-copy eager /
+// rendezvous datapaths chosen by size per lane, matching with MPI ordering,
+// eager credits that bound the unexpected queue, probes, cancellation and the
+// failure of everything that waits on a dead peer.
+
+import type { AmHandler, RailEndpoint, RxFrame } from '../rail/api.js';
+import { NO_RESOURCE } from '../rail/api.js';
+import { RailcommError, ErrorCode } from '../core/errors.js';
+import { MatchQueues, ANY_SOURCE, type Arrived } from './matching.js';
+import type { Linked, List } from './list.js';
+import { Request, KIND_PROBE, KIND_RECV, PENDING, type Canceller } from './request.js';
+import { ProtoEndpoint, type PendingOp } from './endpoint.js';
+import type { AmRegistry } from './am.js';
+import {
+  AM_CREDIT, AM_CTS, AM_DATA, AM_EAGER, AM_RTS, CREDIT_HDR, CTS_DISCARD, CTS_HDR, DATA_HDR, EAGER_HDR, EAGER_OVERHEAD, RTS_HDR,
+  ctsCredits, ctsFlags, ctsRecvId, ctsSendId, dataOffset, dataRecvId, encodeCts, encodeData, encodeMatchHeader, encodeRts,
+  encodeU32, hdrCredits, hdrCtx, hdrSeq, hdrSrc, hdrTag, readU32, rtsSendId, rtsSize,
+} from './wire.js';
+
+/** A message no receive matched yet: eager data (copied) or a rendezvous announcement. */
+export class Unexpected implements Arrived {
+  src: number;
+  tag: number;
+  arrival = 0;
+  prev: Linked | null = null;
+  next: Linked | null = null;
+  list: List<Linked> | null = null;
+  readonly ep: ProtoEndpoint;
+  /** Eager payload, or null for a rendezvous announcement. */
+  readonly data: Buffer | null;
+  readonly size: number;
+  readonly sendId: number;
+
+  constructor(ep: ProtoEndpoint, src: number, tag: number, data: Buffer | null, size: number, sendId: number) {
+    this.ep = ep; this.src = src; this.tag = tag; this.data = data; this.size = size; this.sendId = sendId;
+  }
+}
+
+/** A communicator context as the protocol layer sees it: queues and its group. */
+interface ContextState {
+  readonly queues: MatchQueues<Request, Unexpected>;
+  /** World rank of each communicator rank, once the communicator registered it. */
+  group: readonly number[] | null;
+  /** Waiting probes (probe / mprobe), in order. */
+  probes: Request[];
+}
+
+/** What the protocol needs from its owner (the Context). */
+export interface P2pHost {
+  readonly worldRank: number;
+  endpointFor(world: number): ProtoEndpoint;
+  allEndpoints(): Iterable<ProtoEndpoint>;
+}
+
+const KEEP_FOR_CREDIT = 4; // explicit CREDIT once a quarter of the window is owed
+
+export class PointToPoint implements Canceller {
+  private readonly host: P2pHost;
+  private readonly contexts = new Map<number, ContextState>();
+  private readonly sendRndv = new Map<number, Request>();
+  private readonly recvRndv = new Map<number, Request>();
+  private nextSendId = 1;
+  private nextRecvId = 1;
+  private readonly scratch = new Uint8Array(64);
+  private readonly scratchView = new DataView(this.scratch.buffer);
+  /** Counted protocol errors from peers (bad ids, out-of-range data). */
+  protocolErrors = 0;
+  private readonly startSendFn = (ep: ProtoEndpoint, r: Request): PendingOp | null => this.startSend(ep, r);
+
+  constructor(host: P2pHost, am: AmRegistry) {
+    this.host = host;
+    am.register(AM_EAGER, 'eager', this.eagerHandler);
+    am.register(AM_RTS, 'rts', this.rtsHandler);
+    am.register(AM_CTS, 'cts', this.ctsHandler);
+    am.register(AM_DATA, 'data', this.dataHandler);
+    am.register(AM_CREDIT, 'credit', this.creditHandler);
+  }
+
+  registerContext(ctx: number, group: readonly number[]): void {
+    this.state(ctx).group = group;
+  }
+
+  private state(ctx: number): ContextState {
+    let s = this.contexts.get(ctx);
+    if (s === undefined) {
+      s = { queues: new MatchQueues<Request, Unexpected>(), group: null, probes: [] };
+      this.contexts.set(ctx, s);
+    }
+    return s;
+  }
+
+  // ---- sending -----------------------------------------------------------
+
+  /** Start a send of req.buf to world rank `dest`; req.source/tag/ctx are set by the caller. */
+  isend(req: Request, dest: number): void {
+    const ep = this.host.endpointFor(dest);
+    if (ep.failure !== null) { req.fail(ep.failure); return; }
+    req.peerWorld = dest;
+    req.bytes = req.buf.byteLength;
+    if (ep.lane === null || ep.hasPending) { ep.deferSend(req); return; }
+    const blocked = this.startSend(ep, req);
+    if (blocked !== null) ep.pushOp(blocked);
+  }
+
+  /** Put the first piece of a send on the lane; returns the op that found no resource, if any. */
+  private startSend(ep: ProtoEndpoint, req: Request): PendingOp | null {
+    if (req.state !== PENDING) return null;
+    const lane = ep.lane!;
+    const len = req.buf.byteLength;
+    const cost = len + EAGER_OVERHEAD;
+    const seq = ep.txSeq;
+    ep.txSeq = (seq + 1) >>> 0;
+    const v = this.scratchView;
+    if (len <= ep.th.zcopy && ep.credits >= cost) {
+      ep.credits -= cost;
+      encodeMatchHeader(v, req.ctx, req.source, req.tag, seq, ep.takeOwed());
+      if (len <= ep.th.eager) {
+        const st = lane.sendCopy(AM_EAGER, this.scratch, EAGER_HDR, len > 0 ? req.buf : null);
+        if (st === NO_RESOURCE) return ProtoEndpoint.op(AM_EAGER, this.scratch, EAGER_HDR, req.buf, false, req);
+        req.complete(req.source, req.tag, len);
+        return null;
+      }
+      req.railPending++;
+      req.progressBytes = len;
+      const st = lane.sendZcopy(AM_EAGER, this.scratch, EAGER_HDR, req.buf, req);
+      if (st === NO_RESOURCE) return ProtoEndpoint.op(AM_EAGER, this.scratch, EAGER_HDR, req.buf, true, req);
+      return null;
+    }
+    // Rendezvous: announce, and wait for the receiver to match and ask for the data.
+    const id = this.nextSendId;
+    this.nextSendId = (id + 1) >>> 0 || 1;
+    req.rndvId = id;
+    this.sendRndv.set(id, req);
+    ep.sendsActive.add(req);
+    encodeRts(v, req.ctx, req.source, req.tag, seq, ep.takeOwed(), id, len);
+    const st = lane.sendCopy(AM_RTS, this.scratch, RTS_HDR, null);
+    if (st === NO_RESOURCE) return ProtoEndpoint.op(AM_RTS, this.scratch, RTS_HDR, null, false, null);
+    return null;
+  }
+
+  /** Send a small control AM now, or queue it behind what waits on the endpoint. */
+  private control(ep: ProtoEndpoint, am: number, hdrLen: number): void {
+    if (ep.failure !== null || ep.lane === null) return;
+    if (ep.hasPending) { ep.pushOp(ProtoEndpoint.op(am, this.scratch, hdrLen, null, false, null)); return; }
+    if (ep.lane.sendCopy(am, this.scratch, hdrLen, null) === NO_RESOURCE) {
+      ep.pushOp(ProtoEndpoint.op(am, this.scratch, hdrLen, null, false, null));
+    }
+  }
+
+  /** The lane can take sends again, or was just resolved. */
+  drain(ep: ProtoEndpoint): void {
+    ep.drain(this.startSendFn);
+  }
+
+  // ---- receiving ---------------------------------------------------------
+
+  /** Post a receive for (src, tag) in comm rank terms; req.ctx is set. */
+  irecv(req: Request, srcWorld: number): void {
+    const st = this.state(req.ctx);
+    req.canceller = this;
+    const u = st.queues.post(req);
+    if (u !== null) { this.deliverTo(req, u); return; }
+    // Nothing queued from it, and it can never send again: fail now.
+    if (srcWorld >= 0) {
+      const ep = this.host.endpointFor(srcWorld);
+      if (ep.failure !== null) { st.queues.removePosted(req); req.fail(ep.failure); }
+    }
+  }
+
+  /** A receive matched an unexpected message. */
+  private deliverTo(req: Request, u: Unexpected): void {
+    const ep = u.ep;
+    if (u.data !== null) {
+      this.returnCredit(ep, u.size + EAGER_OVERHEAD);
+      if (u.size > req.buf.byteLength) { req.fail(truncated(u.size, req.buf.byteLength, u.src, u.tag)); return; }
+      req.buf.set(u.data);
+      req.complete(u.src, u.tag, u.size);
+      return;
+    }
+    this.acceptRndv(req, ep, u.sendId, u.size, u.src, u.tag);
+  }
+
+  /** Matched a rendezvous announcement: ask for the data (or refuse it on truncation). */
+  private acceptRndv(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number): void {
+    if (ep.failure !== null) { req.fail(ep.failure); return; }
+    if (size > req.buf.byteLength) {
+      encodeCts(this.scratchView, sendId, 0, CTS_DISCARD, ep.takeOwed());
+      this.control(ep, AM_CTS, CTS_HDR);
+      req.fail(truncated(size, req.buf.byteLength, src, tag));
+      return;
+    }
+    const id = this.nextRecvId;
+    this.nextRecvId = (id + 1) >>> 0 || 1;
+    req.rndvId = id;
+    req.source = src;
+    req.tag = tag;
+    req.bytes = size;
+    req.progressBytes = 0;
+    req.peerWorld = ep.rank;
+    this.recvRndv.set(id, req);
+    ep.recvsActive.add(req);
+    encodeCts(this.scratchView, sendId, id, 0, ep.takeOwed());
+    this.control(ep, AM_CTS, CTS_HDR);
+  }
+
+  cancel(r: Request): boolean {
+    const st = this.contexts.get(r.ctx);
+    if (st === undefined) return false;
+    if (r.kind === KIND_PROBE) {
+      const i = st.probes.indexOf(r);
+      if (i < 0) return false;
+      st.probes.splice(i, 1);
+      return true;
+    }
+    return st.queues.removePosted(r);
+  }
+
+  // ---- probes ------------------------------------------------------------
+
+  /** The unexpected message a receive (src, tag) would take now, if any. */
+  peek(ctx: number, src: number, tag: number): Unexpected | null {
+    return this.state(ctx).queues.findArrived(src, tag);
+  }
+
+  /** Remove a message from matching (matched probe). */
+  claim(ctx: number, u: Unexpected): void {
+    this.state(ctx).queues.removeArrived(u);
+  }
+
+  /** Wait for a message (src, tag); probe.found receives it, claimed when probe.claim. */
+  waitProbe(probe: Request): void {
+    const st = this.state(probe.ctx);
+    const u = st.queues.findArrived(probe.matchSrc, probe.matchTag);
+    if (u !== null) { this.settleProbe(st, probe, u); return; }
+    probe.canceller = this;
+    st.probes.push(probe);
+  }
+
+  private settleProbe(st: ContextState, probe: Request, u: Unexpected): void {
+    if (probe.claim) st.queues.removeArrived(u);
+    probe.found = u;
+    probe.complete(u.src, u.tag, u.size);
+  }
+
+  /** Receive a message taken out of matching by a matched probe. */
+  recvClaimed(req: Request, u: Unexpected): void {
+    this.deliverTo(req, u);
+  }
+
+  // ---- active-message handlers --------------------------------------------
+
+  private owner(rep: RailEndpoint): ProtoEndpoint {
+    return rep.owner as ProtoEndpoint;
+  }
+
+  private readonly eagerHandler: AmHandler = {
+    recv: (rep, rx) => {
+      const ep = this.owner(rep);
+      const v = rx.view;
+      const o = rx.hdrOff;
+      ep.credits += hdrCredits(v, o);
+      if (!ep.rx.inOrder(hdrSeq(v, o))) { this.early(ep, AM_EAGER, rx); return; }
+      this.onEager(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rx.buf, rx.payOff, rx.payLen);
+      if (ep.rx.waiting > 0) this.replayEarly(ep);
+    },
+  };
+
+  private readonly rtsHandler: AmHandler = {
+    recv: (rep, rx) => {
+      const ep = this.owner(rep);
+      const v = rx.view;
+      const o = rx.hdrOff;
+      ep.credits += hdrCredits(v, o);
+      if (!ep.rx.inOrder(hdrSeq(v, o))) { this.early(ep, AM_RTS, rx); return; }
+      this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o));
+      if (ep.rx.waiting > 0) this.replayEarly(ep);
+    },
+  };
+
+  private onEager(ep: ProtoEndpoint, ctx: number, src: number, tag: number, buf: Buffer, off: number, len: number): void {
+    const st = this.state(ctx);
+    const r = st.queues.matchPosted(src, tag);
+    if (r !== null) {
+      this.returnCredit(ep, len + EAGER_OVERHEAD);
+      if (len > r.buf.byteLength) { r.fail(truncated(len, r.buf.byteLength, src, tag)); return; }
+      buf.copy(r.buf, 0, off, off + len);
+      r.complete(src, tag, len);
+      return;
+    }
+    const u = new Unexpected(ep, src, tag, Buffer.from(buf.subarray(off, off + len)), len, 0);
+    st.queues.pushArrived(u);
+    if (st.probes.length > 0) this.checkProbes(st, u);
+  }
+
+  private onRts(ep: ProtoEndpoint, ctx: number, src: number, tag: number, sendId: number, size: number): void {
+    const st = this.state(ctx);
+    const r = st.queues.matchPosted(src, tag);
+    if (r !== null) { this.acceptRndv(r, ep, sendId, size, src, tag); return; }
+    const u = new Unexpected(ep, src, tag, null, size, sendId);
+    st.queues.pushArrived(u);
+    if (st.probes.length > 0) this.checkProbes(st, u);
+  }
+
+  private checkProbes(st: ContextState, u: Unexpected): void {
+    const probes = st.probes;
+    for (let i = 0; i < probes.length; i++) {
+      const p = probes[i]!;
+      if ((p.matchSrc !== ANY_SOURCE && p.matchSrc !== u.src) || (p.matchTag >= 0 && p.matchTag !== u.tag)) continue;
+      probes.splice(i--, 1);
+      this.settleProbe(st, p, u);
+      if (p.claim) return;
+    }
+  }
+
+  private early(ep: ProtoEndpoint, am: number, rx: RxFrame): void {
+    const seq = hdrSeq(rx.view, rx.hdrOff);
+    if (ep.rx.isDuplicate(seq)) { this.protocolErrors++; return; }
+    ep.rx.stash(seq, {
+      am,
+      hdr: Buffer.from(rx.buf.subarray(rx.hdrOff, rx.hdrOff + rx.hdrLen)),
+      payload: rx.payLen > 0 ? Buffer.from(rx.buf.subarray(rx.payOff, rx.payOff + rx.payLen)) : null,
+    });
+  }
+
+  private replayEarly(ep: ProtoEndpoint): void {
+    for (let s = ep.rx.next(); s !== undefined; s = ep.rx.next()) {
+      const v = new DataView(s.hdr.buffer, s.hdr.byteOffset, s.hdr.byteLength);
+      if (s.am === AM_EAGER) {
+        const p = s.payload ?? Buffer.alloc(0);
+        this.onEager(ep, hdrCtx(v, 0), hdrSrc(v, 0), hdrTag(v, 0), p, 0, p.length);
+      } else {
+        this.onRts(ep, hdrCtx(v, 0), hdrSrc(v, 0), hdrTag(v, 0), rtsSendId(v, 0), rtsSize(v, 0));
+      }
+    }
+  }
+
+  private readonly ctsHandler: AmHandler = {
+    recv: (rep, rx) => {
+      const ep = this.owner(rep);
+      const v = rx.view;
+      const o = rx.hdrOff;
+      ep.credits += ctsCredits(v, o);
+      const sendId = ctsSendId(v, o);
+      const req = this.sendRndv.get(sendId);
+      if (req === undefined) { this.protocolErrors++; return; }
+      this.sendRndv.delete(sendId);
+      ep.sendsActive.delete(req);
+      if (ctsFlags(v, o) & CTS_DISCARD) {
+        // The receiver's buffer was too small: it reports truncation; the sender is not harmed.
+        req.complete(req.source, req.tag, req.buf.byteLength);
+        return;
+      }
+      this.streamData(ep, req, ctsRecvId(v, o));
+    },
+  };
+
+  /** Rendezvous data: pipelined chunks from the user's buffer, straight into the receiver's. */
+  private streamData(ep: ProtoEndpoint, req: Request, recvId: number): void {
+    const lane = ep.lane!;
+    const buf = req.buf;
+    const size = buf.byteLength;
+    const chunk = ep.th.chunk;
+    for (let off = 0; off < size; off += chunk) {
+      const piece = buf.subarray(off, Math.min(size, off + chunk));
+      encodeData(this.scratchView, recvId, off);
+      req.railPending++;
+      req.progressBytes += piece.byteLength;
+      if (ep.hasPending || lane.sendZcopy(AM_DATA, this.scratch, DATA_HDR, piece, req) === NO_RESOURCE) {
+        ep.pushOp(ProtoEndpoint.op(AM_DATA, this.scratch, DATA_HDR, piece, true, req));
+      }
+      if (req.state !== PENDING) return;
+    }
+  }
+
+  private readonly dataHandler: AmHandler = {
+    place: (_rep, rx) => {
+      const req = this.recvRndv.get(dataRecvId(rx.view, rx.hdrOff));
+      const off = dataOffset(rx.view, rx.hdrOff);
+      if (req === undefined || off + rx.payLen > req.bytes) { this.protocolErrors++; return null; }
+      return req.buf.subarray(off, off + rx.payLen);
+    },
+    recv: (_rep, rx) => {
+      const id = dataRecvId(rx.view, rx.hdrOff);
+      const req = this.recvRndv.get(id);
+      if (req === undefined) return;
+      req.progressBytes += rx.payLen;
+      if (req.progressBytes >= req.bytes) {
+        this.recvRndv.delete(id);
+        this.host.endpointFor(req.peerWorld).recvsActive.delete(req);
+        req.complete(req.source, req.tag, req.bytes);
+      }
+    },
+  };
+
+  private readonly creditHandler: AmHandler = {
+    recv: (rep, rx) => {
+      this.owner(rep).credits += readU32(rx.view, rx.hdrOff);
+    },
+  };
+
+  private returnCredit(ep: ProtoEndpoint, n: number): void {
+    ep.owed += n;
+    if (ep.owed * KEEP_FOR_CREDIT >= ep.creditLimit && ep.lane !== null) {
+      encodeU32(this.scratchView, ep.takeOwed());
+      this.control(ep, AM_CREDIT, CREDIT_HDR);
+    }
+  }
+
+  // ---- failures ----------------------------------------------------------
+
+  /**
+   * A peer is gone. Everything that waits on it fails; when it failed (not a
+   * graceful finalize), pending ANY_SOURCE receives of communicators that
+   * contain it fail too.
+   */
+  peerFailed(ep: ProtoEndpoint, err: RailcommError, graceful: boolean): void {
+    for (const op of ep.takePending()) (op.start ?? op.req)?.fail(err);
+    for (const r of ep.sendsActive) { if (r.rndvId !== 0) this.sendRndv.delete(r.rndvId); r.fail(err); }
+    ep.sendsActive.clear();
+    for (const r of ep.recvsActive) { this.recvRndv.delete(r.rndvId); r.fail(err); }
+    ep.recvsActive.clear();
+    for (const st of this.contexts.values()) {
+      if (st.group === null) continue;
+      const commRank = st.group.indexOf(ep.rank);
+      if (commRank < 0) continue;
+      for (const r of st.queues.postedFor(commRank, !graceful)) { st.queues.removePosted(r); r.fail(err); }
+      st.probes = st.probes.filter((p) => {
+        if (p.matchSrc === commRank || (!graceful && p.matchSrc === ANY_SOURCE)) { p.fail(err); return false; }
+        return true;
+      });
+    }
+  }
+
+  /** Counts for `railcomm info`, stats and hang reports. */
+  snapshot(): { posted: number; unexpected: number; rndvSends: number; rndvRecvs: number; protocolErrors: number } {
+    let posted = 0, unexpected = 0;
+    for (const st of this.contexts.values()) { posted += st.queues.postedCount; unexpected += st.queues.arrivedCount; }
+    return { posted, unexpected, rndvSends: this.sendRndv.size, rndvRecvs: this.recvRndv.size, protocolErrors: this.protocolErrors };
+  }
+}
+
+function truncated(size: number, room: number, src: number, tag: number): RailcommError {
+  return new RailcommError(ErrorCode.TRUNCATE, `message of ${size} bytes from rank ${src} (tag ${tag}) does not fit the ${room}-byte receive buffer; post a larger buffer or probe first`);
+}
+
+export { KIND_RECV };

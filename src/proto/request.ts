@@ -1,0 +1,171 @@
+// A nonblocking operation. The protocol layer fills and completes it; users
+// wait(), test() or cancel() it. Its promise is made only when someone waits,
+// so a failure nobody awaits is never an unhandled rejection.
+
+import type { Completion } from '../rail/api.js';
+import type { Linked, List } from './list.js';
+import type { Posted } from './matching.js';
+import { RailcommError, ErrorCode } from '../core/errors.js';
+
+export interface Status {
+  /** Rank of the sender in the communicator (for a send: this rank). */
+  source: number;
+  tag: number;
+  /** Bytes received (or sent). */
+  bytes: number;
+}
+
+export const PENDING = 0;
+export const COMPLETE = 1;
+export const FAILED = 2;
+
+export const KIND_SEND = 0;
+export const KIND_RECV = 1;
+/** A waiting probe: matches like a receive but leaves (or claims) the message. */
+export const KIND_PROBE = 2;
+
+/** Told when a request settles (keep-alive and finalize bookkeeping); an object, not a closure. */
+export interface RequestWatcher {
+  requestSettled(r: Request): void;
+}
+
+/** Where cancellation is routed (the protocol layer owns the queues). */
+export interface Canceller {
+  cancel(r: Request): boolean;
+}
+
+export class Request implements Posted, Completion {
+  state = PENDING;
+  readonly kind: number;
+  source = 0;
+  tag = 0;
+  bytes = 0;
+  error: RailcommError | null = null;
+
+  // --- protocol-layer fields (not part of the public contract) ---
+  /** User bytes: the send payload or the receive buffer. */
+  buf: Uint8Array;
+  ctx = 0;
+  /** World rank of the peer for sends; for receives, the world rank once matched. */
+  peerWorld = -1;
+  matchSrc = 0;
+  matchTag = 0;
+  postSeq = 0;
+  prev: Linked | null = null;
+  next: Linked | null = null;
+  list: List<Linked> | null = null;
+  /** Rendezvous id (this side's), 0 when unused. */
+  rndvId = 0;
+  /** Bytes moved so far (rendezvous). */
+  progressBytes = 0;
+  /** Zero-copy pieces still owned by a rail. */
+  railPending = 0;
+  /** For probes: claim the message (mprobe) instead of peeking. */
+  claim = false;
+  /** What a matched probe found. */
+  found: unknown = null;
+  canceller: Canceller | null = null;
+  watcher: RequestWatcher | null = null;
+  private signalCleanup: (() => void) | null = null;
+  private resolveFn: ((s: Status) => void) | null = null;
+  private rejectFn: ((e: RailcommError) => void) | null = null;
+  private promise: Promise<Status> | null = null;
+  private status: Status | null = null;
+  /** Internal listeners (waitAny, finalize); usually null. */
+  private listeners: Array<(r: Request) => void> | null = null;
+
+  constructor(kind: number, buf: Uint8Array) {
+    this.kind = kind;
+    this.buf = buf;
+  }
+
+  /** Resolves with the Status when the operation completes; rejects with its RailcommError. */
+  wait(): Promise<Status> {
+    if (this.promise !== null) return this.promise;
+    if (this.state === COMPLETE) return (this.promise = Promise.resolve(this.getStatus()));
+    if (this.state === FAILED) return (this.promise = Promise.reject(this.error!));
+    this.promise = new Promise<Status>((resolve, reject) => {
+      this.resolveFn = resolve;
+      this.rejectFn = reject;
+    });
+    return this.promise;
+  }
+
+  /** The Status once complete, undefined while pending; throws the error of a failed request. */
+  test(): Status | undefined {
+    if (this.state === COMPLETE) return this.getStatus();
+    if (this.state === FAILED) throw this.error!;
+    return undefined;
+  }
+
+  /**
+   * Cancel a receive that has not matched yet: it rejects with ERR_CANCELLED.
+   * Returns false (and changes nothing) when it already matched or is a send.
+   */
+  cancel(reason?: unknown): boolean {
+    if (this.state !== PENDING || this.canceller === null) return false;
+    if (!this.canceller.cancel(this)) return false;
+    this.fail(new RailcommError(ErrorCode.CANCELLED, 'the receive was cancelled before it matched a message', reason === undefined ? undefined : { cause: reason }));
+    return true;
+  }
+
+  get done(): boolean {
+    return this.state !== PENDING;
+  }
+
+  /** Bind an AbortSignal: aborting cancels the request if it can still be cancelled. */
+  bindSignal(signal: AbortSignal): void {
+    if (signal.aborted) { this.cancel(signal.reason); return; }
+    const onAbort = (): void => { this.cancel(signal.reason); };
+    signal.addEventListener('abort', onAbort, { once: true });
+    this.signalCleanup = () => signal.removeEventListener('abort', onAbort);
+  }
+
+  onSettled(fn: (r: Request) => void): void {
+    if (this.state !== PENDING) { fn(this); return; }
+    (this.listeners ??= []).push(fn);
+  }
+
+  complete(source: number, tag: number, bytes: number): void {
+    if (this.state !== PENDING) return;
+    this.state = COMPLETE;
+    this.source = source;
+    this.tag = tag;
+    this.bytes = bytes;
+    this.settle();
+    if (this.resolveFn !== null) this.resolveFn(this.getStatus());
+  }
+
+  fail(err: RailcommError): void {
+    if (this.state !== PENDING) return;
+    this.state = FAILED;
+    this.error = err;
+    this.settle();
+    if (this.rejectFn !== null) this.rejectFn(err);
+  }
+
+  /** A rail finished with a zero-copy piece of this request. */
+  railComplete(err: RailcommError | null): void {
+    this.railPending--;
+    if (err !== null) { this.fail(err); return; }
+    if (this.railPending === 0 && this.kind === KIND_SEND && this.progressBytes >= this.buf.byteLength) {
+      this.complete(this.source, this.tag, this.buf.byteLength);
+    }
+  }
+
+  private settle(): void {
+    this.canceller = null;
+    if (this.signalCleanup !== null) { this.signalCleanup(); this.signalCleanup = null; }
+    if (this.watcher !== null) { this.watcher.requestSettled(this); this.watcher = null; }
+    const l = this.listeners;
+    if (l !== null) { this.listeners = null; for (const f of l) f(this); }
+    // Never retain user memory after completion.
+    if (this.kind !== KIND_PROBE) this.buf = EMPTY;
+  }
+
+  private getStatus(): Status {
+    return (this.status ??= { source: this.source, tag: this.tag, bytes: this.bytes });
+  }
+}
+
+const EMPTY = new Uint8Array(0);

@@ -1,0 +1,144 @@
+// The rail layer's interfaces: Component -> Device -> Rail -> RailEndpoint.
+// A rail moves active messages (AM) and, optionally, RMA between two processes;
+// it knows nothing of tags, communicators or ranks (peers are opaque 64-bit ids).
+
+import type { Params } from '../core/params.js';
+import type { TrafficCounters } from '../core/counters.js';
+import type { RailcommError } from '../core/errors.js';
+import type { Logger } from '../core/log.js';
+
+/**
+ * Every rail operation answers one of three things. NO_RESOURCE (socket,
+ * ring, window or credits full) means "nothing was taken: queue it and retry
+ * when the rail calls `ready`".
+ */
+export const DONE = 0;
+export const IN_PROGRESS = 1;
+export const NO_RESOURCE = 2;
+export type RailStatus = typeof DONE | typeof IN_PROGRESS | typeof NO_RESOURCE;
+
+/** What a rail can do; only known once it is open (LCP step 7). */
+export interface RailCaps {
+  /** Delivers every AM exactly once (possibly after retransmission). */
+  readonly reliable: boolean;
+  /** AMs to one peer arrive in the order sent. */
+  readonly ordered: boolean;
+  /** Largest AM header the rail carries. */
+  readonly amHeaderMax: number;
+  /** Largest payload worth inlining with the header in one copy (short protocol). */
+  readonly amShortMax: number;
+  /** Largest payload sendCopy takes (the rail copies it; completes at once). */
+  readonly amCopyMax: number;
+  /** Largest payload sendZcopy takes (sent from the caller's memory; completes later). */
+  readonly amZcopyMax: number;
+  /** Native one-sided operations on registered memory. */
+  readonly put: boolean;
+  readonly get: boolean;
+  readonly atomics: boolean;
+  /** Estimates used to rank rails (microseconds, MB/s). */
+  readonly latencyUs: number;
+  readonly bandwidthMBps: number;
+}
+
+/** Completion of an in-progress operation. Implemented by requests, so no closure per message. */
+export interface Completion {
+  railComplete(err: RailcommError | null): void;
+}
+
+/**
+ * One received AM, handed to a handler synchronously. The object and the bytes
+ * it points at are reused by the rail: copy what you keep before returning.
+ */
+export interface RxFrame {
+  buf: Buffer;
+  view: DataView;
+  hdrOff: number;
+  hdrLen: number;
+  payOff: number;
+  payLen: number;
+  /** Set when the payload was written straight into the buffer `place` returned. */
+  placed: Uint8Array | null;
+}
+
+export interface AmHandler {
+  /** The AM arrived (header and payload, or header with `placed` set). */
+  recv(ep: RailEndpoint, rx: RxFrame): void;
+  /**
+   * Optional: called with the header before the payload is read, for AMs that
+   * carry bulk data to a known place (rendezvous data, emulated put). Return a
+   * view of exactly rx.payLen bytes to receive into, or null to discard them.
+   */
+  place?(ep: RailEndpoint, rx: RxFrame): Uint8Array | null;
+}
+
+/** How a rail reports to the layer above. */
+export interface RailUpcalls {
+  /** Handlers by AM id; an id without one is a protocol error from the peer. */
+  readonly am: ReadonlyArray<AmHandler | undefined>;
+  /** An endpoint that answered NO_RESOURCE can take sends again. */
+  ready(ep: RailEndpoint): void;
+  /** The endpoint is gone: `graceful` when the peer closed it on purpose (finalize). */
+  failed(ep: RailEndpoint, err: RailcommError, graceful: boolean): void;
+  /** An endpoint was created by the peer connecting to us. */
+  accepted(ep: RailEndpoint): void;
+}
+
+export interface RailEnv {
+  /** This process's 64-bit endpoint id (job << 32 | rank). */
+  readonly self: bigint;
+  readonly jobId: number;
+  readonly jobKey: string;
+  readonly params: Params;
+  readonly log: Logger;
+  readonly upcalls: RailUpcalls;
+}
+
+export interface Device {
+  readonly component: string;
+  readonly name: string;
+  readonly kind: 'self' | 'memory' | 'loopback' | 'network';
+  /** Address on the device, where it has one (an IP). */
+  readonly address?: string;
+  readonly notes?: string;
+}
+
+/** How far a component can reach: used by layout filtering (LCP step 3). */
+export type Reach = 'self' | 'process' | 'host' | 'network';
+
+export interface Component {
+  readonly name: string;
+  readonly reach: Reach;
+  /** LCP step 2: can this build use it at all? */
+  available(): { ok: boolean; why: string };
+  /** LCP step 4. */
+  queryDevices(params: Params): Device[];
+  /** LCP step 6. */
+  open(device: Device, env: RailEnv): Promise<Rail>;
+}
+
+export interface Rail {
+  readonly name: string;
+  readonly component: string;
+  readonly device: Device;
+  readonly caps: RailCaps;
+  readonly counters: TrafficCounters;
+  /** What peers need to reach this rail, published through wire-up. */
+  address(): string;
+  /** The endpoint to a peer (connection made on first use, asynchronously). */
+  endpoint(peer: bigint, address: string): RailEndpoint;
+  close(): Promise<void>;
+}
+
+export interface RailEndpoint {
+  readonly rail: Rail;
+  readonly peer: bigint;
+  readonly counters: TrafficCounters;
+  /** Slot for the layer above (its protocol endpoint), so lookups cost nothing. */
+  owner: unknown;
+  /** Header and payload are copied before return: DONE or NO_RESOURCE. */
+  sendCopy(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null): RailStatus;
+  /** Payload is sent from the caller's memory; `done` fires once it may be reused. */
+  sendZcopy(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array, done: Completion): RailStatus;
+  /** Close after everything queued is sent; the peer sees a graceful close. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,8 @@
+// Every rail component this build knows, in the order the context tries them.
+// New rails (udp, tbsm, shm, ofi) are added here.
+
+import type { Component } from './api.js';
+import { selfComponent } from './self/component.js';
+import { tcpComponent } from './tcp/component.js';
+
+export const COMPONENTS: readonly Component[] = [selfComponent, tcpComponent];

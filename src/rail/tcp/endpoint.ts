@@ -1,0 +1,427 @@
+// One tcp rail endpoint: the connection to one peer. Small frames are copied
+// into a batch buffer that is written once per event-loop turn (coalescing);
+// large payloads are written from the caller's memory with writev (cork).
+// The connection is made on first use and proven with the job key both ways.
+
+import net from 'node:net';
+import type { Completion, RailEndpoint, RailStatus, AmHandler } from '../api.js';
+import { DONE, IN_PROGRESS, NO_RESOURCE } from '../api.js';
+import { TrafficCounters } from '../../core/counters.js';
+import { RailcommError, ErrorCode } from '../../core/errors.js';
+import { mac, macEquals, nonce } from '../../core/auth.js';
+import { FrameReader, type ReaderSink } from './reader.js';
+import {
+  AM_CONTROL, CHALLENGE_BYTES, CTRL_BYE, FRAME_HEADER, HS_CHALLENGE, HS_REJECT, PROOF_BYTES, RejectReason,
+  decodeChallenge, decodeProof, encodeChallenge, encodeFrameHeader, encodeHello, encodeProof, idBytes,
+} from './wire.js';
+import type { TcpRail } from './rail.js';
+
+export interface Batch { buf: Buffer; view: DataView }
+
+/** What a write callback finishes: a batch buffer to recycle, or a zero-copy send. */
+type Inflight = Batch | Completion;
+
+const enum State { IDLE, CONNECTING, OPEN, CLOSING, FAILED }
+
+export class TcpEndpoint implements RailEndpoint, ReaderSink {
+  readonly rail: TcpRail;
+  readonly peer: bigint;
+  readonly counters = new TrafficCounters();
+  owner: unknown = null;
+  readonly endpoint = this;
+
+  private state = State.IDLE;
+  private sock: net.Socket | null = null;
+  private reader: FrameReader | null = null;
+  private peerAddress: string;
+  /** A handshake the peer started towards us and we answered, not yet proven. */
+  incomingPending = false;
+  private outgoing: net.Socket | null = null;
+  private connectDeadline = 0;
+  private connectTries = 0;
+  private lastConnectError = '';
+  private retryTimer: NodeJS.Timeout | null = null;
+
+  private batch: Batch;
+  private batchLen = 0;
+  private flushQueued = false;
+  /** Written before the connection was open, in order: batches and zero-copy payloads. */
+  private staged: Array<Uint8Array | Inflight> = [];
+  private readonly inflight: Inflight[] = [];
+  private inflightHead = 0;
+  private waitingDrain = false;
+  private peerSaidBye = false;
+  private closeWaiters: Array<() => void> = [];
+  private closeWhenOpen = false;
+
+  private readonly flushCb = (): void => { this.flushQueued = false; this.flushBatch(false); };
+  private readonly onWritten = (err?: Error | null): void => {
+    const item = this.inflight[this.inflightHead];
+    this.inflight[this.inflightHead++] = undefined as unknown as Inflight;
+    if (this.inflightHead > 1024 && this.inflightHead * 2 > this.inflight.length) {
+      this.inflight.splice(0, this.inflightHead);
+      this.inflightHead = 0;
+    }
+    if (item === undefined) return;
+    if ('railComplete' in item) {
+      item.railComplete(err ? this.connError(`write failed: ${err.message}`, err) : null);
+    } else {
+      this.rail.batches.put(item);
+    }
+  };
+  private readonly onDrain = (): void => {
+    if (!this.waitingDrain) return;
+    this.waitingDrain = false;
+    this.rail.upcalls.ready(this);
+  };
+
+  constructor(rail: TcpRail, peer: bigint, address: string) {
+    this.rail = rail;
+    this.peer = peer;
+    this.peerAddress = address;
+    this.batch = rail.batches.get();
+  }
+
+  get open(): boolean { return this.state === State.OPEN; }
+  get connecting(): boolean { return this.outgoing !== null; }
+
+  setAddress(address: string): void {
+    if (address) this.peerAddress = address;
+  }
+
+  // ---- sending -----------------------------------------------------------
+
+  sendCopy(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null): RailStatus {
+    if (this.state >= State.CLOSING) return DONE; // the layer above was told through `failed`
+    if (this.blocked()) return NO_RESOURCE;
+    const payLen = payload === null ? 0 : payload.byteLength;
+    const frameLen = FRAME_HEADER + hdrLen + payLen;
+    const cap = this.batch.buf.length;
+    if (this.batchLen + frameLen > cap) this.flushBatch(false);
+    if (frameLen > cap) {
+      const big = Buffer.allocUnsafe(frameLen);
+      const v = new DataView(big.buffer, big.byteOffset, frameLen);
+      encodeFrameHeader(v, 0, am, hdrLen, payLen);
+      big.set(hdr.subarray(0, hdrLen), FRAME_HEADER);
+      if (payload !== null) big.set(payload, FRAME_HEADER + hdrLen);
+      this.writeRaw(big, null);
+    } else {
+      const off = this.batchLen;
+      encodeFrameHeader(this.batch.view, off, am, hdrLen, payLen);
+      const b = this.batch.buf;
+      for (let i = 0; i < hdrLen; i++) b[off + FRAME_HEADER + i] = hdr[i]!;
+      if (payload !== null) {
+        if (payLen <= 64) for (let i = 0; i < payLen; i++) b[off + FRAME_HEADER + hdrLen + i] = payload[i]!;
+        else b.set(payload, off + FRAME_HEADER + hdrLen);
+      }
+      this.batchLen += frameLen;
+      this.queueFlush();
+    }
+    this.counters.msgsSent++;
+    this.counters.bytesSent += payLen;
+    return DONE;
+  }
+
+  sendZcopy(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array, done: Completion): RailStatus {
+    if (this.state >= State.CLOSING) {
+      done.railComplete(this.connError('connection closed'));
+      return IN_PROGRESS;
+    }
+    if (this.blocked()) return NO_RESOURCE;
+    if (this.batchLen + FRAME_HEADER + hdrLen > this.batch.buf.length) this.flushBatch(false);
+    encodeFrameHeader(this.batch.view, this.batchLen, am, hdrLen, payload.byteLength);
+    this.batch.buf.set(hdr.subarray(0, hdrLen), this.batchLen + FRAME_HEADER);
+    this.batchLen += FRAME_HEADER + hdrLen;
+    const s = this.sock;
+    if (s !== null) s.cork();
+    this.flushBatch(true);
+    this.writeRaw(payload, done);
+    if (s !== null) s.uncork();
+    this.counters.msgsSent++;
+    this.counters.bytesSent += payload.byteLength;
+    return IN_PROGRESS;
+  }
+
+  private blocked(): boolean {
+    const s = this.sock;
+    if (s !== null && s.writableLength > this.rail.env.params.tcpSendHighWater) {
+      this.counters.pending++;
+      if (!this.waitingDrain) { this.waitingDrain = true; s.once('drain', this.onDrain); }
+      return true;
+    }
+    return false;
+  }
+
+  private queueFlush(): void {
+    if (!this.flushQueued) { this.flushQueued = true; queueMicrotask(this.flushCb); }
+  }
+
+  private flushBatch(corked: boolean): void {
+    if (this.batchLen === 0) return;
+    const b = this.batch;
+    const len = this.batchLen;
+    this.batch = this.rail.batches.get();
+    this.batchLen = 0;
+    void corked;
+    this.writeRaw(b.buf.subarray(0, len), b);
+  }
+
+  /** Write bytes now (or stage them until the connection is open); `item` is finished by the write callback. */
+  private writeRaw(bytes: Uint8Array, item: Inflight | null): void {
+    const s = this.sock;
+    if (s === null) {
+      this.staged.push(bytes);
+      if (item !== null) this.staged.push(item);
+      if (this.state === State.IDLE) this.startConnect();
+      return;
+    }
+    this.inflight.push(item ?? (undefined as unknown as Inflight));
+    s.write(bytes, this.onWritten);
+  }
+
+  // ---- connection management --------------------------------------------
+
+  /** Called by the rail when the layer above first wants this peer. */
+  startConnect(): void {
+    if (this.state !== State.IDLE || this.outgoing !== null || this.incomingPending) return;
+    this.state = State.CONNECTING;
+    this.connectDeadline = Date.now() + this.rail.env.params.connectTimeout;
+    this.connectTries = 0;
+    this.tryConnect();
+  }
+
+  private tryConnect(): void {
+    this.retryTimer = null;
+    if (this.state !== State.CONNECTING || this.sock !== null || this.incomingPending) return;
+    const [host, portText] = splitAddress(this.peerAddress);
+    const reader = new FrameReader(this.rail.env.params.tcpRecvBuffer, this.rail.caps.amHeaderMax, this.rail.env.params.tcpMaxFrame);
+    this.connectTries++;
+    const s = net.connect({ host, port: Number(portText), noDelay: true, onread: { buffer: reader.nextBuffer, callback: reader.onRead } });
+    this.outgoing = s;
+    const myNonce = nonce();
+    const ids = idBytes(this.rail.env.self, this.peer);
+    let settled = false;
+    const giveUp = (why: string, retry: boolean): void => {
+      if (settled) return;
+      settled = true;
+      reader.stop();
+      s.destroy();
+      if (this.outgoing === s) this.outgoing = null;
+      if (this.sock !== null || this.state !== State.CONNECTING) return;
+      this.lastConnectError = why;
+      if (this.incomingPending) return; // the peer's own connection may still win
+      if (retry && Date.now() < this.connectDeadline) {
+        const delay = Math.min(1000, 20 * 2 ** Math.min(this.connectTries, 6));
+        this.retryTimer = setTimeout(() => this.tryConnect(), delay);
+        return;
+      }
+      this.fail(this.connError(`cannot connect to ${this.peerAddress} on device ${this.rail.device.name} after ${this.connectTries} tries: ${why}`), false);
+    };
+    s.once('connect', () => {
+      s.write(encodeHello({ jobId: this.rail.env.jobId, from: this.rail.env.self, to: this.peer, nonce: myNonce }));
+      reader.expect(CHALLENGE_BYTES, (b) => {
+        const ch = decodeChallenge(b);
+        if (typeof ch === 'string') { this.rail.counters.refused++; giveUp(ch, false); return; }
+        if (ch.reject !== 0) {
+          if (ch.reject === RejectReason.DUPLICATE) { settled = true; reader.stop(); s.destroy(); if (this.outgoing === s) this.outgoing = null; return; }
+          giveUp(`peer refused the connection (reason ${ch.reject})`, false);
+          return;
+        }
+        const expect = mac(this.rail.env.jobKey, 'railcomm-tcp-A', myNonce, ch.nonce, ids);
+        if (!macEquals(expect, ch.mac)) { this.rail.counters.refused++; giveUp('the peer does not know the job key', false); return; }
+        s.write(encodeProof(mac(this.rail.env.jobKey, 'railcomm-tcp-C', ch.nonce, myNonce, ids)));
+        settled = true;
+        this.outgoing = null;
+        this.attach(s, reader);
+      });
+    });
+    s.on('error', (err: NodeJS.ErrnoException) => {
+      if (!settled) giveUp(`${err.code ?? ''} ${err.message}`.trim(), err.code !== 'ECONNREFUSED' || this.connectTries < 4);
+    });
+    s.on('close', () => { if (!settled) giveUp('connection closed during handshake', true); });
+  }
+
+  /**
+   * The acceptor side of a handshake, after HELLO named us and this peer.
+   * Returns false if this connection loses against one already under way.
+   */
+  acceptHandshake(s: net.Socket, reader: FrameReader, peerNonce: Buffer): void {
+    const env = this.rail.env;
+    const myNonce = nonce();
+    const ids = idBytes(this.peer, env.self);
+    const from = `${s.remoteAddress}:${s.remotePort}`;
+    this.incomingPending = true;
+    const timer = setTimeout(() => { this.rail.counters.refused++; finish(false, 'handshake timed out'); }, env.params.handshakeTimeout);
+    let done = false;
+    const finish = (ok: boolean, why: string): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      this.incomingPending = false;
+      if (ok) { this.attach(s, reader); return; }
+      env.log.warn(`tcp: refused connection claiming to be peer ${this.peer} from ${from}: ${why}`);
+      reader.stop();
+      s.destroy();
+      // If we still have something to say to this peer, connect ourselves.
+      if (this.state === State.IDLE && this.staged.length > 0) this.startConnect();
+      else if (this.state === State.CONNECTING && this.outgoing === null && this.retryTimer === null) this.tryConnect();
+    };
+    s.write(encodeChallenge(HS_CHALLENGE, 0, myNonce, mac(env.jobKey, 'railcomm-tcp-A', peerNonce, myNonce, ids)));
+    reader.expect(PROOF_BYTES, (b) => {
+      const proof = decodeProof(b);
+      if (typeof proof === 'string') { this.rail.counters.refused++; finish(false, proof); return; }
+      if (!macEquals(proof, mac(env.jobKey, 'railcomm-tcp-C', myNonce, peerNonce, ids))) {
+        this.rail.counters.refused++;
+        finish(false, 'it does not know the job key');
+        return;
+      }
+      finish(true, '');
+    });
+    s.on('close', () => finish(false, 'closed during handshake'));
+    s.on('error', () => { /* close follows */ });
+  }
+
+  /** Abandon our own connection attempt because the peer's wins. */
+  yieldOutgoing(): void {
+    if (this.retryTimer !== null) { clearTimeout(this.retryTimer); this.retryTimer = null; }
+    const s = this.outgoing;
+    this.outgoing = null;
+    if (s !== null) s.destroy();
+  }
+
+  static reject(s: net.Socket, reason: number): void {
+    s.end(encodeChallenge(HS_REJECT, reason, Buffer.alloc(16), Buffer.alloc(32)));
+    setTimeout(() => s.destroy(), 1000).unref();
+  }
+
+  private attach(s: net.Socket, reader: FrameReader): void {
+    if (this.state >= State.CLOSING || this.sock !== null) { reader.stop(); s.destroy(); return; }
+    if (this.retryTimer !== null) { clearTimeout(this.retryTimer); this.retryTimer = null; }
+    this.sock = s;
+    this.reader = reader;
+    this.state = State.OPEN;
+    s.setNoDelay(true);
+    reader.startFrames(this);
+    s.removeAllListeners('close');
+    s.removeAllListeners('error');
+    s.on('error', (err: NodeJS.ErrnoException) => { this.lastConnectError = `${err.code ?? ''} ${err.message}`.trim(); });
+    s.on('close', () => this.onClosed());
+    this.rail.env.log.debug(`tcp: connected to peer ${this.peer} (${s.remoteAddress}:${s.remotePort})`);
+    this.rail.connected(this);
+    const staged = this.staged;
+    this.staged = [];
+    if (staged.length > 0) {
+      s.cork();
+      for (let i = 0; i < staged.length; i++) {
+        const item = staged[i]!;
+        if (item instanceof Uint8Array) {
+          const next = staged[i + 1];
+          const owner = next !== undefined && !(next instanceof Uint8Array) ? next : null;
+          if (owner !== null) i++;
+          this.inflight.push(owner ?? (undefined as unknown as Inflight));
+          s.write(item, this.onWritten);
+        }
+      }
+      s.uncork();
+    }
+    this.flushBatch(false);
+    if (this.closeWhenOpen) this.beginClose();
+  }
+
+  private onClosed(): void {
+    this.reader?.stop();
+    this.sock = null;
+    if (this.state === State.CLOSING || this.state === State.FAILED) {
+      this.finishClose();
+      return;
+    }
+    const graceful = this.peerSaidBye;
+    this.fail(graceful
+      ? new RailcommError(ErrorCode.PEER_FAILED, `peer ${this.peer} closed its connection (it finalized)`)
+      : this.connError(`connection to ${this.peerAddress} lost${this.lastConnectError ? ': ' + this.lastConnectError : ''}`), graceful);
+  }
+
+  private fail(err: RailcommError, graceful: boolean): void {
+    if (this.state === State.FAILED) return;
+    this.state = State.FAILED;
+    if (this.retryTimer !== null) { clearTimeout(this.retryTimer); this.retryTimer = null; }
+    this.reader?.stop();
+    this.sock?.destroy();
+    this.sock = null;
+    // Zero-copy sends still waiting complete with the error.
+    for (const item of this.staged) if (!(item instanceof Uint8Array) && 'railComplete' in item) item.railComplete(err);
+    this.staged = [];
+    for (let i = this.inflightHead; i < this.inflight.length; i++) {
+      const item = this.inflight[i];
+      if (item !== undefined && 'railComplete' in item) item.railComplete(err);
+    }
+    this.inflight.length = 0;
+    this.inflightHead = 0;
+    this.rail.forget(this);
+    this.rail.upcalls.failed(this, err, graceful);
+    this.finishClose();
+  }
+
+  private connError(msg: string, cause?: unknown): RailcommError {
+    return new RailcommError(ErrorCode.PEER_FAILED, `tcp ${this.rail.device.name}: peer ${this.peer}: ${msg}`, cause === undefined ? undefined : { cause });
+  }
+
+  // ---- ReaderSink --------------------------------------------------------
+
+  handler(am: number): AmHandler | undefined {
+    return this.rail.upcalls.am[am];
+  }
+
+  control(flags: number): void {
+    if (flags & CTRL_BYE) this.peerSaidBye = true;
+  }
+
+  protocolError(reason: string): void {
+    this.counters.badFrames++;
+    this.rail.counters.badFrames++;
+    this.rail.env.log.error(`tcp: closing the connection to peer ${this.peer}: malformed stream (${reason})`);
+    this.fail(this.connError(`malformed data on the connection (${reason}); connection closed`), false);
+  }
+
+  // ---- closing -----------------------------------------------------------
+
+  close(): Promise<void> {
+    if (this.state === State.FAILED) return Promise.resolve();
+    const p = new Promise<void>((resolve) => this.closeWaiters.push(resolve));
+    if (this.state === State.OPEN) {
+      this.beginClose();
+    } else if (this.state === State.IDLE && !this.incomingPending && this.staged.length === 0 && this.batchLen === 0) {
+      this.state = State.CLOSING;
+      this.finishClose();
+    } else {
+      // Still connecting with data staged (sends that already completed for
+      // the user): deliver it first, then close. attach() or fail() continues.
+      this.closeWhenOpen = true;
+      if (this.state === State.IDLE && !this.incomingPending) this.startConnect();
+    }
+    return p;
+  }
+
+  private beginClose(): void {
+    const s = this.sock!;
+    this.state = State.CLOSING;
+    if (this.retryTimer !== null) { clearTimeout(this.retryTimer); this.retryTimer = null; }
+    encodeFrameHeader(this.batch.view, this.batchLen, AM_CONTROL, 0, 0, CTRL_BYE);
+    this.batchLen += FRAME_HEADER;
+    this.flushBatch(false);
+    s.end();
+    setTimeout(() => s.destroy(), 5000).unref();
+  }
+
+  private finishClose(): void {
+    this.rail.forget(this);
+    const w = this.closeWaiters;
+    this.closeWaiters = [];
+    for (const f of w) f();
+  }
+}
+
+export function splitAddress(a: string): [string, string] {
+  const i = a.lastIndexOf(':');
+  return [a.slice(0, i).replace(/^\[|\]$/g, ''), a.slice(i + 1)];
+}

@@ -1,0 +1,176 @@
+// The tcp rail: a listening socket on one device plus one endpoint per peer.
+// Incoming connections are authenticated before they become an endpoint;
+// simultaneous connects are resolved so that the lower endpoint id wins.
+
+import net from 'node:net';
+import type { Device, Rail, RailCaps, RailEnv, RailUpcalls } from '../api.js';
+import { TrafficCounters } from '../../core/counters.js';
+import { FreeList } from '../../core/freelist.js';
+import { RailcommError, ErrorCode } from '../../core/errors.js';
+import { FrameReader } from './reader.js';
+import { TcpEndpoint, type Batch } from './endpoint.js';
+import { HELLO_BYTES, RejectReason, decodeHello } from './wire.js';
+
+/** Size of the write batches small frames are coalesced into. */
+const BATCH_BYTES = 65536;
+
+export class TcpRail implements Rail {
+  readonly name: string;
+  readonly component = 'tcp';
+  readonly device: Device;
+  readonly caps: RailCaps;
+  readonly counters = new TrafficCounters();
+  readonly env: RailEnv;
+  readonly upcalls: RailUpcalls;
+  readonly batches = new FreeList<Batch>(() => {
+    const buf = Buffer.allocUnsafeSlow(BATCH_BYTES);
+    return { buf, view: new DataView(buf.buffer, buf.byteOffset, buf.byteLength) };
+  }, 256);
+  private readonly server: net.Server;
+  private readonly endpoints = new Map<bigint, TcpEndpoint>();
+  private readonly handshaking = new Set<net.Socket>();
+  private listenAddress = '';
+  private closing = false;
+
+  private constructor(device: Device, env: RailEnv) {
+    this.device = device;
+    this.env = env;
+    this.upcalls = env.upcalls;
+    this.name = `tcp:${device.name}`;
+    const maxFrame = env.params.tcpMaxFrame;
+    this.caps = {
+      reliable: true,
+      ordered: true,
+      amHeaderMax: 256,
+      amShortMax: 1024,
+      amCopyMax: Math.min(maxFrame, 1 << 20),
+      amZcopyMax: maxFrame,
+      put: false,
+      get: false,
+      atomics: false,
+      latencyUs: device.kind === 'loopback' ? 30 : 50,
+      bandwidthMBps: device.kind === 'loopback' ? 3500 : 1000,
+    };
+    this.server = net.createServer({ pauseOnConnect: true, noDelay: true }, (s) => this.onConnection(s));
+    this.server.on('error', (err) => env.log.error(`tcp: listener on ${this.listenAddress} failed: ${err.message}`));
+  }
+
+  static async open(device: Device, env: RailEnv): Promise<TcpRail> {
+    const rail = new TcpRail(device, env);
+    const host = device.address ?? '127.0.0.1';
+    await new Promise<void>((resolve, reject) => {
+      rail.server.once('error', reject);
+      rail.server.listen({ host, port: env.params.tcpPort, backlog: 1024 }, () => {
+        rail.server.off('error', reject);
+        resolve();
+      });
+    }).catch((err: Error) => {
+      throw new RailcommError(ErrorCode.NO_RAIL, `tcp: cannot listen on ${host}:${env.params.tcpPort} (device ${device.name}): ${err.message}`, { cause: err });
+    });
+    const a = rail.server.address() as net.AddressInfo;
+    rail.listenAddress = a.family === 'IPv6' ? `[${a.address}]:${a.port}` : `${a.address}:${a.port}`;
+    // The listener alone must not keep a finished rank alive.
+    rail.server.unref();
+    return rail;
+  }
+
+  address(): string {
+    return this.listenAddress;
+  }
+
+  endpoint(peer: bigint, address: string): TcpEndpoint {
+    let ep = this.endpoints.get(peer);
+    if (ep === undefined) {
+      ep = new TcpEndpoint(this, peer, address);
+      this.endpoints.set(peer, ep);
+    } else {
+      ep.setAddress(address);
+    }
+    return ep;
+  }
+
+  /** An endpoint became usable (either direction). */
+  connected(ep: TcpEndpoint): void {
+    this.upcalls.accepted(ep);
+  }
+
+  forget(ep: TcpEndpoint): void {
+    if (this.endpoints.get(ep.peer) === ep) this.endpoints.delete(ep.peer);
+  }
+
+  private onConnection(raw: net.Socket): void {
+    if (this.closing) { raw.destroy(); return; }
+    const reader = new FrameReader(this.env.params.tcpRecvBuffer, this.caps.amHeaderMax, this.env.params.tcpMaxFrame);
+    const s = adoptWithOnread(raw, reader);
+    this.handshaking.add(s);
+    const timer = setTimeout(() => {
+      this.counters.refused++;
+      this.env.log.warn(`tcp: closing a connection from ${s.remoteAddress}:${s.remotePort} that did not introduce itself in time`);
+      s.destroy();
+    }, this.env.params.handshakeTimeout);
+    timer.unref();
+    s.on('error', () => { /* 'close' follows */ });
+    s.once('close', () => { clearTimeout(timer); this.handshaking.delete(s); reader.stop(); });
+    reader.expect(HELLO_BYTES, (b) => {
+      clearTimeout(timer);
+      this.handshaking.delete(s);
+      const hello = decodeHello(b);
+      if (typeof hello === 'string') {
+        this.counters.refused++;
+        this.counters.badFrames++;
+        this.env.log.warn(`tcp: refused a connection from ${s.remoteAddress}:${s.remotePort}: ${hello}`);
+        reader.stop();
+        s.destroy();
+        return;
+      }
+      if (hello.jobId !== this.env.jobId || hello.to !== this.env.self) {
+        this.counters.refused++;
+        this.env.log.warn(`tcp: refused a connection from ${s.remoteAddress}:${s.remotePort}: it is for job ${hello.jobId} endpoint ${hello.to}, this is job ${this.env.jobId} endpoint ${this.env.self}`);
+        reader.stop();
+        TcpEndpoint.reject(s, hello.jobId !== this.env.jobId ? RejectReason.WRONG_JOB : RejectReason.WRONG_PEER);
+        return;
+      }
+      const existing = this.endpoints.get(hello.from);
+      if (existing !== undefined && (existing.open || existing.incomingPending || (existing.connecting && this.env.self < hello.from))) {
+        // Ours wins (lower id), or a connection already exists.
+        reader.stop();
+        TcpEndpoint.reject(s, RejectReason.DUPLICATE);
+        return;
+      }
+      const ep = existing ?? this.endpoint(hello.from, '');
+      if (ep.connecting) ep.yieldOutgoing();
+      ep.acceptHandshake(s, reader, hello.nonce);
+    });
+    s.resume();
+  }
+
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    await Promise.all([...this.endpoints.values()].map((ep) => ep.close()));
+    for (const s of this.handshaking) s.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+/**
+ * Accepted sockets cannot be given net.Socket's `onread` option, which reads
+ * into buffers we choose (so payloads land in place). Re-wrap the accepted
+ * handle in a socket that has it; fall back to 'data' events if the internals
+ * are not as expected.
+ */
+function adoptWithOnread(raw: net.Socket, reader: FrameReader): net.Socket {
+  const handle = (raw as unknown as { _handle?: object | null })._handle;
+  if (handle !== undefined && handle !== null) {
+    (raw as unknown as { _handle: object | null })._handle = null;
+    raw.destroy();
+    const s = new net.Socket({
+      handle: handle as never, readable: true, writable: true,
+      onread: { buffer: reader.nextBuffer, callback: reader.onRead },
+    } as net.SocketConstructorOpts);
+    s.setNoDelay(true);
+    return s;
+  }
+  raw.on('data', (chunk: Buffer) => reader.feedChunk(chunk));
+  return raw;
+}

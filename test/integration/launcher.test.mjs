@@ -1,0 +1,285 @@
+// Integration tests of `railcomm run` (through test/helpers/run-cli.mjs) with
+// throwaway rank scripts: output prefixing, exit codes, stopping, timeouts,
+// signals, and that no rank or grandchild outlives the launcher.
+
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startJob } from '../../dist/cli/run.js';
+
+const runCli = fileURLToPath(new URL('../helpers/run-cli.mjs', import.meta.url));
+const kvClientUrl = new URL('../../dist/boot/kv-client.js', import.meta.url).href;
+const dir = mkdtempSync(join(tmpdir(), 'railcomm-launcher-'));
+/** Every pid a test learned about; killed at the end whatever happened, so a failing test leaves nothing behind. */
+const seenPids = new Set();
+
+after(() => {
+  for (const pid of seenPids) {
+    try { process.kill(pid, 'SIGKILL'); } catch { /* gone, as it should be */ }
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function script(name, body) {
+  const path = join(dir, name);
+  writeFileSync(path, body);
+  return path;
+}
+
+/** Runs the launcher; kills it (and fails) if it runs past limitMs. */
+function launch(args, { limitMs = 20_000, onSpawn } = {}) {
+  const child = spawn(process.execPath, [runCli, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => { stdout += d; });
+  child.stderr.on('data', (d) => { stderr += d; });
+  const t0 = Date.now();
+  onSpawn?.(child);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`launcher still running after ${limitMs} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+    }, limitMs);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr, ms: Date.now() - t0 });
+    });
+  });
+}
+
+/** A zombie still answers kill(pid, 0) until reaped; for us it is dead. */
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+async function waitFor(cond, ms, what) {
+  const t0 = Date.now();
+  while (!cond()) {
+    if (Date.now() - t0 > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function pidsIn(sub) {
+  const d = join(dir, sub);
+  let names = [];
+  try { names = readdirSync(d); } catch { return []; }
+  const pids = names.filter((n) => n.endsWith('.pid')).map((n) => Number(readFileSync(join(d, n), 'utf8'))).filter((n) => n > 0);
+  for (const p of pids) seenPids.add(p);
+  return pids;
+}
+
+/** Rank script prelude: writes this process's pid (and optionally a grandchild's) under dir/sub. */
+const pidPrelude = (sub) => `
+import { writeFileSync, mkdirSync, renameSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+const pidDir = ${JSON.stringify(join(dir, sub))};
+mkdirSync(pidDir, { recursive: true });
+const rank = process.env.RAILCOMM_RANK;
+function notePid(name, pid) {
+  // Written then renamed, so the test never reads a half-written pid.
+  writeFileSync(pidDir + '/' + name + '.tmp', String(pid));
+  renameSync(pidDir + '/' + name + '.tmp', pidDir + '/' + name + '.pid');
+}
+function spawnGrandchild() {
+  const g = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+  notePid('g' + rank, g.pid);
+}
+`;
+
+const sleeper = `setInterval(() => {}, 1000);\n`;
+
+test('output of 3 ranks is prefixed line by line, partial lines included', async () => {
+  const s = script('prefix.mjs', `
+const r = process.env.RAILCOMM_RANK;
+process.stdout.write('part-');
+setTimeout(() => {
+  process.stdout.write('one\\nline two ✓\\n');
+  process.stderr.write('err from ' + r + '\\n');
+  process.stdout.write('last-without-newline');
+}, 50);
+`);
+  const res = await launch(['-n', '3', s]);
+  assert.equal(res.code, 0, res.stderr);
+  const lines = res.stdout.split('\n').filter(Boolean);
+  assert.equal(lines.length, 9, res.stdout);
+  for (let r = 0; r < 3; r++) {
+    const mine = lines.filter((l) => l.startsWith(`[${r}] `)).map((l) => l.slice(`[${r}] `.length));
+    assert.deepEqual(mine, ['part-one', 'line two ✓', 'last-without-newline']);
+    assert.match(res.stderr, new RegExp(`^\\[${r}\\] err from ${r}$`, 'm'));
+  }
+  assert.ok(lines.every((l) => /^\[\d\] /.test(l)), res.stdout);
+});
+
+test('a non-JavaScript command runs as a program', async () => {
+  const res = await launch(['-n', '2', '--', '/bin/sh', '-c', 'echo "rank $RAILCOMM_RANK of $RAILCOMM_SIZE"']);
+  assert.equal(res.code, 0, res.stderr);
+  assert.deepEqual(res.stdout.split('\n').filter(Boolean).sort(), ['[0] rank 0 of 2', '[1] rank 1 of 2']);
+});
+
+test('the RAILCOMM_ variables, --rails, --stats and -x reach every rank', async () => {
+  const s = script('env.mjs', `
+const pick = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('RAILCOMM_') || k === 'MY_VAR'));
+console.log(JSON.stringify(pick));
+`);
+  const res = await launch(['-n', '2', '--rails', 'tcp', '--stats', '-x', 'MY_VAR=a=b c', s]);
+  assert.equal(res.code, 0, res.stderr);
+  const envs = res.stdout.split('\n').filter(Boolean).map((l) => {
+    const m = /^\[(\d)\] (.*)$/.exec(l);
+    return { rank: Number(m[1]), env: JSON.parse(m[2]) };
+  }).sort((a, b) => a.rank - b.rank);
+  assert.equal(envs.length, 2);
+  for (const { rank, env } of envs) {
+    assert.equal(env.RAILCOMM_RANK, String(rank));
+    assert.equal(env.RAILCOMM_SIZE, '2');
+    assert.equal(env.RAILCOMM_LOCAL_RANK, String(rank));
+    assert.equal(env.RAILCOMM_LOCAL_SIZE, '2');
+    assert.match(env.RAILCOMM_KV, /^127\.0\.0\.1:\d+$/);
+    assert.match(env.RAILCOMM_JOB_KEY, /^[0-9a-f]{64}$/);
+    assert.match(env.RAILCOMM_JOB_ID, /^\d+$/);
+    assert.ok(Number(env.RAILCOMM_JOB_ID) <= 0xffffffff);
+    assert.equal(env.RAILCOMM_RAILS, 'tcp');
+    assert.equal(env.RAILCOMM_STATS, '1');
+    assert.equal(env.MY_VAR, 'a=b c');
+  }
+  assert.equal(envs[0].env.RAILCOMM_JOB_KEY, envs[1].env.RAILCOMM_JOB_KEY);
+  assert.equal(envs[0].env.RAILCOMM_JOB_ID, envs[1].env.RAILCOMM_JOB_ID);
+  assert.equal(envs[0].env.RAILCOMM_KV, envs[1].env.RAILCOMM_KV);
+});
+
+test('a failing rank sets the exit code and the others are stopped (SIGKILL after --grace)', async () => {
+  const s = script('fail.mjs', `${pidPrelude('fail')}
+notePid('r' + rank, process.pid);
+if (rank === '1') setTimeout(() => process.exit(3), 300);
+// Rank 2 ignores SIGTERM: only the SIGKILL after the grace time stops it.
+if (rank === '2') process.on('SIGTERM', () => {});
+${sleeper}`);
+  const res = await launch(['-n', '3', '--grace', '1', s], { limitMs: 15_000 });
+  assert.equal(res.code, 3, res.stderr);
+  assert.match(res.stderr, /rank 1 exited with code 3/);
+  assert.ok(res.ms < 8000, `took ${res.ms} ms`);
+  const pids = pidsIn('fail');
+  assert.equal(pids.length, 3);
+  for (const p of pids) assert.equal(alive(p), false, `pid ${p} survived`);
+});
+
+test('a rank killed by a signal exits the launcher with 128+signo', async () => {
+  const s = script('segv.mjs', `
+if (process.env.RAILCOMM_RANK === '0') setTimeout(() => process.kill(process.pid, 'SIGKILL'), 100);
+else ${sleeper}`);
+  const res = await launch(['-n', '2', s]);
+  assert.equal(res.code, 137, res.stderr);
+  assert.match(res.stderr, /rank 0 was killed by signal SIGKILL/);
+});
+
+test('--timeout stops a hung job with exit code 124', async () => {
+  const s = script('hang.mjs', `${pidPrelude('hang')}notePid('r' + rank, process.pid);\n${sleeper}`);
+  const res = await launch(['-n', '2', '--timeout', '1', '--grace', '1', s], { limitMs: 15_000 });
+  assert.equal(res.code, 124, res.stderr);
+  assert.match(res.stderr, /railcomm run: job exceeded --timeout 1 s; stopping it/);
+  assert.ok(res.ms < 6000, `took ${res.ms} ms`);
+  for (const p of pidsIn('hang')) assert.equal(alive(p), false, `pid ${p} survived`);
+});
+
+test('SIGTERM to the launcher stops every rank and their children', async () => {
+  const s = script('term.mjs', `${pidPrelude('term')}
+spawnGrandchild();
+notePid('r' + rank, process.pid);
+${sleeper}`);
+  let launcher;
+  const done = launch(['-n', '3', s], { limitMs: 20_000, onSpawn: (c) => { launcher = c; } });
+  await waitFor(() => pidsIn('term').length === 6, 10_000, 'ranks and grandchildren to start');
+  const pids = pidsIn('term');
+  for (const p of pids) assert.equal(alive(p), true);
+  launcher.kill('SIGTERM');
+  const res = await done;
+  assert.equal(res.code, 143, res.stderr);
+  assert.match(res.stderr, /received SIGTERM/);
+  await waitFor(() => pids.every((p) => !alive(p)), 3000, 'every rank and grandchild to be gone');
+});
+
+test('ranks that wired up exit by themselves when the launcher is SIGKILLed (no orphans)', async () => {
+  const s = script('orphan.mjs', `${pidPrelude('orphan')}
+const { KvClient } = await import(${JSON.stringify(kvClientUrl)});
+const [host, port] = process.env.RAILCOMM_KV.split(':');
+const kv = await KvClient.connect({ host, port: Number(port) }, process.env.RAILCOMM_JOB_KEY, Number(rank));
+kv.onLost(() => process.exit(70));
+notePid('r' + rank, process.pid);
+${sleeper}`);
+  let launcher;
+  const done = launch(['-n', '2', s], { onSpawn: (c) => { launcher = c; } });
+  await waitFor(() => pidsIn('orphan').length === 2, 10_000, 'ranks to connect');
+  launcher.kill('SIGKILL');
+  await done;
+  const pids = pidsIn('orphan');
+  await waitFor(() => pids.every((p) => !alive(p)), 5000, 'ranks to notice the launcher is gone');
+});
+
+test('abort from a rank stops the job with its code; finalize makes a clean exit', async () => {
+  const s = script('abort.mjs', `
+const { KvClient } = await import(${JSON.stringify(kvClientUrl)});
+const rank = Number(process.env.RAILCOMM_RANK);
+const [host, port] = process.env.RAILCOMM_KV.split(':');
+const kv = await KvClient.connect({ host, port: Number(port) }, process.env.RAILCOMM_JOB_KEY, rank);
+const mode = process.argv[2];
+if (mode === 'abort' && rank === 1) await kv.abort('out of cheese', 5);
+if (mode === 'nofinalize' && rank === 0) { kv.close(); process.exit(0); }
+if (mode === 'clean') { await kv.fence(); await kv.finalize(); kv.close(); process.exit(0); }
+setInterval(() => {}, 1000);
+`);
+  const aborted = await launch(['-n', '2', '--grace', '1', s, 'abort']);
+  assert.equal(aborted.code, 5, aborted.stderr);
+  assert.match(aborted.stderr, /rank 1 called abort: out of cheese/);
+
+  const unfinalized = await launch(['-n', '2', '--grace', '1', s, 'nofinalize']);
+  assert.equal(unfinalized.code, 1, unfinalized.stderr);
+  assert.match(unfinalized.stderr, /rank 0 exited without calling finalize\(\)/);
+
+  const clean = await launch(['-n', '2', s, 'clean']);
+  assert.equal(clean.code, 0, clean.stderr);
+  assert.equal(clean.stderr, '');
+});
+
+test('a program that cannot be started fails the job with 127', async () => {
+  const res = await launch(['-n', '2', '--grace', '0', '/nonexistent/program-railcomm-test']);
+  assert.equal(res.code, 127, res.stderr);
+  assert.match(res.stderr, /cannot start rank \d/);
+});
+
+test('bad usage prints the usage and exits 2', async () => {
+  const ok = script('ok.mjs', '');
+  for (const args of [[], [ok], ['-n', '0', ok], ['-n', 'abc', ok], ['-n', '2'], ['-n', '2', '--bogus', ok],
+    ['-n', '2', '--timeout', '-1', ok], ['-n', '2', '-x', 'NOEQUALS', ok], ['-n', '2', '-x', 'RAILCOMM_RANK=3', ok], ['-n']]) {
+    const res = await launch(args);
+    assert.equal(res.code, 2, `args ${JSON.stringify(args)}: ${res.stderr}`);
+    assert.match(res.stderr, /usage: railcomm run -n N/);
+    assert.equal(res.stdout, '');
+  }
+  const help = await launch(['--help']);
+  assert.equal(help.code, 0);
+  assert.match(help.stdout, /usage: railcomm run/);
+});
+
+test('startJob with capture returns the lines of each rank', async () => {
+  const s = script('capture.mjs', `console.log('hi ' + process.env.RAILCOMM_RANK); console.error('e');\n`);
+  const job = await startJob({ np: 2, command: [s], capture: true });
+  assert.equal(job.pids.length, 2);
+  const res = await job.wait();
+  assert.equal(res.code, 0);
+  assert.deepEqual(res.outputs, [{ stdout: ['hi 0'], stderr: ['e'] }, { stdout: ['hi 1'], stderr: ['e'] }]);
+  assert.deepEqual(res.exits.map((e) => e.code), [0, 0]);
+});
