@@ -8,13 +8,14 @@ export function isView(v: unknown): v is ArrayBufferView {
 
 /** The bytes of a view; a Uint8Array (or Buffer) is returned as it is. */
 export function asBytes(v: ArrayBufferView, what = 'buffer'): Uint8Array {
-  if (v instanceof Uint8Array) return v;
-  if (!ArrayBuffer.isView(v)) {
+  if (!(v instanceof Uint8Array) && !ArrayBuffer.isView(v)) {
     throw invalidArg(`${what} must be an ArrayBufferView (a typed array, Buffer or DataView), got ${describe(v)}`);
   }
-  if (v.buffer.byteLength === 0 && v.byteLength === 0 && isDetached(v.buffer)) {
-    throw invalidArg(`${what} is backed by a detached ArrayBuffer`);
+  // A detached buffer reads as zero bytes; only then is the check worth making.
+  if (v.byteLength === 0 && isDetached(v.buffer)) {
+    throw invalidArg(`${what} is backed by a detached ArrayBuffer (it was transferred); pass a live buffer`);
   }
+  if (v instanceof Uint8Array) return v;
   return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
 }
 

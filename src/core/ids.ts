@@ -12,3 +12,8 @@ export function jobOf(id: bigint): number {
 export function rankOf(id: bigint): number {
   return Number(id & 0xffffffffn);
 }
+
+/** How an endpoint id reads in messages: job:rank. */
+export function formatId(id: bigint): string {
+  return `${jobOf(id)}:${rankOf(id)}`;
+}

@@ -9,6 +9,7 @@ import { DONE, IN_PROGRESS, NO_RESOURCE } from '../api.js';
 import { TrafficCounters } from '../../core/counters.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { mac, macEquals, nonce } from '../../core/auth.js';
+import { formatId } from '../../core/ids.js';
 import { FrameReader, type ReaderSink } from './reader.js';
 import {
   AM_CONTROL, CHALLENGE_BYTES, CTRL_BYE, FRAME_HEADER, HS_CHALLENGE, HS_REJECT, PROOF_BYTES, RejectReason,
@@ -259,7 +260,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
       clearTimeout(timer);
       this.incomingPending = false;
       if (ok) { this.attach(s, reader); return; }
-      env.log.warn(`tcp: refused connection claiming to be peer ${this.peer} from ${from}: ${why}`);
+      env.log.warn(`tcp: refused connection claiming to be peer ${formatId(this.peer)} from ${from}: ${why}`);
       reader.stop();
       s.destroy();
       // If we still have something to say to this peer, connect ourselves.
@@ -306,7 +307,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     s.removeAllListeners('error');
     s.on('error', (err: NodeJS.ErrnoException) => { this.lastConnectError = `${err.code ?? ''} ${err.message}`.trim(); });
     s.on('close', () => this.onClosed());
-    this.rail.env.log.debug(`tcp: connected to peer ${this.peer} (${s.remoteAddress}:${s.remotePort})`);
+    this.rail.env.log.debug(`tcp: connected to peer ${formatId(this.peer)} (${s.remoteAddress}:${s.remotePort})`);
     this.rail.connected(this);
     const staged = this.staged;
     this.staged = [];
@@ -337,7 +338,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     }
     const graceful = this.peerSaidBye;
     this.fail(graceful
-      ? new RailcommError(ErrorCode.PEER_FAILED, `peer ${this.peer} closed its connection (it finalized)`)
+      ? new RailcommError(ErrorCode.PEER_FAILED, `peer ${formatId(this.peer)} closed its connection (it finalized)`)
       : this.connError(`connection to ${this.peerAddress} lost${this.lastConnectError ? ': ' + this.lastConnectError : ''}`), graceful);
   }
 
@@ -363,7 +364,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
   }
 
   private connError(msg: string, cause?: unknown): RailcommError {
-    return new RailcommError(ErrorCode.PEER_FAILED, `tcp ${this.rail.device.name}: peer ${this.peer}: ${msg}`, cause === undefined ? undefined : { cause });
+    return new RailcommError(ErrorCode.PEER_FAILED, `tcp ${this.rail.device.name}: peer ${formatId(this.peer)}: ${msg}`, cause === undefined ? undefined : { cause });
   }
 
   // ---- ReaderSink --------------------------------------------------------
@@ -379,7 +380,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
   protocolError(reason: string): void {
     this.counters.badFrames++;
     this.rail.counters.badFrames++;
-    this.rail.env.log.error(`tcp: closing the connection to peer ${this.peer}: malformed stream (${reason})`);
+    this.rail.env.log.error(`tcp: closing the connection to peer ${formatId(this.peer)}: malformed stream (${reason})`);
     this.fail(this.connError(`malformed data on the connection (${reason}); connection closed`), false);
   }
 

@@ -8,6 +8,7 @@ import { TrafficCounters } from '../../core/counters.js';
 import { FreeList } from '../../core/freelist.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { FrameReader } from './reader.js';
+import { formatId } from '../../core/ids.js';
 import { TcpEndpoint, type Batch } from './endpoint.js';
 import { HELLO_BYTES, RejectReason, decodeHello } from './wire.js';
 
@@ -125,7 +126,7 @@ export class TcpRail implements Rail {
       }
       if (hello.jobId !== this.env.jobId || hello.to !== this.env.self) {
         this.counters.refused++;
-        this.env.log.warn(`tcp: refused a connection from ${s.remoteAddress}:${s.remotePort}: it is for job ${hello.jobId} endpoint ${hello.to}, this is job ${this.env.jobId} endpoint ${this.env.self}`);
+        this.env.log.warn(`tcp: refused a connection from ${s.remoteAddress}:${s.remotePort}: it is for endpoint ${formatId(hello.to)}, this is endpoint ${formatId(this.env.self)} (job:rank)`);
         reader.stop();
         TcpEndpoint.reject(s, hello.jobId !== this.env.jobId ? RejectReason.WRONG_JOB : RejectReason.WRONG_PEER);
         return;

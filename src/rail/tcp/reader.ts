@@ -194,10 +194,14 @@ export class FrameReader {
       const hdrLen = frameHdrLen(view, pos);
       const payLen = framePayLen(view, pos);
       if (am === AM_CONTROL) {
-        if (avail < FRAME_HEADER + hdrLen + payLen) return pos;
+        // Only the flags matter; a body (none is sent today) is skipped, never
+        // carried over, since it may be larger than the staging buffers.
+        const body = hdrLen + payLen;
         sink.control(frameFlags(view, pos));
-        pos += FRAME_HEADER + hdrLen + payLen;
-        continue;
+        if (avail - FRAME_HEADER >= body) { pos += FRAME_HEADER + body; continue; }
+        this.skipLeft = body - (avail - FRAME_HEADER);
+        this.mode = SKIP;
+        return end;
       }
       const h = sink.handler(am);
       if (h === undefined) { this.fail(`unknown active message id ${am}`); return end; }

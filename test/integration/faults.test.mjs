@@ -1,0 +1,41 @@
+// Failures a user must survive: a rank that dies mid-job, connections that do
+// not know the job key, random bytes and malformed frames on a rank's port.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { railcomm, jobScript, linesWith } from './jobs.mjs';
+
+test('a rank that exits mid-job: survivors get ERR_PEER_FAILED within seconds, never a hang', async () => {
+  const job = await railcomm(['run', '-n', '3', '--timeout', '60', jobScript('fault-peer-exit.mjs')], { limitMs: 90_000 });
+  assert.equal(job.code, 3, 'the launcher returns the dead rank\'s exit code');
+  const results = linesWith(job.stdout, 'RESULT').map((l) => `${l.rank} ${l.rest}`);
+  for (const want of [
+    '0 recv from dead rank: ERR_PEER_FAILED',
+    '0 ANY_SOURCE recv: ERR_PEER_FAILED',
+    '0 rendezvous send to dead rank: ERR_PEER_FAILED',
+    '0 send after failure: ERR_PEER_FAILED',
+    '0 survivors talk: ok',
+    '1 recv from dead rank: ERR_PEER_FAILED',
+  ]) assert.ok(results.includes(want), `missing '${want}' in:\n${job.stdout}\n${job.stderr}`);
+  for (const { rest } of linesWith(job.stdout, 'ELAPSED')) assert.ok(Number(rest) < 10_000, `took ${rest} ms`);
+  assert.match(job.stderr, /rank 2 exited with code 3/);
+});
+
+test('bad connections are refused and counted; the job is unaffected', async () => {
+  const job = await railcomm(['run', '-n', '3', '--timeout', '60', jobScript('fault-auth.mjs')], { limitMs: 90_000 });
+  assert.equal(job.code, 0, `${job.stdout}\n${job.stderr}`);
+  const results = linesWith(job.stdout, 'RESULT').map((l) => `${l.rank} ${l.rest}`);
+  for (const want of [
+    '2 random bytes: closed',
+    '2 wrong key: closed',
+    '2 wrong job: rejected',
+    '2 malformed frame after auth: closed',
+    '1 recv from the peer whose stream was malformed: ERR_PEER_FAILED',
+    '1 rank 1 badFrames 1',
+    '0 ranks 0 and 1 still talk: ok',
+  ]) assert.ok(results.includes(want), `missing '${want}' in:\n${job.stdout}\n${job.stderr}`);
+  const refused = results.find((r) => r.startsWith('0 rank 0 refused'));
+  assert.ok(refused && Number(refused.split(' ').pop()) >= 3, refused);
+  assert.match(job.stderr, /malformed stream \(bad magic 0xeeee\)/);
+  assert.match(job.stderr, /does not know the job key/);
+});
