@@ -18,6 +18,7 @@ function parseArgs(argv) {
     };
     if (a === '--sizes') opts.sizes = next().split(',').filter(Boolean).map((s) => parseSize(s));
     else if (a === '--json') opts.json = true;
+    else if (a === '--spin') opts.spin = true;
     else if (a === '--iters') opts.iters = Number(next());
     else if (a === '--warmup') opts.warmup = Number(next());
     else if (a === '--window') opts.window = Number(next());
@@ -128,7 +129,7 @@ async function runParent(opts) {
   const server = net.createServer();
   await new Promise((res) => server.listen(0, '127.0.0.1', res));
   const { port } = server.address();
-  const child = fork(fileURLToPath(import.meta.url), ['--child', String(port)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(fileURLToPath(import.meta.url), ['--child', String(port), ...(opts.spin ? ['--spin'] : [])], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   child.on('exit', (code) => { if (code) { console.error(`child exited with ${code}`); process.exit(1); } });
 
   const waiters = [];
@@ -168,5 +169,8 @@ async function runParent(opts) {
 }
 
 const opts = parseArgs(process.argv.slice(2));
+// --spin: keep the event loop polling instead of sleeping in epoll (a setImmediate
+// chain), as railcomm's progress engine does while requests are outstanding.
+if (opts.spin) { const spin = () => setImmediate(spin); spin(); }
 if (opts.child !== undefined) runChild(opts.child);
-else await runParent(opts);
+else { await runParent(opts); if (opts.spin) process.exit(0); }

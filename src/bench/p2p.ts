@@ -4,7 +4,7 @@
 
 import { init, waitAll, type Request } from '../index.js';
 
-interface Row { size: number; usec?: number; usec_median?: number; mbps?: number; iters: number }
+interface Row { size: number; usec?: number; usec_median?: number; usec_p90?: number; usec_p99?: number; mbps?: number; iters: number }
 
 function iterations(size: number, base: number): { iters: number; warmup: number } {
   if (size <= 8192) return { iters: base, warmup: Math.ceil(base / 10) };
@@ -40,7 +40,8 @@ async function main(): Promise<void> {
           if (i >= warmup) { times.push(dt); total += dt; }
         }
         times.sort((a, b) => a - b);
-        rows.push({ size, usec: round(total / iters), usec_median: round(times[times.length >> 1]!), iters });
+        const q = (f: number): number => round(times[Math.min(times.length - 1, Math.floor(times.length * f))]!);
+        rows.push({ size, usec: round(total / iters), usec_median: q(0.5), usec_p90: q(0.9), usec_p99: q(0.99), iters });
       } else {
         const reqs: Request[] = new Array<Request>(window);
         let t0 = 0n;

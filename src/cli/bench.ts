@@ -68,8 +68,9 @@ export async function benchCommand(argv: string[]): Promise<number> {
   const data = JSON.parse(out) as { benchmark: string; rails: string; results: Array<Record<string, number>> };
   process.stdout.write(`# railcomm ${data.benchmark}, rails ${data.rails}, ${np} ranks\n`);
   if (kind === 'latency') {
-    process.stdout.write(`${'size'.padStart(10)} ${'avg us'.padStart(10)} ${'median us'.padStart(10)}\n`);
-    for (const r of data.results) process.stdout.write(`${String(r['size']).padStart(10)} ${String(r['usec']).padStart(10)} ${String(r['usec_median']).padStart(10)}\n`);
+    const cols = ['size', 'usec', 'usec_median', 'usec_p90', 'usec_p99'];
+    process.stdout.write(['size', 'avg us', 'median us', 'p90 us', 'p99 us'].map((c) => c.padStart(10)).join(' ') + '\n');
+    for (const r of data.results) process.stdout.write(cols.map((c) => String(r[c]).padStart(10)).join(' ') + '\n');
   } else {
     process.stdout.write(`${'size'.padStart(10)} ${'MB/s'.padStart(10)}\n`);
     for (const r of data.results) process.stdout.write(`${String(r['size']).padStart(10)} ${String(r['mbps']).padStart(10)}\n`);

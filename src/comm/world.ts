@@ -4,14 +4,12 @@
 import v8 from 'node:v8';
 import type { Context } from '../proto/context.js';
 import type { KeyValueStore } from '../boot/kv.js';
-import { KeepAlive } from '../core/keepalive.js';
 import { finalized } from '../core/errors.js';
 import { KIND_SEND, type Request, type RequestWatcher } from '../proto/request.js';
 
 export class World implements RequestWatcher {
   readonly ctx: Context;
   readonly kv: KeyValueStore | null;
-  readonly keepAlive = new KeepAlive();
   isFinalized = false;
   private sendsOutstanding = 0;
   private drained: Array<() => void> = [];
@@ -26,12 +24,12 @@ export class World implements RequestWatcher {
   /** Called for every request this rank starts. */
   track(r: Request): void {
     r.watcher = this;
-    this.keepAlive.hold();
+    this.ctx.progress.hold();
     if (r.kind === KIND_SEND) this.sendsOutstanding++;
   }
 
   requestSettled(r: Request): void {
-    this.keepAlive.release();
+    this.ctx.progress.release();
     if (r.kind === KIND_SEND && --this.sendsOutstanding === 0 && this.drained.length > 0) {
       const d = this.drained;
       this.drained = [];
@@ -53,9 +51,9 @@ export class World implements RequestWatcher {
   private async doFinalize(): Promise<void> {
     this.isFinalized = true;
     if (this.sendsOutstanding > 0) {
-      this.keepAlive.hold();
+      this.ctx.progress.hold();
       await new Promise<void>((resolve) => this.drained.push(resolve));
-      this.keepAlive.release();
+      this.ctx.progress.release();
     }
     if (this.ctx.params.stats) {
       process.stderr.write(`railcomm stats ${JSON.stringify(this.ctx.stats())}\n`);
@@ -65,7 +63,6 @@ export class World implements RequestWatcher {
     }
     await this.ctx.close();
     this.kv?.close();
-    this.keepAlive.dispose();
   }
 }
 

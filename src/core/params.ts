@@ -32,7 +32,7 @@ export const PARAMS = {
   tcpSendHighWater: spec({ name: 'TCP_SEND_HIGH_WATER', kind: 'size', def: 16777216, min: 65536, doc: 'bytes queued on a socket before sends answer no-resource and wait' }),
   connectTimeout: spec({ name: 'CONNECT_TIMEOUT', kind: 'ms', def: 30000, min: 1, doc: 'how long to try to reach a peer before its requests fail' }),
   handshakeTimeout: spec({ name: 'HANDSHAKE_TIMEOUT', kind: 'ms', def: 10000, min: 1, doc: 'an incoming connection that has not proven the job key by then is closed' }),
-  spinUs: spec({ name: 'SPIN_US', kind: 'int', def: 50, min: 0, doc: 'microseconds polling shared-memory rails spin before sleeping' }),
+  spinUs: spec({ name: 'SPIN_US', kind: 'int', def: 1000, min: 0, doc: 'while requests are outstanding, keep polling (no sleep) this many microseconds after the last activity; 0 never spins; ranks that outnumber the cores do not spin' }),
   hangTimeout: spec({ name: 'HANG_TIMEOUT', kind: 'ms', def: 0, min: 0, doc: 'when a wait exceeds this, print pending requests (0: never)' }),
   log: spec({ name: 'LOG', kind: 'string', def: 'warn', choices: ['error', 'warn', 'info', 'debug', 'trace'], doc: 'log level' }),
   protoInfo: spec({ name: 'PROTO_INFO', kind: 'bool', def: false, doc: 'print, per peer, which protocol and rail serve each message size range' }),
@@ -67,7 +67,8 @@ function parseValue(s: ParamSpec, raw: string | number | boolean, where: string)
     case 'int':
     case 'ms':
     case 'size': {
-      const n = typeof raw === 'number' ? raw : s.kind === 'size' ? parseSize(String(raw)) : Number(String(raw).trim());
+      const text = String(raw).trim();
+      const n = typeof raw === 'number' ? raw : s.kind === 'size' ? parseSize(text) : /^-?\d+$/.test(text) ? Number(text) : NaN;
       if (!Number.isSafeInteger(n)) throw bad(s.kind === 'size' ? 'expected a byte count such as 65536, 64k or 4m' : 'expected an integer');
       if (s.min !== undefined && n < s.min) throw bad(`must be at least ${s.min}`);
       return n;
@@ -82,7 +83,7 @@ export function resolveParams(options: ParamOptions = {}, env: NodeJS.ProcessEnv
   const given = new Map<ParamName, string | number | boolean>();
   for (const [k, v] of Object.entries(options)) {
     if (v === undefined) continue;
-    const key: ParamName | undefined = k in PARAMS ? (k as ParamName) : byEnv.get(k.replace(/^RAILCOMM_/, ''));
+    const key: ParamName | undefined = Object.hasOwn(PARAMS, k) ? (k as ParamName) : byEnv.get(k.replace(/^RAILCOMM_/, ''));
     if (!key) throw invalidArg(`unknown railcomm parameter '${k}'; 'railcomm info --params' lists them`);
     given.set(key, v);
   }

@@ -16,6 +16,8 @@ import { AmRegistry } from './am.js';
 import { ProtoEndpoint, thresholdsFor } from './endpoint.js';
 import { PointToPoint } from './p2p.js';
 import { channels } from './observe.js';
+import { Progress } from './progress.js';
+import os from 'node:os';
 
 export interface InitStep {
   step: number;
@@ -44,6 +46,7 @@ export class Context {
   readonly rails: Rail[] = [];
   readonly am = new AmRegistry();
   readonly p2p: PointToPoint;
+  readonly progress: Progress;
   private readonly kv: KeyValueStore | null;
   private readonly endpoints: Array<ProtoEndpoint | undefined> = [];
   private closed = false;
@@ -57,6 +60,12 @@ export class Context {
     this.log.setLevel(params.log as LogLevel);
     if (opts.launch.size > 1) this.log.setPrefix(`railcomm ${opts.launch.rank}`);
     this.p2p = new PointToPoint(this, this.am);
+    this.progress = new Progress(this.oversubscribed ? 0 : params.spinUs);
+  }
+
+  /** More ranks on this host than cores: spinning would steal the CPU ranks need to compute. */
+  get oversubscribed(): boolean {
+    return this.launch.localSize > os.availableParallelism();
   }
 
   get worldRank(): number { return this.launch.rank; }
@@ -72,6 +81,7 @@ export class Context {
     };
     say(1, 'load configuration', [
       `launcher: ${opts.launch.launcher} (${opts.launch.why}); rank ${opts.launch.rank} of ${opts.launch.size}, ${opts.launch.localSize} on this host`,
+      `progress: ${ctx.oversubscribed ? `no spinning (${opts.launch.localSize} ranks on ${os.availableParallelism()} cores)` : `polls ${params.spinUs} us after the last activity while requests are outstanding`}`,
       `eager limit ${params.eagerLimit} B, rendezvous from ${params.rndvThreshold} B in ${params.rndvChunk} B chunks, eager credits ${params.eagerCredits} B per peer`,
     ]);
 
@@ -148,6 +158,7 @@ export class Context {
       ready: (ep) => { const pe = ep.owner as ProtoEndpoint | null; if (pe) ctx.p2p.drain(pe); },
       failed: (ep, err, graceful) => ctx.onRailFailed(ep, err, graceful),
       accepted: (ep) => ctx.onAccepted(ep),
+      activity: () => ctx.progress.activity(),
     };
     const env: RailEnv = {
       self: ctx.self, jobId: opts.launch.jobId, jobKey: opts.launch.jobKey || newJobKey(),
@@ -291,5 +302,6 @@ export class Context {
     if (this.closed) return;
     this.closed = true;
     for (const r of this.rails) await r.close();
+    this.progress.dispose();
   }
 }

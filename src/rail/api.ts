@@ -81,6 +81,8 @@ export interface RailUpcalls {
   failed(ep: RailEndpoint, err: RailcommError, graceful: boolean): void;
   /** An endpoint was created by the peer connecting to us. */
   accepted(ep: RailEndpoint): void;
+  /** Bytes arrived (called per read, not per message): keeps progress polling. */
+  activity(): void;
 }
 
 export interface RailEnv {

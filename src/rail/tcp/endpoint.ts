@@ -92,6 +92,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
 
   // ---- sending -----------------------------------------------------------
 
+  /** Copies are bounded: past RAILCOMM_TCP_SEND_HIGH_WATER queued bytes, answer NO_RESOURCE. */
   sendCopy(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null): RailStatus {
     if (this.state >= State.CLOSING) return DONE; // the layer above was told through `failed`
     if (this.blocked()) return NO_RESOURCE;
@@ -128,7 +129,9 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
       done.railComplete(this.connError('connection closed'));
       return IN_PROGRESS;
     }
-    if (this.blocked()) return NO_RESOURCE;
+    // No back-pressure here: the payload stays in the caller's memory until
+    // written, so queueing it costs us nothing, and stopping the pipe until
+    // 'drain' would leave the socket idle.
     if (this.batchLen + FRAME_HEADER + hdrLen > this.batch.buf.length) this.flushBatch(false);
     encodeFrameHeader(this.batch.view, this.batchLen, am, hdrLen, payload.byteLength);
     this.batch.buf.set(hdr.subarray(0, hdrLen), this.batchLen + FRAME_HEADER);
@@ -195,7 +198,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     this.retryTimer = null;
     if (this.state !== State.CONNECTING || this.sock !== null || this.incomingPending) return;
     const [host, portText] = splitAddress(this.peerAddress);
-    const reader = new FrameReader(this.rail.env.params.tcpRecvBuffer, this.rail.caps.amHeaderMax, this.rail.env.params.tcpMaxFrame);
+    const reader = new FrameReader(this.rail.env.params.tcpRecvBuffer, this.rail.caps.amHeaderMax, this.rail.env.params.tcpMaxFrame, this.rail.upcalls.activity);
     this.connectTries++;
     const s = net.connect({ host, port: Number(portText), noDelay: true, onread: { buffer: reader.nextBuffer, callback: reader.onRead } });
     this.outgoing = s;

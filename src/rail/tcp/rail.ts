@@ -101,7 +101,7 @@ export class TcpRail implements Rail {
 
   private onConnection(raw: net.Socket): void {
     if (this.closing) { raw.destroy(); return; }
-    const reader = new FrameReader(this.env.params.tcpRecvBuffer, this.caps.amHeaderMax, this.env.params.tcpMaxFrame);
+    const reader = new FrameReader(this.env.params.tcpRecvBuffer, this.caps.amHeaderMax, this.env.params.tcpMaxFrame, this.upcalls.activity);
     const s = adoptWithOnread(raw, reader);
     this.handshaking.add(s);
     const timer = setTimeout(() => {

@@ -15,6 +15,12 @@ const HANDSHAKE = 3;
 
 /** Below this many bytes left, a direct read is not worth a socket read of its own. */
 const DIRECT_MIN = 32768;
+/**
+ * After a bulk payload, the next frame is most likely another bulk frame:
+ * read only this much so its payload is not pulled into the staging buffer
+ * (and copied a second time) before we know where it goes.
+ */
+const PEEK_BYTES = 64;
 
 export interface ReaderSink {
   /** Handler for an AM id, or undefined when the id is unknown. */
@@ -30,6 +36,8 @@ export interface ReaderSink {
 export class FrameReader {
   private readonly readBuf: Buffer;
   private readonly readView: DataView;
+  private readonly peekBuf: Buffer;
+  private peekNext = false;
   private readonly carry: Buffer;
   private readonly carryView: DataView;
   private carryLen = 0;
@@ -62,14 +70,17 @@ export class FrameReader {
     if (this.mode === DIRECT && this.target !== null && this.payLen - this.filled >= DIRECT_MIN) {
       return this.target.subarray(this.filled, this.payLen);
     }
+    if (this.peekNext && this.carryLen === 0 && this.mode === FRAMES) return this.peekBuf;
     return this.readBuf;
   };
 
   /** For net.Socket's onread: `n` bytes were read into `buf`. */
   readonly onRead = (n: number, buf: Uint8Array): boolean => {
     if (this.dead) return false;
+    this.onActivity();
     try {
       if (buf === this.readBuf) this.feed(this.readBuf, this.readView, 0, n);
+      else if (buf === this.peekBuf) { this.peekNext = false; this.feed(this.readBuf, this.readView, 0, n); }
       else this.directRead(n);
     } catch (e) {
       this.fail(`handler threw: ${(e as Error)?.stack ?? String(e)}`);
@@ -77,9 +88,13 @@ export class FrameReader {
     return true;
   };
 
-  constructor(stagingBytes: number, hdrMax: number, payMax: number) {
+  private readonly onActivity: () => void;
+
+  constructor(stagingBytes: number, hdrMax: number, payMax: number, onActivity: () => void = () => {}) {
+    this.onActivity = onActivity;
     this.readBuf = Buffer.allocUnsafeSlow(stagingBytes);
     this.readView = new DataView(this.readBuf.buffer, this.readBuf.byteOffset, this.readBuf.byteLength);
+    this.peekBuf = this.readBuf.subarray(0, PEEK_BYTES);
     this.carry = Buffer.allocUnsafeSlow(stagingBytes);
     this.carryView = new DataView(this.carry.buffer, this.carry.byteOffset, this.carry.byteLength);
     this.savedHdr = Buffer.allocUnsafeSlow(Math.max(hdrMax, 8));
@@ -123,7 +138,7 @@ export class FrameReader {
 
   private directRead(n: number): void {
     this.filled += n;
-    if (this.filled >= this.payLen) this.finishDirect();
+    if (this.filled >= this.payLen) { this.peekNext = true; this.finishDirect(); }
   }
 
   private feed(src: Buffer, view: DataView, off: number, end: number): void {
