@@ -115,6 +115,9 @@ export class Request implements Posted, Completion {
 
   /** Bind an AbortSignal: aborting cancels the request if it can still be cancelled. */
   bindSignal(signal: AbortSignal): void {
+    // Already settled (an irecv that matched at once): nothing to cancel, and a
+    // listener added now would never be removed (settle() already ran).
+    if (this.state !== PENDING) return;
     if (signal.aborted) { this.cancel(signal.reason); return; }
     const onAbort = (): void => { this.cancel(signal.reason); };
     signal.addEventListener('abort', onAbort, { once: true });
