@@ -65,7 +65,9 @@ async function main(): Promise<void> {
     for (let i = 0; i < sizes.length; i++) await comm.barrier();
   }
   if (me === 0) {
-    process.stdout.write(JSON.stringify({ benchmark: kind, rails: process.env['RAILCOMM_RAILS'] || 'auto', ranks: comm.size, results: rows }) + '\n');
+    // The rail that actually carried the traffic to rank 1 (internal, for the report).
+    const lane = comm.world.ctx.endpointFor(1).lane;
+    process.stdout.write(JSON.stringify({ benchmark: kind, rails: lane?.rail.component ?? 'unknown', ranks: comm.size, results: rows }) + '\n');
   }
   await comm.finalize();
 }

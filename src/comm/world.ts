@@ -6,6 +6,7 @@ import type { Context } from '../proto/context.js';
 import type { KeyValueStore } from '../boot/kv.js';
 import { finalized } from '../core/errors.js';
 import { KIND_SEND, type Request, type RequestWatcher } from '../proto/request.js';
+import { HangWatch } from '../proto/hang.js';
 
 export class World implements RequestWatcher {
   readonly ctx: Context;
@@ -15,10 +16,18 @@ export class World implements RequestWatcher {
   private drained: Array<() => void> = [];
   /** Next free communicator context id (0/1 are the world's). */
   nextContextId = 2;
+  private settled = 0;
+  private readonly hangWatch: HangWatch | null;
 
   constructor(ctx: Context, kv: KeyValueStore | null) {
     this.ctx = ctx;
     this.kv = kv;
+    const t = ctx.params.hangTimeout;
+    this.hangWatch = t > 0 ? new HangWatch({
+      outstanding: () => ctx.progress.active,
+      settledCount: () => this.settled,
+      describePending: () => ctx.p2p.describePending(),
+    }, t, ctx.log, ctx.worldRank) : null;
   }
 
   /** Called for every request this rank starts. */
@@ -29,6 +38,7 @@ export class World implements RequestWatcher {
   }
 
   requestSettled(r: Request): void {
+    this.settled++;
     this.ctx.progress.release();
     if (r.kind === KIND_SEND && --this.sendsOutstanding === 0 && this.drained.length > 0) {
       const d = this.drained;
@@ -61,6 +71,7 @@ export class World implements RequestWatcher {
     if (this.kv !== null) {
       await this.kv.finalize().catch(() => undefined);
     }
+    this.hangWatch?.dispose();
     await this.ctx.close();
     this.kv?.close();
   }

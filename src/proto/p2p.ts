@@ -283,7 +283,7 @@ export class PointToPoint implements Canceller {
     if (r !== null) {
       this.returnCredit(ep, len + EAGER_OVERHEAD);
       if (len > r.buf.byteLength) { r.fail(truncated(len, r.buf.byteLength, src, tag)); return; }
-      buf.copy(r.buf, 0, off, off + len);
+      copyBytes(buf, off, len, r.buf);
       r.complete(src, tag, len);
       return;
     }
@@ -431,12 +431,39 @@ export class PointToPoint implements Canceller {
     }
   }
 
+  /** What this rank waits for, one line each (hang report). */
+  describePending(): string[] {
+    const out: string[] = [];
+    for (const [ctx, st] of this.contexts) {
+      for (const r of st.queues.allPosted()) {
+        out.push(`receive on context ${ctx} from ${r.matchSrc === ANY_SOURCE ? 'ANY_SOURCE' : 'rank ' + r.matchSrc} tag ${r.matchTag < 0 ? 'ANY_TAG' : r.matchTag} (${r.buf.byteLength} B buffer), no matching message yet`);
+      }
+      for (const p of st.probes) out.push(`probe on context ${ctx} from ${p.matchSrc === ANY_SOURCE ? 'ANY_SOURCE' : 'rank ' + p.matchSrc} tag ${p.matchTag < 0 ? 'ANY_TAG' : p.matchTag}`);
+      for (const u of st.queues.allArrived()) out.push(`unexpected message on context ${ctx} from rank ${u.src} tag ${u.tag}, ${u.size} B, not received yet`);
+    }
+    for (const r of this.sendRndv.values()) out.push(`large send (${r.buf.byteLength} B, tag ${r.tag}) to world rank ${r.peerWorld}: waiting for the receiver to post a matching receive`);
+    for (const r of this.recvRndv.values()) out.push(`large receive from world rank ${r.peerWorld}: ${r.progressBytes} of ${r.bytes} B arrived`);
+    for (const ep of this.host.allEndpoints()) {
+      if (ep.hasPending) out.push(`sends to world rank ${ep.rank} queued (${ep.lane === null ? 'peer address not resolved yet' : 'rail has no resources'})`);
+    }
+    return out.length > 0 ? out : ['nothing visible in the protocol layer (a request waits on the application)'];
+  }
+
   /** Counts for `railcomm info`, stats and hang reports. */
   snapshot(): { posted: number; unexpected: number; rndvSends: number; rndvRecvs: number; protocolErrors: number } {
     let posted = 0, unexpected = 0;
     for (const st of this.contexts.values()) { posted += st.queues.postedCount; unexpected += st.queues.arrivedCount; }
     return { posted, unexpected, rndvSends: this.sendRndv.size, rndvRecvs: this.recvRndv.size, protocolErrors: this.protocolErrors };
   }
+}
+
+/**
+ * Copy len bytes of src from off into dst. Small copies go byte by byte:
+ * Buffer#copy with an offset makes a temporary view, an allocation per message.
+ */
+function copyBytes(src: Buffer, off: number, len: number, dst: Uint8Array): void {
+  if (len <= 256) { for (let i = 0; i < len; i++) dst[i] = src[off + i]!; return; }
+  src.copy(dst, 0, off, off + len);
 }
 
 function truncated(size: number, room: number, src: number, tag: number): RailcommError {

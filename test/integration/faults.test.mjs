@@ -39,3 +39,12 @@ test('bad connections are refused and counted; the job is unaffected', async () 
   assert.match(job.stderr, /malformed stream \(bad magic 0xeeee\)/);
   assert.match(job.stderr, /does not know the job key/);
 });
+
+test('a rank that waits too long says what it waits for (RAILCOMM_HANG_TIMEOUT), and --timeout ends the job', async () => {
+  const job = await railcomm(['run', '-n', '2', '--timeout', '4', jobScript('hang.mjs')], { limitMs: 30_000, env: { RAILCOMM_HANG_TIMEOUT: '500' } });
+  assert.equal(job.code, 124);
+  assert.match(job.stderr, /\[1\] .*no request completed for \d+ ms/);
+  assert.match(job.stderr, /receive on context 0 from rank 0 tag 99 \(4 B buffer\), no matching message yet/);
+  assert.match(job.stderr, /large send \(300000 B, tag 8\) to world rank 1: waiting for the receiver/);
+  assert.match(job.stderr, /job exceeded --timeout 4 s/);
+});

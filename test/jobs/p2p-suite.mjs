@@ -126,6 +126,19 @@ const cases = [
     }
   }],
 
+  ['buffers from comm.alloc (shared pool) send and receive', async () => {
+    const small = comm.alloc(100), big = comm.alloc(2 << 20);
+    assert.ok(small.buffer instanceof SharedArrayBuffer);
+    if (rank === 0) {
+      small.set(pattern(100, 3)); big.set(pattern(2 << 20, 4));
+      await waitAll([comm.isend(small, 1, 30), comm.isend(big, 1, 31)]);
+    } else if (rank === 1) {
+      await comm.recv(small, 0, 30); await comm.recv(big, 0, 31);
+      assert.ok(samePattern(small, 100, 3) && samePattern(big, 2 << 20, 4));
+    }
+    throwsWith(() => comm.alloc(-1), 'ERR_INVALID_ARG');
+  }],
+
   ['truncation fails that receive only; the next message still arrives', async () => {
     if (rank === 1) {
       await comm.send(pattern(100, 1), 0, 50);

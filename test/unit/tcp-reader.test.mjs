@@ -143,6 +143,8 @@ function makeSink() {
   };
   const sink = {
     endpoint,
+    counters: { msgsRecv: 0, bytesRecv: 0 },
+    railCounters: { msgsRecv: 0, bytesRecv: 0 },
     handler: (am) => handlers[am],
     control: (flags) => { log.push({ ctrl: flags }); },
     protocolError: (reason) => { errors.push(reason); },
@@ -417,7 +419,7 @@ test('FrameReader: a control frame with a body larger than the staging buffer do
     for (const [mode, bodyLen] of [['data', 10000], ['onread', 10000], ['data', 300000], ['onread', 300000]]) {
       const got = [];
       const r = new FrameReader(4096, 256, 1 << 20);
-      const sink = { endpoint: {}, handler: (am) => am === 1 ? { recv: (_e, rx) => got.push('am' + rx.payLen) } : undefined,
+      const sink = { endpoint: {}, counters: { msgsRecv: 0, bytesRecv: 0 }, railCounters: { msgsRecv: 0, bytesRecv: 0 }, handler: (am) => am === 1 ? { recv: (_e, rx) => got.push('am' + rx.payLen) } : undefined,
         control: (f) => got.push('ctrl' + f), protocolError: (why) => got.push('error: ' + why) };
       r.expect(1, () => r.startFrames(sink));
       const stream = Buffer.concat([Buffer.from([7]), frame(0, 200, bodyLen - 200, 1), frame(1, 0, 5, 0)]);

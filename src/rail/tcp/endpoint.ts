@@ -1,5 +1,6 @@
 // One tcp rail endpoint: the connection to one peer. Small frames are copied
-// into a batch buffer that is written once per event-loop turn (coalescing);
+// into a batch buffer, written at once when the socket has no write in flight
+// and otherwise when the write in flight completes (so bursts coalesce);
 // large payloads are written from the caller's memory with writev (cork).
 // The connection is made on first use and proven with the job key both ways.
 
@@ -30,6 +31,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
   readonly counters = new TrafficCounters();
   owner: unknown = null;
   readonly endpoint = this;
+  readonly railCounters: TrafficCounters;
 
   private state = State.IDLE;
   private sock: net.Socket | null = null;
@@ -45,7 +47,6 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
 
   private batch: Batch;
   private batchLen = 0;
-  private flushQueued = false;
   /** Written before the connection was open, in order: batches and zero-copy payloads. */
   private staged: Array<Uint8Array | Inflight> = [];
   private readonly inflight: Inflight[] = [];
@@ -55,7 +56,6 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
   private closeWaiters: Array<() => void> = [];
   private closeWhenOpen = false;
 
-  private readonly flushCb = (): void => { this.flushQueued = false; this.flushBatch(false); };
   private readonly onWritten = (err?: Error | null): void => {
     const item = this.inflight[this.inflightHead];
     this.inflight[this.inflightHead++] = undefined as unknown as Inflight;
@@ -63,12 +63,12 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
       this.inflight.splice(0, this.inflightHead);
       this.inflightHead = 0;
     }
-    if (item === undefined) return;
-    if ('railComplete' in item) {
-      item.railComplete(err ? this.connError(`write failed: ${err.message}`, err) : null);
-    } else {
-      this.rail.batches.put(item);
+    if (item !== undefined) {
+      if ('railComplete' in item) item.railComplete(err ? this.connError(`write failed: ${err.message}`, err) : null);
+      else this.rail.batches.put(item);
     }
+    // Frames that queued up behind the writes in flight go out together now.
+    if (this.batchLen > 0 && this.inflightHead === this.inflight.length && this.sock !== null) this.flushBatch();
   };
   private readonly onDrain = (): void => {
     if (!this.waitingDrain) return;
@@ -78,6 +78,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
 
   constructor(rail: TcpRail, peer: bigint, address: string) {
     this.rail = rail;
+    this.railCounters = rail.counters;
     this.peer = peer;
     this.peerAddress = address;
     this.batch = rail.batches.get();
@@ -99,7 +100,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     const payLen = payload === null ? 0 : payload.byteLength;
     const frameLen = FRAME_HEADER + hdrLen + payLen;
     const cap = this.batch.buf.length;
-    if (this.batchLen + frameLen > cap) this.flushBatch(false);
+    if (this.batchLen + frameLen > cap) this.flushBatch();
     if (frameLen > cap) {
       const big = Buffer.allocUnsafe(frameLen);
       const v = new DataView(big.buffer, big.byteOffset, frameLen);
@@ -117,10 +118,9 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
         else b.set(payload, off + FRAME_HEADER + hdrLen);
       }
       this.batchLen += frameLen;
-      this.queueFlush();
+      if (this.inflightHead === this.inflight.length) this.flushBatch();
     }
-    this.counters.msgsSent++;
-    this.counters.bytesSent += payLen;
+    this.countSent(payLen);
     return DONE;
   }
 
@@ -132,18 +132,24 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     // No back-pressure here: the payload stays in the caller's memory until
     // written, so queueing it costs us nothing, and stopping the pipe until
     // 'drain' would leave the socket idle.
-    if (this.batchLen + FRAME_HEADER + hdrLen > this.batch.buf.length) this.flushBatch(false);
+    if (this.batchLen + FRAME_HEADER + hdrLen > this.batch.buf.length) this.flushBatch();
     encodeFrameHeader(this.batch.view, this.batchLen, am, hdrLen, payload.byteLength);
     this.batch.buf.set(hdr.subarray(0, hdrLen), this.batchLen + FRAME_HEADER);
     this.batchLen += FRAME_HEADER + hdrLen;
     const s = this.sock;
     if (s !== null) s.cork();
-    this.flushBatch(true);
+    this.flushBatch();
     this.writeRaw(payload, done);
     if (s !== null) s.uncork();
-    this.counters.msgsSent++;
-    this.counters.bytesSent += payload.byteLength;
+    this.countSent(payload.byteLength);
     return IN_PROGRESS;
+  }
+
+  private countSent(payLen: number): void {
+    this.counters.msgsSent++;
+    this.counters.bytesSent += payLen;
+    this.railCounters.msgsSent++;
+    this.railCounters.bytesSent += payLen;
   }
 
   private blocked(): boolean {
@@ -156,17 +162,12 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     return false;
   }
 
-  private queueFlush(): void {
-    if (!this.flushQueued) { this.flushQueued = true; queueMicrotask(this.flushCb); }
-  }
-
-  private flushBatch(corked: boolean): void {
+  private flushBatch(): void {
     if (this.batchLen === 0) return;
     const b = this.batch;
     const len = this.batchLen;
     this.batch = this.rail.batches.get();
     this.batchLen = 0;
-    void corked;
     this.writeRaw(b.buf.subarray(0, len), b);
   }
 
@@ -328,7 +329,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
       }
       s.uncork();
     }
-    this.flushBatch(false);
+    this.flushBatch();
     if (this.closeWhenOpen) this.beginClose();
   }
 
@@ -412,7 +413,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     if (this.retryTimer !== null) { clearTimeout(this.retryTimer); this.retryTimer = null; }
     encodeFrameHeader(this.batch.view, this.batchLen, AM_CONTROL, 0, 0, CTRL_BYE);
     this.batchLen += FRAME_HEADER;
-    this.flushBatch(false);
+    this.flushBatch();
     s.end();
     setTimeout(() => s.destroy(), 5000).unref();
   }

@@ -4,6 +4,7 @@
 // names, by handing that buffer to the socket (net.Socket's onread option).
 
 import type { AmHandler, RxFrame } from '../api.js';
+import type { TrafficCounters } from '../../core/counters.js';
 import {
   AM_CONTROL, FRAME_HEADER, checkFrameHeader, frameAm, frameFlags, frameHdrLen, framePayLen,
 } from './wire.js';
@@ -31,6 +32,9 @@ export interface ReaderSink {
   protocolError(reason: string): void;
   /** The endpoint that frames are delivered for (passed to handlers). */
   readonly endpoint: Parameters<AmHandler['recv']>[0];
+  /** Counted per delivered frame: the endpoint's and the rail's. */
+  readonly counters: TrafficCounters;
+  readonly railCounters: TrafficCounters;
 }
 
 export class FrameReader {
@@ -230,7 +234,7 @@ export class FrameReader {
         const target = h.place(sink.endpoint, rx);
         if (target !== null) src.copy(target, 0, rx.payOff, rx.payOff + have);
         if (have === payLen) {
-          if (target !== null) { rx.placed = target; h.recv(sink.endpoint, rx); }
+          if (target !== null) { rx.placed = target; this.count(payLen); h.recv(sink.endpoint, rx); }
           pos = rx.payOff + payLen;
           continue;
         }
@@ -241,6 +245,7 @@ export class FrameReader {
       }
       const frameLen = FRAME_HEADER + hdrLen + payLen;
       if (avail >= frameLen) {
+        this.count(payLen);
         h.recv(sink.endpoint, rx);
         pos += frameLen;
         continue;
@@ -285,6 +290,15 @@ export class FrameReader {
       rx.buf = this.savedHdr; rx.view = this.savedHdrView;
       rx.payOff = this.savedHdrLen; rx.payLen = this.payLen; rx.placed = target;
     }
+    this.count(this.payLen);
     h.recv(this.sink!.endpoint, rx);
+  }
+
+  private count(payLen: number): void {
+    const s = this.sink!;
+    s.counters.msgsRecv++;
+    s.counters.bytesRecv += payLen;
+    s.railCounters.msgsRecv++;
+    s.railCounters.bytesRecv += payLen;
   }
 }
