@@ -2,7 +2,7 @@
 // This is the floor railcomm's TCP rail is compared against: no framing headers, no library,
 // just net sockets with TCP_NODELAY over 127.0.0.1. Usage: node bench/raw-tcp-pingpong.mjs [--sizes 8,1048576] [--json]
 import net from 'node:net';
-import { fork } from 'node:child_process';
+import { startPeer } from './raw-peer.mjs';
 import { fileURLToPath } from 'node:url';
 
 const DEFAULT_SIZES = [0, 8, 64, 512, 4096, 65536, 1048576, 4194304];
@@ -118,22 +118,7 @@ function pingpong(sock, msg, warmup, iters) {
 
 // ---------------------------------------------------------------- rank 0: timer
 async function runParent(opts) {
-  const server = net.createServer();
-  await new Promise((res) => server.listen(0, '127.0.0.1', res));
-  const { port } = server.address();
-  const child = fork(fileURLToPath(import.meta.url), ['--child', String(port), ...(opts.spin ? ['--spin'] : [])], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  child.on('exit', (code) => { if (code) { console.error(`child exited with ${code}`); process.exit(1); } });
-
-  const waiters = [];
-  child.on('message', (m) => { const w = waiters.shift(); if (w) w(m); });
-  const nextMsg = () => new Promise((res) => waiters.push(res));
-
-  const [sock] = await Promise.all([
-    new Promise((res) => server.once('connection', res)),
-    nextMsg(), // 'connected'
-  ]);
-  server.close();
-  sock.setNoDelay(true);
+  const { sock, child, nextMsg } = await startPeer(fileURLToPath(import.meta.url), opts);
 
   const maxSize = Math.max(...opts.sizes.map(wireBytes));
   const sendBuf = Buffer.alloc(maxSize, 0xa5);

@@ -2,7 +2,7 @@
 // Rank 0 writes windows of 64 messages, rank 1 (reading with `onread` into a reused 4 MiB
 // buffer) acks each window with 4 bytes. Usage: node bench/raw-tcp-stream.mjs [--sizes 8,1048576] [--json]
 import net from 'node:net';
-import { fork } from 'node:child_process';
+import { startPeer } from './raw-peer.mjs';
 import { fileURLToPath } from 'node:url';
 
 const DEFAULT_SIZES = [8, 1024, 65536, 1048576, 4194304];
@@ -126,22 +126,7 @@ function stream(sock, msg, window, warmup, iters) {
 }
 
 async function runParent(opts) {
-  const server = net.createServer();
-  await new Promise((res) => server.listen(0, '127.0.0.1', res));
-  const { port } = server.address();
-  const child = fork(fileURLToPath(import.meta.url), ['--child', String(port), ...(opts.spin ? ['--spin'] : [])], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  child.on('exit', (code) => { if (code) { console.error(`child exited with ${code}`); process.exit(1); } });
-
-  const waiters = [];
-  child.on('message', (m) => { const w = waiters.shift(); if (w) w(m); });
-  const nextMsg = () => new Promise((res) => waiters.push(res));
-
-  const [sock] = await Promise.all([
-    new Promise((res) => server.once('connection', res)),
-    nextMsg(), // 'connected'
-  ]);
-  server.close();
-  sock.setNoDelay(true);
+  const { sock, child, nextMsg } = await startPeer(fileURLToPath(import.meta.url), opts);
 
   const sendBuf = Buffer.alloc(Math.max(...opts.sizes), 0xa5);
   const results = [];

@@ -52,6 +52,7 @@ export interface P2pHost {
   allEndpoints(): Iterable<ProtoEndpoint>;
 }
 
+const EMPTY_BUF = Buffer.alloc(0);
 const KEEP_FOR_CREDIT = 4; // explicit CREDIT once a quarter of the window is owed
 
 export class PointToPoint implements Canceller {
@@ -69,8 +70,8 @@ export class PointToPoint implements Canceller {
 
   constructor(host: P2pHost, am: AmRegistry) {
     this.host = host;
-    am.register(AM_EAGER, 'eager', this.eagerHandler);
-    am.register(AM_RTS, 'rts', this.rtsHandler);
+    am.register(AM_EAGER, 'eager', this.matchedHandler(AM_EAGER));
+    am.register(AM_RTS, 'rts', this.matchedHandler(AM_RTS));
     am.register(AM_CTS, 'cts', this.ctsHandler);
     am.register(AM_DATA, 'data', this.dataHandler);
     am.register(AM_CREDIT, 'credit', this.creditHandler);
@@ -253,29 +254,26 @@ export class PointToPoint implements Canceller {
     return rep.owner as ProtoEndpoint;
   }
 
-  private readonly eagerHandler: AmHandler = {
-    recv: (rep, rx) => {
-      const ep = this.owner(rep);
-      const v = rx.view;
-      const o = rx.hdrOff;
-      ep.credits += hdrCredits(v, o);
-      if (!ep.rx.inOrder(hdrSeq(v, o))) { this.early(ep, AM_EAGER, rx); return; }
-      this.onEager(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rx.buf, rx.payOff, rx.payLen);
-      if (ep.rx.waiting > 0) this.replayEarly(ep);
-    },
-  };
+  /**
+   * EAGER and RTS carry a match header and a per-peer sequence number: check
+   * the order (a message that overtook another waits), then match.
+   */
+  private matchedHandler(am: number): AmHandler {
+    return {
+      recv: (rep, rx) => {
+        const ep = this.owner(rep);
+        ep.credits += hdrCredits(rx.view, rx.hdrOff);
+        if (!ep.rx.inOrder(hdrSeq(rx.view, rx.hdrOff))) { this.early(ep, am, rx); return; }
+        this.onMatched(ep, am, rx.view, rx.hdrOff, rx.buf, rx.payOff, rx.payLen);
+        if (ep.rx.waiting > 0) this.replayEarly(ep);
+      },
+    };
+  }
 
-  private readonly rtsHandler: AmHandler = {
-    recv: (rep, rx) => {
-      const ep = this.owner(rep);
-      const v = rx.view;
-      const o = rx.hdrOff;
-      ep.credits += hdrCredits(v, o);
-      if (!ep.rx.inOrder(hdrSeq(v, o))) { this.early(ep, AM_RTS, rx); return; }
-      this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o));
-      if (ep.rx.waiting > 0) this.replayEarly(ep);
-    },
-  };
+  private onMatched(ep: ProtoEndpoint, am: number, v: DataView, o: number, buf: Buffer, payOff: number, payLen: number): void {
+    if (am === AM_EAGER) this.onEager(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), buf, payOff, payLen);
+    else this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o));
+  }
 
   private onEager(ep: ProtoEndpoint, ctx: number, src: number, tag: number, buf: Buffer, off: number, len: number): void {
     const st = this.state(ctx);
@@ -323,14 +321,10 @@ export class PointToPoint implements Canceller {
   }
 
   private replayEarly(ep: ProtoEndpoint): void {
-    for (let s = ep.rx.next(); s !== undefined; s = ep.rx.next()) {
-      const v = new DataView(s.hdr.buffer, s.hdr.byteOffset, s.hdr.byteLength);
-      if (s.am === AM_EAGER) {
-        const p = s.payload ?? Buffer.alloc(0);
-        this.onEager(ep, hdrCtx(v, 0), hdrSrc(v, 0), hdrTag(v, 0), p, 0, p.length);
-      } else {
-        this.onRts(ep, hdrCtx(v, 0), hdrSrc(v, 0), hdrTag(v, 0), rtsSendId(v, 0), rtsSize(v, 0));
-      }
+    for (let m = ep.rx.next(); m !== undefined; m = ep.rx.next()) {
+      const v = new DataView(m.hdr.buffer, m.hdr.byteOffset, m.hdr.byteLength);
+      const p = m.payload ?? EMPTY_BUF;
+      this.onMatched(ep, m.am, v, 0, p, 0, p.length);
     }
   }
 
