@@ -81,7 +81,7 @@ export interface RailUpcalls {
   failed(ep: RailEndpoint, err: RailcommError, graceful: boolean): void;
   /** An endpoint was created by the peer connecting to us. */
   accepted(ep: RailEndpoint): void;
-  /** Bytes arrived (called per read, not per message): keeps progress polling. */
+  /** Bytes arrived or a write completed (per socket operation, not per message): keeps progress polling. */
   activity(): void;
 }
 

@@ -57,6 +57,9 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
   private closeWhenOpen = false;
 
   private readonly onWritten = (err?: Error | null): void => {
+    // A sender pushing megabytes sees no reads for a long while: its write
+    // completions are what keeps progress polling.
+    this.rail.upcalls.activity();
     const item = this.inflight[this.inflightHead];
     this.inflight[this.inflightHead++] = undefined as unknown as Inflight;
     if (this.inflightHead > 1024 && this.inflightHead * 2 > this.inflight.length) {

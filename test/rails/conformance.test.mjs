@@ -1,0 +1,214 @@
+// The rail conformance suite (DESIGN section 2): the same behaviours checked
+// against every rail, through the rail interface alone. A new rail is done
+// when it passes. Each rail supplies a factory that opens two rail instances
+// that reach each other (for self: one instance, talking to itself).
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { selfComponent } from '../../dist/rail/self/component.js';
+import { tcpComponent } from '../../dist/rail/tcp/component.js';
+import { resolveParams } from '../../dist/core/params.js';
+import { Logger } from '../../dist/core/log.js';
+import { endpointId } from '../../dist/core/ids.js';
+import { DONE, IN_PROGRESS, NO_RESOURCE } from '../../dist/rail/api.js';
+
+const JOB = 77;
+const KEY = 'ab'.repeat(32);
+const AM_MSG = 1;
+const AM_BULK = 2;
+
+/** A process-like side: its own upcalls, recording what arrives. */
+function makeSide(rank, params) {
+  const side = {
+    rank, id: endpointId(JOB, rank), got: [], placed: [], failed: [], messages: [], ready: 0, accepted: 0, waiters: [],
+    upcalls: null, rail: null,
+  };
+  const handlers = [];
+  handlers[AM_MSG] = {
+    recv: (ep, rx) => {
+      side.got.push({ peer: ep.peer, hdr: Buffer.from(rx.buf.subarray(rx.hdrOff, rx.hdrOff + rx.hdrLen)), payload: Buffer.from(rx.buf.subarray(rx.payOff, rx.payOff + rx.payLen)) });
+      side.notify();
+    },
+  };
+  handlers[AM_BULK] = {
+    place: (_ep, rx) => {
+      const target = new Uint8Array(rx.payLen);
+      side.placed.push(target);
+      return target;
+    },
+    recv: (ep, rx) => {
+      assert.ok(rx.placed, 'placed payloads arrive with rx.placed');
+      side.got.push({ peer: ep.peer, hdr: Buffer.from(rx.buf.subarray(rx.hdrOff, rx.hdrOff + rx.hdrLen)), payload: Buffer.from(rx.placed), placed: true });
+      side.notify();
+    },
+  };
+  side.notify = () => { const w = side.waiters; side.waiters = []; for (const f of w) f(); };
+  side.until = async (cond, what, ms = 10_000) => {
+    const t0 = Date.now();
+    while (!cond()) {
+      if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => { side.waiters.push(r); setTimeout(r, 20); });
+    }
+  };
+  side.upcalls = {
+    am: handlers,
+    ready: () => { side.ready++; side.notify(); },
+    failed: (ep, err, graceful) => { side.failed.push({ peer: ep.peer, code: err.code, graceful }); side.messages.push(err.message); side.notify(); },
+    accepted: () => { side.accepted++; },
+    activity: () => {},
+  };
+  side.env = { self: side.id, jobId: JOB, jobKey: KEY, params, log: new Logger('error'), upcalls: side.upcalls };
+  return side;
+}
+
+const RAILS = [
+  {
+    name: 'self',
+    async open(params) {
+      const a = makeSide(0, params);
+      const [dev] = selfComponent.queryDevices(params);
+      a.rail = await selfComponent.open(dev, a.env);
+      return { a, b: a, epAB: () => a.rail.endpoint(a.id, 'self'), close: () => a.rail.close(), canFail: false };
+    },
+  },
+  {
+    name: 'tcp',
+    async open(params) {
+      const a = makeSide(0, params);
+      const b = makeSide(1, params);
+      const lo = tcpComponent.queryDevices(params).find((d) => d.kind === 'loopback');
+      a.rail = await tcpComponent.open(lo, a.env);
+      b.rail = await tcpComponent.open(lo, b.env);
+      return {
+        a, b, canFail: true,
+        epAB: () => a.rail.endpoint(b.id, b.rail.address()),
+        epBA: () => b.rail.endpoint(a.id, a.rail.address()),
+        close: async () => { await a.rail.close(); await b.rail.close(); },
+      };
+    },
+  },
+];
+
+const hdrOf = (i) => { const h = new Uint8Array(8); new DataView(h.buffer).setUint32(0, i, true); return h; };
+const fill = (n, seed) => { const b = new Uint8Array(n); for (let i = 0; i < n; i++) b[i] = (i * 31 + seed) & 0xff; return b; };
+
+for (const R of RAILS) {
+  test(`${R.name}: active messages arrive once, in order, with header and payload intact`, async () => {
+    const pair = await R.open(resolveParams());
+    try {
+      const ep = pair.epAB();
+      const N = 2000;
+      for (let i = 0; i < N; i++) {
+        const st = ep.sendCopy(AM_MSG, hdrOf(i), 8, i % 10 === 0 ? null : fill(i % 300, i));
+        assert.equal(st, DONE);
+      }
+      await pair.b.until(() => pair.b.got.length >= N, `${N} messages`);
+      assert.equal(pair.b.got.length, N);
+      pair.b.got.forEach((m, i) => {
+        assert.equal(m.hdr.readUInt32LE(0), i, 'order');
+        assert.equal(m.peer, pair.a.id);
+        assert.deepEqual(new Uint8Array(m.payload), i % 10 === 0 ? new Uint8Array(0) : fill(i % 300, i));
+      });
+    } finally { await pair.close(); }
+  });
+
+  test(`${R.name}: every size class, copied and zero-copy, placed and not`, async () => {
+    const pair = await R.open(resolveParams());
+    try {
+      const ep = pair.epAB();
+      const caps = ep.rail.caps;
+      const sizes = [0, 1, caps.amShortMax, caps.amShortMax + 1, 65536, 300000, Math.min(caps.amCopyMax, 1 << 20)];
+      const zsizes = [1, 4096, 1 << 20, Math.min(caps.amZcopyMax, 4 << 20)];
+      let expect = 0;
+      const completions = [];
+      for (const [i, n] of sizes.entries()) { assert.equal(ep.sendCopy(AM_MSG, hdrOf(i), 8, fill(n, i)), DONE); expect++; }
+      for (const [i, n] of zsizes.entries()) {
+        const done = { err: undefined, railComplete(err) { this.err = err; } };
+        completions.push(done);
+        const st = ep.sendZcopy(i % 2 ? AM_BULK : AM_MSG, hdrOf(100 + i), 8, fill(n, 100 + i), done);
+        assert.ok(st === IN_PROGRESS || st === DONE);
+        expect++;
+      }
+      await pair.b.until(() => pair.b.got.length >= expect, 'all sizes');
+      for (const [i, n] of sizes.entries()) assert.deepEqual(new Uint8Array(pair.b.got[i].payload), fill(n, i), `copy ${n}`);
+      for (const [i, n] of zsizes.entries()) {
+        const m = pair.b.got[sizes.length + i];
+        assert.deepEqual(new Uint8Array(m.payload), fill(n, 100 + i), `zero-copy ${n}`);
+        assert.equal(Boolean(m.placed), i % 2 === 1, 'placed AMs go through place()');
+      }
+      await pair.a.until(() => completions.every((c) => c.err !== undefined), 'zero-copy completions');
+      for (const c of completions) assert.equal(c.err, null);
+    } finally { await pair.close(); }
+  });
+
+  if (R.name === 'tcp') {
+    test('tcp: back-pressure answers NO_RESOURCE, then ready() once the socket drains', async () => {
+      const pair = await R.open(resolveParams({ tcpSendHighWater: 65536 }));
+      try {
+        const ep = pair.epAB();
+        ep.sendCopy(AM_MSG, hdrOf(0), 8, null);
+        await pair.b.until(() => pair.b.got.length === 1, 'connection');
+        const big = fill(60000, 1);
+        let sent = 1, st;
+        for (let i = 0; i < 10000; i++) { st = ep.sendCopy(AM_MSG, hdrOf(sent), 8, big); if (st === NO_RESOURCE) break; sent++; }
+        assert.equal(st, NO_RESOURCE, 'a full socket says no resource');
+        await pair.a.until(() => pair.a.ready > 0, 'ready upcall');
+        assert.equal(ep.sendCopy(AM_MSG, hdrOf(sent), 8, big), DONE);
+        sent++;
+        await pair.b.until(() => pair.b.got.length === sent, 'everything accepted arrives');
+      } finally { await pair.close(); }
+    });
+
+    test('tcp: simultaneous connects leave one connection and lose nothing', async () => {
+      const pair = await R.open(resolveParams());
+      try {
+        const ab = pair.epAB(), ba = pair.epBA();
+        for (let i = 0; i < 50; i++) { ab.sendCopy(AM_MSG, hdrOf(i), 8, fill(10, i)); ba.sendCopy(AM_MSG, hdrOf(i), 8, fill(10, i)); }
+        await pair.a.until(() => pair.a.got.length === 50, 'b -> a');
+        await pair.b.until(() => pair.b.got.length === 50, 'a -> b');
+        pair.a.got.forEach((m, i) => assert.equal(m.hdr.readUInt32LE(0), i));
+        pair.b.got.forEach((m, i) => assert.equal(m.hdr.readUInt32LE(0), i));
+        assert.ok(ab.open && ba.open);
+        for (let i = 50; i < 60; i++) { ab.sendCopy(AM_MSG, hdrOf(i), 8, null); ba.sendCopy(AM_MSG, hdrOf(i), 8, null); }
+        await pair.b.until(() => pair.b.got.length === 60 && pair.a.got.length === 60, 'after');
+        assert.deepEqual(pair.a.failed, []);
+        assert.deepEqual(pair.b.failed, []);
+      } finally { await pair.close(); }
+    });
+
+    test('tcp: a graceful close is reported as graceful; a lost peer as a failure', async () => {
+      const pair = await R.open(resolveParams());
+      const ab = pair.epAB();
+      ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
+      await pair.b.until(() => pair.b.got.length === 1, 'connected');
+      await pair.a.rail.close();
+      await pair.b.until(() => pair.b.failed.length === 1, 'b learns a closed');
+      assert.deepEqual(pair.b.failed[0], { peer: pair.a.id, code: 'ERR_PEER_FAILED', graceful: true });
+      await pair.b.rail.close();
+
+      const p2 = await R.open(resolveParams());
+      const e2 = p2.epAB();
+      e2.sendCopy(AM_MSG, hdrOf(0), 8, null);
+      await p2.b.until(() => p2.b.got.length === 1, 'connected');
+      // Kill a's socket without a BYE, as a crashed process would (a private field: test only).
+      e2.sock.destroy();
+      await p2.b.until(() => p2.b.failed.length === 1, 'b sees the loss');
+      assert.equal(p2.b.failed[0].graceful, false);
+      await p2.close();
+    });
+
+    test('tcp: a peer that cannot be reached fails with a message naming the address and device', async () => {
+      const params = resolveParams({ connectTimeout: 1500 });
+      const a = makeSide(0, params);
+      const lo = tcpComponent.queryDevices(params).find((d) => d.kind === 'loopback');
+      a.rail = await tcpComponent.open(lo, a.env);
+      try {
+        const ep = a.rail.endpoint(endpointId(JOB, 5), '127.0.0.1:1'); // nothing listens on port 1
+        ep.sendCopy(AM_MSG, hdrOf(0), 8, null);
+        await a.until(() => a.failed.length === 1, 'connect failure', 15_000);
+        assert.equal(a.failed[0].code, 'ERR_PEER_FAILED');
+        assert.match(a.messages[0], /cannot connect to 127\.0\.0\.1:1 on device lo after \d+ tries/);
+      } finally { await a.rail.close(); }
+    });
+  }
+}
