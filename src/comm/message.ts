@@ -30,9 +30,14 @@ export class Message {
     if (this.token === null) {
       return Promise.reject(new RailcommError(ErrorCode.INVALID_ARG, 'this matched message was already received; a Message is received once'));
     }
-    const bytes = asBytes(buf, 'receive buffer');
-    const t = this.token;
-    this.token = null;
-    return this.owner.receiveClaimed(bytes, t);
+    try {
+      const bytes = asBytes(buf, 'receive buffer');
+      const p = this.owner.receiveClaimed(bytes, this.token);
+      this.token = null;
+      return p;
+    } catch (e) {
+      // Bad buffer or finalized: the message stays claimed for another try.
+      return Promise.reject(e);
+    }
   }
 }

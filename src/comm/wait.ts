@@ -23,13 +23,15 @@ export function waitAny(reqs: readonly Request[]): Promise<{ index: number; stat
     if (list[i]!.done) return list[i]!.wait().then((status) => ({ index: i, status }));
   }
   return new Promise((resolve, reject) => {
-    let settled = false;
-    list.forEach((r, index) => {
-      r.onSettled(() => {
-        if (settled) return;
-        settled = true;
+    // One listener per request, all removed once the first settles, so a
+    // long-lived request passed to many waitAny calls collects nothing.
+    const listeners = list.map((r, index) => {
+      const fn = (): void => {
+        list.forEach((other, i) => other.offSettled(listeners[i]!));
         r.wait().then((status) => resolve({ index, status }), reject);
-      });
+      };
+      return fn;
     });
+    list.forEach((r, i) => r.onSettled(listeners[i]!));
   });
 }

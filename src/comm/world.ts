@@ -65,6 +65,8 @@ export class World implements RequestWatcher {
       await new Promise<void>((resolve) => this.drained.push(resolve));
       this.ctx.progress.release();
     }
+    // Receives and probes still posted can never complete now.
+    this.ctx.p2p.failAllWaiting(finalized('a receive or probe still pending at finalize()'));
     if (this.ctx.params.stats) {
       process.stderr.write(`railcomm stats ${JSON.stringify(this.ctx.stats())}\n`);
     }

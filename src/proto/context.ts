@@ -212,6 +212,10 @@ export class Context {
     return ep;
   }
 
+  existingEndpoint(world: number): ProtoEndpoint | undefined {
+    return this.endpoints[world];
+  }
+
   *allEndpoints(): Iterable<ProtoEndpoint> {
     for (const ep of this.endpoints) if (ep !== undefined) yield ep;
   }
@@ -244,8 +248,10 @@ export class Context {
         return;
       }
       this.bind(ep, rail.endpoint(ep.id, addrs[rail.component]!));
-    }, (err: unknown) => {
-      this.failEndpoint(ep, new RailcommError(ErrorCode.PEER_FAILED, `cannot look up how to reach rank ${ep.rank}: ${(err as Error).message}`, { cause: err }), false);
+    }).catch((err: unknown) => {
+      // The peer may have connected to us meanwhile: then the lookup did not matter.
+      if (ep.lane !== null) return;
+      this.failEndpoint(ep, new RailcommError(ErrorCode.PEER_FAILED, `cannot look up how to reach rank ${ep.rank}: ${(err as Error)?.message ?? String(err)}`, { cause: err }), false);
     });
   }
 

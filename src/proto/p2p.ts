@@ -8,7 +8,7 @@ import { NO_RESOURCE } from '../rail/api.js';
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import { MatchQueues, ANY_SOURCE, type Arrived } from './matching.js';
 import type { Linked, List } from './list.js';
-import { Request, KIND_PROBE, KIND_RECV, PENDING, type Canceller } from './request.js';
+import { Request, KIND_PROBE, KIND_RECV, KIND_SEND, PENDING, type Canceller } from './request.js';
 import { ProtoEndpoint, type PendingOp } from './endpoint.js';
 import type { AmRegistry } from './am.js';
 import {
@@ -48,7 +48,10 @@ interface ContextState {
 /** What the protocol needs from its owner (the Context). */
 export interface P2pHost {
   readonly worldRank: number;
+  readonly worldSize: number;
   endpointFor(world: number): ProtoEndpoint;
+  /** The endpoint if this rank ever used that peer (no lookup started). */
+  existingEndpoint(world: number): ProtoEndpoint | undefined;
   allEndpoints(): Iterable<ProtoEndpoint>;
 }
 
@@ -104,15 +107,17 @@ export class PointToPoint implements Canceller {
   }
 
   /** Put the first piece of a send on the lane; returns the op that found no resource, if any. */
-  private startSend(ep: ProtoEndpoint, req: Request): PendingOp | null {
-    if (req.state !== PENDING) return null;
+  private startSend(ep: ProtoEndpoint, userReq: Request): PendingOp | null {
+    if (userReq.state !== PENDING) return null;
+    let req = userReq;
     const lane = ep.lane!;
     const len = req.buf.byteLength;
     const cost = len + EAGER_OVERHEAD;
     const seq = ep.txSeq;
     ep.txSeq = (seq + 1) >>> 0;
     const v = this.scratchView;
-    if (len <= ep.th.zcopy && ep.credits >= cost) {
+    // Empty messages always go eager: they cost the receiver a queue entry only.
+    if (len === 0 || (len <= ep.th.zcopy && ep.credits >= cost)) {
       ep.credits -= cost;
       encodeMatchHeader(v, req.ctx, req.source, req.tag, seq, ep.takeOwed());
       if (len <= ep.th.eager) {
@@ -126,6 +131,16 @@ export class PointToPoint implements Canceller {
       const st = lane.sendZcopy(AM_EAGER, this.scratch, EAGER_HDR, req.buf, req);
       if (st === NO_RESOURCE) return ProtoEndpoint.op(AM_EAGER, this.scratch, EAGER_HDR, req.buf, true, req);
       return null;
+    }
+    if (len <= ep.th.eager) {
+      // Out of eager credits: the receiver already holds enough of our unmatched
+      // data. An eager-sized send still completes at once (it never waits for
+      // the receiver): a copy of the bytes goes by rendezvous instead.
+      const copy = new Request(KIND_SEND, Buffer.from(req.buf));
+      copy.ctx = req.ctx; copy.source = req.source; copy.tag = req.tag; copy.peerWorld = req.peerWorld; copy.bytes = len;
+      req.watcher?.track(copy);
+      req.complete(req.source, req.tag, len);
+      req = copy;
     }
     // Rendezvous: announce, and wait for the receiver to match and ask for the data.
     const id = this.nextSendId;
@@ -162,10 +177,8 @@ export class PointToPoint implements Canceller {
     const u = st.queues.post(req);
     if (u !== null) { this.deliverTo(req, u); return; }
     // Nothing queued from it, and it can never send again: fail now.
-    if (srcWorld >= 0) {
-      const ep = this.host.endpointFor(srcWorld);
-      if (ep.failure !== null) { st.queues.removePosted(req); req.fail(ep.failure); }
-    }
+    const ep = srcWorld >= 0 ? this.host.existingEndpoint(srcWorld) : undefined;
+    if (ep !== undefined && ep.failure !== null) { st.queues.removePosted(req); req.fail(ep.failure); }
   }
 
   /** A receive matched an unexpected message. */
@@ -174,7 +187,7 @@ export class PointToPoint implements Canceller {
     if (u.data !== null) {
       this.returnCredit(ep, u.size + EAGER_OVERHEAD);
       if (u.size > req.buf.byteLength) { req.fail(truncated(u.size, req.buf.byteLength, u.src, u.tag)); return; }
-      req.buf.set(u.data);
+      if (u.size > 0) req.buf.set(u.data);
       req.complete(u.src, u.tag, u.size);
       return;
     }
@@ -202,6 +215,7 @@ export class PointToPoint implements Canceller {
     ep.recvsActive.add(req);
     encodeCts(this.scratchView, sendId, id, 0, ep.takeOwed());
     this.control(ep, AM_CTS, CTS_HDR);
+    if (size === 0) { this.recvRndv.delete(id); ep.recvsActive.delete(req); req.complete(src, tag, 0); }
   }
 
   cancel(r: Request): boolean {
@@ -233,6 +247,10 @@ export class PointToPoint implements Canceller {
     const st = this.state(probe.ctx);
     const u = st.queues.findArrived(probe.matchSrc, probe.matchTag);
     if (u !== null) { this.settleProbe(st, probe, u); return; }
+    // Nothing queued from a peer that can never send again: fail now, as irecv does.
+    const world = probe.matchSrc !== ANY_SOURCE && st.group !== null ? st.group[probe.matchSrc] : undefined;
+    const ep = world !== undefined ? this.host.existingEndpoint(world) : undefined;
+    if (ep !== undefined && ep.failure !== null) { probe.fail(ep.failure); return; }
     probe.canceller = this;
     st.probes.push(probe);
   }
@@ -262,12 +280,35 @@ export class PointToPoint implements Canceller {
     return {
       recv: (rep, rx) => {
         const ep = this.owner(rep);
+        const bad = this.checkMatchHeader(ep, rx.view, rx.hdrOff);
+        if (bad !== null) { this.peerLied(rep, bad); return; }
         ep.credits += hdrCredits(rx.view, rx.hdrOff);
-        if (!ep.rx.inOrder(hdrSeq(rx.view, rx.hdrOff))) { this.early(ep, am, rx); return; }
+        if (!ep.rx.inOrder(hdrSeq(rx.view, rx.hdrOff))) {
+          // An ordered rail never reorders: a gap means a broken stream, not a late message.
+          if (rep.rail.caps.ordered) { this.peerLied(rep, `sequence number ${hdrSeq(rx.view, rx.hdrOff)}, expected ${ep.rx.expected}`); return; }
+          this.early(ep, am, rx);
+          return;
+        }
         this.onMatched(ep, am, rx.view, rx.hdrOff, rx.buf, rx.payOff, rx.payLen);
         if (ep.rx.waiting > 0) this.replayEarly(ep);
       },
     };
+  }
+
+  /** Why a match header from this peer cannot be true, or null. */
+  private checkMatchHeader(ep: ProtoEndpoint, v: DataView, o: number): string | null {
+    const src = hdrSrc(v, o);
+    const group = this.contexts.get(hdrCtx(v, o))?.group ?? null;
+    if (group !== null ? group[src] !== ep.rank : src >= this.host.worldSize) {
+      return `message claims source rank ${src} on context ${hdrCtx(v, o)}, but comes from world rank ${ep.rank}`;
+    }
+    return null;
+  }
+
+  /** A peer sent something that cannot be true: count it and drop its connection (DESIGN section 8). */
+  private peerLied(rep: RailEndpoint, why: string): void {
+    this.protocolErrors++;
+    rep.abort(why);
   }
 
   private onMatched(ep: ProtoEndpoint, am: number, v: DataView, o: number, buf: Buffer, payOff: number, payLen: number): void {
@@ -336,7 +377,7 @@ export class PointToPoint implements Canceller {
       ep.credits += ctsCredits(v, o);
       const sendId = ctsSendId(v, o);
       const req = this.sendRndv.get(sendId);
-      if (req === undefined) { this.protocolErrors++; return; }
+      if (req === undefined || req.peerWorld !== ep.rank) { this.peerLied(rep, `clear-to-send for unknown send ${sendId}`); return; }
       this.sendRndv.delete(sendId);
       ep.sendsActive.delete(req);
       if (ctsFlags(v, o) & CTS_DISCARD) {
@@ -354,6 +395,7 @@ export class PointToPoint implements Canceller {
     const buf = req.buf;
     const size = buf.byteLength;
     const chunk = ep.th.chunk;
+    if (size === 0) { req.complete(req.source, req.tag, 0); return; }
     for (let off = 0; off < size; off += chunk) {
       const piece = buf.subarray(off, Math.min(size, off + chunk));
       encodeData(this.scratchView, recvId, off);
@@ -367,10 +409,24 @@ export class PointToPoint implements Canceller {
   }
 
   private readonly dataHandler: AmHandler = {
-    place: (_rep, rx) => {
-      const req = this.recvRndv.get(dataRecvId(rx.view, rx.hdrOff));
+    place: (rep, rx) => {
+      const id = dataRecvId(rx.view, rx.hdrOff);
+      const req = this.recvRndv.get(id);
       const off = dataOffset(rx.view, rx.hdrOff);
-      if (req === undefined || off + rx.payLen > req.bytes) { this.protocolErrors++; return null; }
+      if (req === undefined || req.peerWorld !== this.owner(rep).rank || off + rx.payLen > req.bytes) {
+        this.peerLied(rep, `data for unknown receive ${id} or beyond its ${req?.bytes ?? 0} bytes`);
+        return null;
+      }
+      if (req.state === PENDING && req.buf.byteLength < req.bytes) {
+        // The user detached or shrank the buffer while railcomm held it.
+        req.fail(new RailcommError(ErrorCode.INVALID_ARG, `the receive buffer was detached or resized while a ${req.bytes}-byte message was arriving into it`));
+      }
+      if (req.state !== PENDING) {
+        // Skip the rest of a receive that already failed here, without harming the peer.
+        req.progressBytes += rx.payLen;
+        if (req.progressBytes >= req.bytes) this.recvRndv.delete(id);
+        return null;
+      }
       return req.buf.subarray(off, off + rx.payLen);
     },
     recv: (_rep, rx) => {
@@ -425,6 +481,17 @@ export class PointToPoint implements Canceller {
     }
   }
 
+  /** finalize(): receives and probes that can no longer complete fail with err. */
+  failAllWaiting(err: RailcommError): void {
+    for (const st of this.contexts.values()) {
+      for (const r of [...st.queues.allPosted()]) { st.queues.removePosted(r); r.fail(err); }
+      for (const p of st.probes) p.fail(err);
+      st.probes = [];
+    }
+    for (const r of this.recvRndv.values()) r.fail(err);
+    this.recvRndv.clear();
+  }
+
   /** What this rank waits for, one line each (hang report). */
   describePending(): string[] {
     const out: string[] = [];
@@ -444,10 +511,14 @@ export class PointToPoint implements Canceller {
   }
 
   /** Counts for `railcomm info`, stats and hang reports. */
-  snapshot(): { posted: number; unexpected: number; rndvSends: number; rndvRecvs: number; protocolErrors: number } {
-    let posted = 0, unexpected = 0;
-    for (const st of this.contexts.values()) { posted += st.queues.postedCount; unexpected += st.queues.arrivedCount; }
-    return { posted, unexpected, rndvSends: this.sendRndv.size, rndvRecvs: this.recvRndv.size, protocolErrors: this.protocolErrors };
+  snapshot(): { posted: number; unexpected: number; unexpectedBytes: number; rndvSends: number; rndvRecvs: number; protocolErrors: number } {
+    let posted = 0, unexpected = 0, unexpectedBytes = 0;
+    for (const st of this.contexts.values()) {
+      posted += st.queues.postedCount;
+      unexpected += st.queues.arrivedCount;
+      for (const u of st.queues.allArrived()) if (u.data !== null) unexpectedBytes += u.size;
+    }
+    return { posted, unexpected, unexpectedBytes, rndvSends: this.sendRndv.size, rndvRecvs: this.recvRndv.size, protocolErrors: this.protocolErrors };
   }
 }
 

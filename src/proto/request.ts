@@ -26,6 +26,8 @@ export const KIND_PROBE = 2;
 
 /** Told when a request settles (keep-alive and finalize bookkeeping); an object, not a closure. */
 export interface RequestWatcher {
+  /** Watch another request too (one the protocol layer made on this one's behalf). */
+  track(r: Request): void;
   requestSettled(r: Request): void;
 }
 
@@ -127,6 +129,13 @@ export class Request implements Posted, Completion {
   onSettled(fn: (r: Request) => void): void {
     if (this.state !== PENDING) { fn(this); return; }
     (this.listeners ??= []).push(fn);
+  }
+
+  offSettled(fn: (r: Request) => void): void {
+    const l = this.listeners;
+    if (l === null) return;
+    const i = l.indexOf(fn);
+    if (i >= 0) l.splice(i, 1);
   }
 
   complete(source: number, tag: number, bytes: number): void {

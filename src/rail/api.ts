@@ -143,4 +143,6 @@ export interface RailEndpoint {
   sendZcopy(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array, done: Completion): RailStatus;
   /** Close after everything queued is sent; the peer sees a graceful close. */
   close(): Promise<void>;
+  /** The peer sent something that cannot be true: drop the connection (counted, logged, peer failed). */
+  abort(reason: string): void;
 }

@@ -48,3 +48,26 @@ test('a rank that waits too long says what it waits for (RAILCOMM_HANG_TIMEOUT),
   assert.match(job.stderr, /large send \(300000 B, tag 8\) to world rank 1: waiting for the receiver/);
   assert.match(job.stderr, /job exceeded --timeout 4 s/);
 });
+
+test('with no eager credit at all, eager-sized sends still never wait for the receiver, and empty messages flow', async () => {
+  const job = await railcomm(['run', '-n', '2', '--timeout', '60', jobScript('no-credits.mjs')], { limitMs: 90_000, env: { RAILCOMM_EAGER_CREDITS: '0' } });
+  assert.equal(job.code, 0, `${job.stdout}\n${job.stderr}`);
+  const oks = job.stdout.split('\n').filter((l) => l.endsWith(' ok'));
+  assert.equal(oks.length, 6, job.stdout);
+});
+
+test('finalize edges: a full write batch at close, probes of a finalized rank, receives pending at finalize', async () => {
+  const job = await railcomm(['run', '-n', '2', '--timeout', '60', jobScript('finalize-edge.mjs')], { limitMs: 90_000 });
+  assert.equal(job.code, 0, `${job.stdout}\n${job.stderr}`);
+  const results = linesWith(job.stdout, 'RESULT').map((l) => `${l.rank} ${l.rest}`);
+  for (const want of [
+    '1 finalize after a full batch: ok',
+    '0 4096 empty messages: received',
+    '0 send to a finalized rank: ERR_PEER_FAILED',
+    '0 probe from a finalized rank: ERR_PEER_FAILED',
+    '0 recvObject from a finalized rank: ERR_PEER_FAILED',
+    '0 mprobe from a finalized rank: ERR_PEER_FAILED',
+    '0 pending receive at finalize: ERR_FINALIZED',
+    '0 pending probe at finalize: ERR_FINALIZED',
+  ]) assert.ok(results.includes(want), `missing '${want}' in:\n${job.stdout}\n${job.stderr}`);
+});

@@ -11,11 +11,15 @@ const comm = await init();
 const { rank } = comm;
 await comm.barrier();
 
+// Rank 2 dies only once everything it sent has arrived (a dying process loses
+// what is still in flight, by design): both survivors acknowledge.
 if (rank === 2) {
+  await comm.recv(new Uint8Array(1), 1, 9);
   await comm.send(new Uint8Array(8), 0, 1);
-  await new Promise((r) => setTimeout(r, 100));
+  await comm.recv(new Uint8Array(1), 0, 9);
   process.exit(3);
 }
+if (rank === 1) await comm.send(new Uint8Array(1), 2, 9);
 
 const t0 = Date.now();
 const results = [];
@@ -25,6 +29,7 @@ const expectFail = async (what, p) => {
 };
 if (rank === 0) {
   await comm.recv(new Uint8Array(8), 2, 1);
+  await comm.send(new Uint8Array(1), 2, 9);
   await Promise.all([
     expectFail('recv from dead rank', comm.recv(new Uint8Array(8), 2, 2)),
     expectFail('ANY_SOURCE recv', comm.recv(new Uint8Array(8), ANY_SOURCE, 3)),

@@ -364,3 +364,16 @@ test('railComplete: a send completes when every rail piece is done and all bytes
   failed.railComplete(null);
   assert.equal(failed.state, FAILED, 'a later piece does not undo the failure');
 });
+
+test('waitAny removes its listeners from the requests that did not settle', async () => {
+  const { waitAny } = await import('../../dist/comm/wait.js');
+  const longLived = new Request(KIND_RECV, new Uint8Array(4));
+  for (let i = 0; i < 100; i++) {
+    const quick = new Request(KIND_RECV, new Uint8Array(4));
+    const p = waitAny([longLived, quick]);
+    quick.complete(0, 0, 0);
+    const r = await p;
+    assert.equal(r.index, 1);
+  }
+  assert.equal((longLived.listeners ?? []).length, 0, 'no listener left behind');
+});

@@ -97,38 +97,53 @@ class SelfEndpoint implements RailEndpoint {
     const q = this.queue;
     this.queue = [];
     for (const p of q) {
-      if (this.closed) { p.done?.railComplete(new RailcommError(ErrorCode.FINALIZED, 'self rail closed')); continue; }
-      const h: AmHandler | undefined = this.env.upcalls.am[p.am];
-      if (h === undefined) { this.env.log.error(`self: no handler for active message ${p.am}`); continue; }
-      const rx = this.rx;
-      let bytes = p.bytes;
-      if (p.zcopy !== null) {
-        // Present header + payload as one frame without copying the payload unless it must be placed.
-        if (h.place === undefined) {
-          bytes = Buffer.allocUnsafe(p.hdrLen + p.zcopy.byteLength);
-          p.bytes.copy(bytes, 0, 0, p.hdrLen);
-          bytes.set(p.zcopy, p.hdrLen);
-        }
+      try {
+        this.deliver(p);
+      } catch (e) {
+        this.env.log.error(`self: delivering active message ${p.am} failed: ${(e as Error)?.stack ?? String(e)}`);
+        p.done?.railComplete(new RailcommError(ErrorCode.INVALID_ARG, `delivery to self failed: ${(e as Error)?.message ?? String(e)}`));
       }
-      rx.buf = bytes;
-      rx.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-      rx.hdrOff = 0; rx.hdrLen = p.hdrLen; rx.payOff = p.hdrLen;
-      rx.payLen = p.zcopy !== null ? p.zcopy.byteLength : bytes.length - p.hdrLen;
-      rx.placed = null;
-      if (h.place !== undefined && rx.payLen > 0) {
-        const target = h.place(this, rx);
-        if (target !== null) {
-          target.set(p.zcopy !== null ? p.zcopy : bytes.subarray(p.hdrLen));
-          rx.placed = target;
-          h.recv(this, rx);
-        }
-      } else {
+    }
+  }
+
+  private deliver(p: Pending): void {
+    if (this.closed) { p.done?.railComplete(new RailcommError(ErrorCode.FINALIZED, 'self rail closed')); return; }
+    const h: AmHandler | undefined = this.env.upcalls.am[p.am];
+    if (h === undefined) { this.env.log.error(`self: no handler for active message ${p.am}`); return; }
+    const rx = this.rx;
+    let bytes = p.bytes;
+    if (p.zcopy !== null) {
+      // Present header + payload as one frame without copying the payload unless it must be placed.
+      if (h.place === undefined) {
+        bytes = Buffer.allocUnsafe(p.hdrLen + p.zcopy.byteLength);
+        p.bytes.copy(bytes, 0, 0, p.hdrLen);
+        bytes.set(p.zcopy, p.hdrLen);
+      }
+    }
+    rx.buf = bytes;
+    rx.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    rx.hdrOff = 0; rx.hdrLen = p.hdrLen; rx.payOff = p.hdrLen;
+    rx.payLen = p.zcopy !== null ? p.zcopy.byteLength : bytes.length - p.hdrLen;
+    rx.placed = null;
+    if (h.place !== undefined && rx.payLen > 0) {
+      const target = h.place(this, rx);
+      if (target !== null) {
+        target.set(p.zcopy !== null ? p.zcopy : bytes.subarray(p.hdrLen));
+        rx.placed = target;
         h.recv(this, rx);
       }
-      this.counters.msgsRecv++;
-      this.counters.bytesRecv += rx.payLen;
-      p.done?.railComplete(null);
+    } else {
+      h.recv(this, rx);
     }
+    this.counters.msgsRecv++;
+    this.counters.bytesRecv += rx.payLen;
+    p.done?.railComplete(null);
+  }
+
+  abort(reason: string): void {
+    // Only this process writes to the self rail: a bad message is a railcomm bug.
+    this.counters.badFrames++;
+    this.env.log.error(`self: dropped a message: ${reason}`);
   }
 
   async close(): Promise<void> {

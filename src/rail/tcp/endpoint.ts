@@ -37,6 +37,8 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
   private sock: net.Socket | null = null;
   private reader: FrameReader | null = null;
   private peerAddress: string;
+  /** The other end of the open connection, for messages. */
+  private remote = '';
   /** A handshake the peer started towards us and we answered, not yet proven. */
   incomingPending = false;
   private outgoing: net.Socket | null = null;
@@ -44,6 +46,9 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
   private connectTries = 0;
   private lastConnectError = '';
   private retryTimer: NodeJS.Timeout | null = null;
+  /** Abandons the connection attempt under way (marks it settled first). */
+  private abandonAttempt: (() => void) | null = null;
+  private closeDeadline: NodeJS.Timeout | null = null;
 
   private batch: Batch;
   private batchLen = 0;
@@ -198,10 +203,20 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     this.tryConnect();
   }
 
+  private retryIn(ms: number): void {
+    if (this.retryTimer !== null) clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => this.tryConnect(), ms);
+  }
+
   private tryConnect(): void {
     this.retryTimer = null;
+    if (this.state === State.CONNECTING && this.sock === null && !this.incomingPending && Date.now() >= this.connectDeadline) {
+      this.fail(this.connError(`cannot connect to ${this.peerAddress} on device ${this.rail.device.name} after ${this.connectTries} tries: ${this.lastConnectError || 'no answer'}`), false);
+      return;
+    }
     if (this.state !== State.CONNECTING || this.sock !== null || this.incomingPending) return;
     const [host, portText] = splitAddress(this.peerAddress);
+    if (this.outgoing !== null) return;
     const reader = new FrameReader(this.rail.env.params.tcpRecvBuffer, this.rail.caps.amHeaderMax, this.rail.env.params.tcpMaxFrame, this.rail.upcalls.activity);
     this.connectTries++;
     const s = net.connect({ host, port: Number(portText), noDelay: true, onread: { buffer: reader.nextBuffer, callback: reader.onRead } });
@@ -209,18 +224,22 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     const myNonce = nonce();
     const ids = idBytes(this.rail.env.self, this.peer);
     let settled = false;
-    const giveUp = (why: string, retry: boolean): void => {
-      if (settled) return;
+    const abandon = (): void => {
       settled = true;
       reader.stop();
       s.destroy();
       if (this.outgoing === s) this.outgoing = null;
+      if (this.abandonAttempt === abandon) this.abandonAttempt = null;
+    };
+    this.abandonAttempt = abandon;
+    const giveUp = (why: string, retry: boolean): void => {
+      if (settled) return;
+      abandon();
       if (this.sock !== null || this.state !== State.CONNECTING) return;
       this.lastConnectError = why;
       if (this.incomingPending) return; // the peer's own connection may still win
       if (retry && Date.now() < this.connectDeadline) {
-        const delay = Math.min(1000, 20 * 2 ** Math.min(this.connectTries, 6));
-        this.retryTimer = setTimeout(() => this.tryConnect(), delay);
+        this.retryIn(Math.min(1000, 20 * 2 ** Math.min(this.connectTries, 6)));
         return;
       }
       this.fail(this.connError(`cannot connect to ${this.peerAddress} on device ${this.rail.device.name} after ${this.connectTries} tries: ${why}`), false);
@@ -231,8 +250,19 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
         const ch = decodeChallenge(b);
         if (typeof ch === 'string') { this.rail.counters.refused++; giveUp(ch, false); return; }
         if (ch.reject !== 0) {
-          if (ch.reject === RejectReason.DUPLICATE) { settled = true; reader.stop(); s.destroy(); if (this.outgoing === s) this.outgoing = null; return; }
-          giveUp(`peer refused the connection (reason ${ch.reject})`, false);
+          abandon();
+          if (ch.reject === RejectReason.DUPLICATE) {
+            // The peer's own connection wins (lower id). Should it never come
+            // (the peer gave up, or its socket was dying), try again ourselves.
+            this.lastConnectError = 'the peer is connecting to us';
+            if (this.state === State.CONNECTING) this.retryIn(1000);
+            return;
+          }
+          if (ch.reject === RejectReason.CLOSING) {
+            this.fail(new RailcommError(ErrorCode.PEER_FAILED, `peer ${formatId(this.peer)} is finalizing and takes no new connections`), true);
+            return;
+          }
+          this.fail(this.connError(`the peer refused the connection (reason ${ch.reject})`), false);
           return;
         }
         const expect = mac(this.rail.env.jobKey, 'railcomm-tcp-A', myNonce, ch.nonce, ids);
@@ -240,6 +270,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
         s.write(encodeProof(mac(this.rail.env.jobKey, 'railcomm-tcp-C', ch.nonce, myNonce, ids)));
         settled = true;
         this.outgoing = null;
+        if (this.abandonAttempt === abandon) this.abandonAttempt = null;
         this.attach(s, reader);
       });
     });
@@ -270,9 +301,11 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
       env.log.warn(`tcp: refused connection claiming to be peer ${formatId(this.peer)} from ${from}: ${why}`);
       reader.stop();
       s.destroy();
+      this.rail.handshakeDone(s);
       // If we still have something to say to this peer, connect ourselves.
-      if (this.state === State.IDLE && this.staged.length > 0) this.startConnect();
+      if (this.state === State.IDLE && (this.staged.length > 0 || this.batchLen > 0)) this.startConnect();
       else if (this.state === State.CONNECTING && this.outgoing === null && this.retryTimer === null) this.tryConnect();
+      else if (this.state === State.IDLE && this.closeWhenOpen) { this.state = State.CLOSING; this.finishClose(); }
     };
     s.write(encodeChallenge(HS_CHALLENGE, 0, myNonce, mac(env.jobKey, 'railcomm-tcp-A', peerNonce, myNonce, ids)));
     reader.expect(PROOF_BYTES, (b) => {
@@ -292,9 +325,12 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
   /** Abandon our own connection attempt because the peer's wins. */
   yieldOutgoing(): void {
     if (this.retryTimer !== null) { clearTimeout(this.retryTimer); this.retryTimer = null; }
-    const s = this.outgoing;
-    this.outgoing = null;
-    if (s !== null) s.destroy();
+    this.abandonAttempt?.();
+  }
+
+  /** Still has something to deliver before it may close (staged sends). */
+  get mustDeliver(): boolean {
+    return this.closeWhenOpen;
   }
 
   static reject(s: net.Socket, reason: number): void {
@@ -307,6 +343,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     if (this.retryTimer !== null) { clearTimeout(this.retryTimer); this.retryTimer = null; }
     this.sock = s;
     this.reader = reader;
+    this.remote = `${s.remoteAddress}:${s.remotePort}`;
     this.state = State.OPEN;
     s.setNoDelay(true);
     reader.startFrames(this);
@@ -315,7 +352,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     s.on('error', (err: NodeJS.ErrnoException) => { this.lastConnectError = `${err.code ?? ''} ${err.message}`.trim(); });
     s.on('close', () => this.onClosed());
     this.rail.env.log.debug(`tcp: connected to peer ${formatId(this.peer)} (${s.remoteAddress}:${s.remotePort})`);
-    this.rail.connected(this);
+    this.rail.handshakeDone(s);
     const staged = this.staged;
     this.staged = [];
     if (staged.length > 0) {
@@ -333,6 +370,8 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
       s.uncork();
     }
     this.flushBatch();
+    // Announce only now: what the layer above sends next must follow the staged frames.
+    this.rail.connected(this);
     if (this.closeWhenOpen) this.beginClose();
   }
 
@@ -346,13 +385,14 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     const graceful = this.peerSaidBye;
     this.fail(graceful
       ? new RailcommError(ErrorCode.PEER_FAILED, `peer ${formatId(this.peer)} closed its connection (it finalized)`)
-      : this.connError(`connection to ${this.peerAddress} lost${this.lastConnectError ? ': ' + this.lastConnectError : ''}`), graceful);
+      : this.connError(`connection to ${this.peerAddress || this.remote} lost${this.lastConnectError ? ': ' + this.lastConnectError : ''}`), graceful);
   }
 
   private fail(err: RailcommError, graceful: boolean): void {
     if (this.state === State.FAILED) return;
     this.state = State.FAILED;
     if (this.retryTimer !== null) { clearTimeout(this.retryTimer); this.retryTimer = null; }
+    this.abandonAttempt?.();
     this.reader?.stop();
     this.sock?.destroy();
     this.sock = null;
@@ -384,6 +424,11 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     if (flags & CTRL_BYE) this.peerSaidBye = true;
   }
 
+  abort(reason: string): void {
+    this.reader?.stop();
+    this.protocolError(reason);
+  }
+
   protocolError(reason: string): void {
     this.counters.badFrames++;
     this.rail.counters.badFrames++;
@@ -401,11 +446,20 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     } else if (this.state === State.IDLE && !this.incomingPending && this.staged.length === 0 && this.batchLen === 0) {
       this.state = State.CLOSING;
       this.finishClose();
-    } else {
+    } else if (this.state !== State.CLOSING) {
       // Still connecting with data staged (sends that already completed for
-      // the user): deliver it first, then close. attach() or fail() continues.
+      // the user): deliver it first, then close. attach() or fail() continues,
+      // and the connect deadline bounds the wait.
       this.closeWhenOpen = true;
       if (this.state === State.IDLE && !this.incomingPending) this.startConnect();
+      if (this.closeDeadline === null) {
+        this.closeDeadline = setTimeout(() => {
+          if (this.state !== State.OPEN && this.state !== State.CLOSING) {
+            this.fail(this.connError(`could not deliver to ${this.peerAddress} before closing: ${this.lastConnectError || 'no connection'}`), false);
+          }
+        }, this.rail.env.params.connectTimeout);
+        this.closeDeadline.unref();
+      }
     }
     return p;
   }
@@ -414,14 +468,30 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     const s = this.sock!;
     this.state = State.CLOSING;
     if (this.retryTimer !== null) { clearTimeout(this.retryTimer); this.retryTimer = null; }
+    if (this.batchLen + FRAME_HEADER > this.batch.buf.length) this.flushBatch();
     encodeFrameHeader(this.batch.view, this.batchLen, AM_CONTROL, 0, 0, CTRL_BYE);
     this.batchLen += FRAME_HEADER;
     this.flushBatch();
     s.end();
-    setTimeout(() => s.destroy(), 5000).unref();
+    // Linger: a peer that is computing reads later, so wait while our bytes
+    // still move; give up only when nothing moved for the connect timeout, or
+    // a few seconds after everything was written and the peer did not close.
+    const limit = this.rail.env.params.connectTimeout;
+    let last = s.bytesWritten;
+    let still = 0;
+    let done = 0;
+    const t = setInterval(() => {
+      if (s.destroyed) { clearInterval(t); return; }
+      if (s.writableFinished) { if (++done >= 5) s.destroy(); return; }
+      if (s.bytesWritten !== last) { last = s.bytesWritten; still = 0; return; }
+      if (++still * 1000 >= limit) s.destroy();
+    }, 1000);
+    t.unref();
+    s.once('close', () => clearInterval(t));
   }
 
   private finishClose(): void {
+    if (this.closeDeadline !== null) { clearTimeout(this.closeDeadline); this.closeDeadline = null; }
     this.rail.forget(this);
     const w = this.closeWaiters;
     this.closeWaiters = [];

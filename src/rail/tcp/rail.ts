@@ -14,6 +14,8 @@ import { HELLO_BYTES, RejectReason, decodeHello } from './wire.js';
 
 /** Size of the write batches small frames are coalesced into. */
 const BATCH_BYTES = 65536;
+/** Connections still proving the job key; more are refused (bounds memory before auth). */
+const MAX_HANDSHAKES = 256;
 
 export class TcpRail implements Rail {
   readonly name: string;
@@ -95,12 +97,22 @@ export class TcpRail implements Rail {
     this.upcalls.accepted(ep);
   }
 
+  /** A socket finished its handshake, either way. */
+  handshakeDone(s: net.Socket): void {
+    this.handshaking.delete(s);
+  }
+
   forget(ep: TcpEndpoint): void {
     if (this.endpoints.get(ep.peer) === ep) this.endpoints.delete(ep.peer);
   }
 
   private onConnection(raw: net.Socket): void {
-    if (this.closing) { raw.destroy(); return; }
+    if (this.handshaking.size >= MAX_HANDSHAKES) {
+      this.counters.refused++;
+      this.env.log.warn(`tcp: refusing a connection from ${raw.remoteAddress}:${raw.remotePort}: ${MAX_HANDSHAKES} handshakes already under way`);
+      raw.destroy();
+      return;
+    }
     const reader = new FrameReader(this.env.params.tcpRecvBuffer, this.caps.amHeaderMax, this.env.params.tcpMaxFrame, this.upcalls.activity);
     const s = adoptWithOnread(raw, reader);
     this.handshaking.add(s);
@@ -114,7 +126,6 @@ export class TcpRail implements Rail {
     s.once('close', () => { clearTimeout(timer); this.handshaking.delete(s); reader.stop(); });
     reader.expect(HELLO_BYTES, (b) => {
       clearTimeout(timer);
-      this.handshaking.delete(s);
       const hello = decodeHello(b);
       if (typeof hello === 'string') {
         this.counters.refused++;
@@ -128,13 +139,22 @@ export class TcpRail implements Rail {
         this.counters.refused++;
         this.env.log.warn(`tcp: refused a connection from ${s.remoteAddress}:${s.remotePort}: it is for endpoint ${formatId(hello.to)}, this is endpoint ${formatId(this.env.self)} (job:rank)`);
         reader.stop();
+        this.handshakeDone(s);
         TcpEndpoint.reject(s, hello.jobId !== this.env.jobId ? RejectReason.WRONG_JOB : RejectReason.WRONG_PEER);
         return;
       }
       const existing = this.endpoints.get(hello.from);
+      if (this.closing && !(existing?.mustDeliver ?? false)) {
+        // Finalizing: only a peer we still owe data to may connect.
+        reader.stop();
+        this.handshakeDone(s);
+        TcpEndpoint.reject(s, RejectReason.CLOSING);
+        return;
+      }
       if (existing !== undefined && (existing.open || existing.incomingPending || (existing.connecting && this.env.self < hello.from))) {
         // Ours wins (lower id), or a connection already exists.
         reader.stop();
+        this.handshakeDone(s);
         TcpEndpoint.reject(s, RejectReason.DUPLICATE);
         return;
       }

@@ -22,6 +22,8 @@ const DIRECT_MIN = 32768;
  * (and copied a second time) before we know where it goes.
  */
 const PEEK_BYTES = 64;
+/** Read size during the handshake (its messages are at most 56 bytes). */
+const HANDSHAKE_READ = 128;
 
 export interface ReaderSink {
   /** Handler for an AM id, or undefined when the id is unknown. */
@@ -38,12 +40,15 @@ export interface ReaderSink {
 }
 
 export class FrameReader {
-  private readonly readBuf: Buffer;
-  private readonly readView: DataView;
-  private readonly peekBuf: Buffer;
+  // Small until the peer proved the job key (startFrames): unauthenticated
+  // connections cost little memory.
+  private readBuf: Buffer;
+  private readView: DataView;
+  private peekBuf: Buffer;
   private peekNext = false;
-  private readonly carry: Buffer;
-  private readonly carryView: DataView;
+  private carry: Buffer;
+  private carryView: DataView;
+  private readonly stagingBytes: number;
   private carryLen = 0;
   private mode = HANDSHAKE;
   private readonly rx: RxFrame;
@@ -96,11 +101,12 @@ export class FrameReader {
 
   constructor(stagingBytes: number, hdrMax: number, payMax: number, onActivity: () => void = () => {}) {
     this.onActivity = onActivity;
-    this.readBuf = Buffer.allocUnsafeSlow(stagingBytes);
+    this.stagingBytes = stagingBytes;
+    this.readBuf = Buffer.allocUnsafeSlow(HANDSHAKE_READ);
     this.readView = new DataView(this.readBuf.buffer, this.readBuf.byteOffset, this.readBuf.byteLength);
-    this.peekBuf = this.readBuf.subarray(0, PEEK_BYTES);
-    this.carry = Buffer.allocUnsafeSlow(stagingBytes);
-    this.carryView = new DataView(this.carry.buffer, this.carry.byteOffset, this.carry.byteLength);
+    this.peekBuf = this.readBuf;
+    this.carry = this.readBuf;
+    this.carryView = this.readView;
     this.savedHdr = Buffer.allocUnsafeSlow(Math.max(hdrMax, 8));
     this.savedHdrView = new DataView(this.savedHdr.buffer, this.savedHdr.byteOffset, this.savedHdr.byteLength);
     this.hdrMax = hdrMax;
@@ -120,6 +126,11 @@ export class FrameReader {
   startFrames(sink: ReaderSink): void {
     this.sink = sink;
     this.mode = FRAMES;
+    this.readBuf = Buffer.allocUnsafeSlow(this.stagingBytes);
+    this.readView = new DataView(this.readBuf.buffer, this.readBuf.byteOffset, this.readBuf.byteLength);
+    this.peekBuf = this.readBuf.subarray(0, PEEK_BYTES);
+    this.carry = Buffer.allocUnsafeSlow(this.stagingBytes);
+    this.carryView = new DataView(this.carry.buffer, this.carry.byteOffset, this.carry.byteLength);
   }
 
   /** Stop delivering anything (connection closed or abandoned). */
