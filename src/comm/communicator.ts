@@ -5,7 +5,10 @@
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import { asBytes } from '../core/bytes.js';
 import { ANY_SOURCE, ANY_TAG } from '../proto/matching.js';
-import { Request, KIND_PROBE, KIND_RECV, KIND_SEND, type Status } from '../proto/request.js';
+import { Request, KIND_COLL, KIND_PROBE, KIND_RECV, KIND_SEND, type Status } from '../proto/request.js';
+import { RailcommError as Rce } from '../core/errors.js';
+import { CollectivePlanner, type CollPlan } from './collectives.js';
+import type { CollComm } from './coll/engine.js';
 import type { Unexpected } from '../proto/p2p.js';
 import { checkRank, checkSignal, checkTag } from './checks.js';
 import { Message, type ClaimedReceiver } from './message.js';
@@ -26,6 +29,7 @@ export class Communicator implements ClaimedReceiver {
   private readonly p2pCtx: number;
   private readonly collCtx: number;
   private collSeq = 0;
+  private readonly planner: CollectivePlanner;
 
   /** @internal */
   constructor(world: World, group: readonly number[], rank: number, p2pCtx: number, collCtx: number) {
@@ -35,8 +39,9 @@ export class Communicator implements ClaimedReceiver {
     this.size = group.length;
     this.p2pCtx = p2pCtx;
     this.collCtx = collCtx;
-    world.ctx.p2p.registerContext(p2pCtx, group);
-    world.ctx.p2p.registerContext(collCtx, group);
+    world.ctx.p2p.registerContext(p2pCtx, group, false);
+    world.ctx.p2p.registerContext(collCtx, group, true);
+    this.planner = new CollectivePlanner(rank, this.size, world.ctx.params, world.ctx.log);
   }
 
   // ---- point-to-point ----------------------------------------------------
@@ -182,23 +187,113 @@ export class Communicator implements ClaimedReceiver {
     return new Uint8Array(new SharedArrayBuffer(bytes));
   }
 
-  // ---- collectives (the collectives issue replaces this) -----------------
+  // ---- collectives ---------------------------------------------------------
+  // Every rank calls them in the same order. Each call takes the next
+  // collective sequence number, its tag in the communicator's collective
+  // context, so overlapping collectives and user messages never cross.
 
-  /** Every rank waits until all ranks of the communicator have entered (dissemination algorithm). */
-  async barrier(): Promise<void> {
-    this.world.check('barrier');
-    const seq = this.collSeq++;
-    const n = this.size;
-    const token = EMPTY;
-    for (let k = 1, round = 0; k < n; k <<= 1, round++) {
-      const tag = ((seq & 0x3ffffff) << 5 | round) & 0x7fffffff;
-      const to = (this.rank + k) % n;
-      const from = (this.rank - k + n) % n;
-      const rr = this.startRecv(token, from, tag, this.collCtx, null);
-      const sr = this.startSend(token, to, tag, this.collCtx, null);
-      await sr.wait();
-      await rr.wait();
-    }
+  /** Point-to-point for one collective call (its own tag). */
+  private collComm(): CollComm {
+    const tag = this.collSeq;
+    this.collSeq = (this.collSeq + 1) & 0x7fffffff;
+    return {
+      rank: this.rank,
+      size: this.size,
+      send: (b, peer) => this.startSend(b, peer, tag, this.collCtx, null),
+      recv: (b, peer) => this.startRecv(b, peer, tag, this.collCtx, null),
+    };
+  }
+
+  private startColl(what: string, plan: () => CollPlan): Request {
+    this.world.check(what);
+    const p = plan();
+    const r = new Request(KIND_COLL, EMPTY);
+    this.world.track(r);
+    this.planner.announce(p, 0);
+    p.run(this.collComm()).then(
+      () => r.complete(this.rank, 0, 0),
+      (e: unknown) => r.fail(e instanceof Rce ? e : new RailcommError(ErrorCode.PROTOCOL, `${what} failed: ${(e as Error)?.message ?? String(e)}`, { cause: e })),
+    );
+    return r;
+  }
+
+  private async done(r: Request): Promise<void> { await r.wait(); }
+
+  ibarrier(): Request { return this.startColl('barrier', () => this.planner.barrier()); }
+  ibcast(buf: ArrayBufferView, root: number): Request { return this.startColl('bcast', () => this.planner.bcast(buf, root)); }
+  ireduce(send: ArrayBufferView, recv: ArrayBufferView | null, op: string, root: number): Request { return this.startColl('reduce', () => this.planner.reduce(send, recv, op, root)); }
+  iallreduce(send: ArrayBufferView, recv: ArrayBufferView, op: string): Request { return this.startColl('allreduce', () => this.planner.allreduce(send, recv, op)); }
+  igather(send: ArrayBufferView, recv: ArrayBufferView | null, root: number): Request { return this.startColl('gather', () => this.planner.gather(send, recv, root)); }
+  igatherv(send: ArrayBufferView, recv: ArrayBufferView | null, counts: ArrayLike<number>, root: number): Request { return this.startColl('gatherv', () => this.planner.gatherv(send, recv, counts, root)); }
+  iscatter(send: ArrayBufferView | null, recv: ArrayBufferView, root: number): Request { return this.startColl('scatter', () => this.planner.scatter(send, recv, root)); }
+  iscatterv(send: ArrayBufferView | null, counts: ArrayLike<number>, recv: ArrayBufferView, root: number): Request { return this.startColl('scatterv', () => this.planner.scatterv(send, counts, recv, root)); }
+  iallgather(send: ArrayBufferView, recv: ArrayBufferView): Request { return this.startColl('allgather', () => this.planner.allgather(send, recv)); }
+  iallgatherv(send: ArrayBufferView, recv: ArrayBufferView, counts: ArrayLike<number>): Request { return this.startColl('allgatherv', () => this.planner.allgatherv(send, recv, counts)); }
+  ialltoall(send: ArrayBufferView, recv: ArrayBufferView): Request { return this.startColl('alltoall', () => this.planner.alltoall(send, recv)); }
+  ialltoallv(send: ArrayBufferView, sendCounts: ArrayLike<number>, recv: ArrayBufferView, recvCounts: ArrayLike<number>): Request { return this.startColl('alltoallv', () => this.planner.alltoallv(send, sendCounts, recv, recvCounts)); }
+  ireduceScatter(send: ArrayBufferView, recv: ArrayBufferView, counts: ArrayLike<number>, op: string): Request { return this.startColl('reduceScatter', () => this.planner.reduceScatter(send, recv, counts, op)); }
+  iscan(send: ArrayBufferView, recv: ArrayBufferView, op: string): Request { return this.startColl('scan', () => this.planner.scan(send, recv, op, false)); }
+  iexscan(send: ArrayBufferView, recv: ArrayBufferView, op: string): Request { return this.startColl('exscan', () => this.planner.scan(send, recv, op, true)); }
+
+  /** Every rank waits until all ranks of the communicator have entered. */
+  barrier(): Promise<void> { return this.done(this.ibarrier()); }
+  bcast(buf: ArrayBufferView, root: number): Promise<void> { return this.done(this.ibcast(buf, root)); }
+  /** recv matters at the root only (others may pass null). */
+  reduce(send: ArrayBufferView, recv: ArrayBufferView | null, op: string, root: number): Promise<void> { return this.done(this.ireduce(send, recv, op, root)); }
+  allreduce(send: ArrayBufferView, recv: ArrayBufferView, op: string): Promise<void> { return this.done(this.iallreduce(send, recv, op)); }
+  gather(send: ArrayBufferView, recv: ArrayBufferView | null, root: number): Promise<void> { return this.done(this.igather(send, recv, root)); }
+  gatherv(send: ArrayBufferView, recv: ArrayBufferView | null, counts: ArrayLike<number>, root: number): Promise<void> { return this.done(this.igatherv(send, recv, counts, root)); }
+  scatter(send: ArrayBufferView | null, recv: ArrayBufferView, root: number): Promise<void> { return this.done(this.iscatter(send, recv, root)); }
+  scatterv(send: ArrayBufferView | null, counts: ArrayLike<number>, recv: ArrayBufferView, root: number): Promise<void> { return this.done(this.iscatterv(send, counts, recv, root)); }
+  allgather(send: ArrayBufferView, recv: ArrayBufferView): Promise<void> { return this.done(this.iallgather(send, recv)); }
+  allgatherv(send: ArrayBufferView, recv: ArrayBufferView, counts: ArrayLike<number>): Promise<void> { return this.done(this.iallgatherv(send, recv, counts)); }
+  alltoall(send: ArrayBufferView, recv: ArrayBufferView): Promise<void> { return this.done(this.ialltoall(send, recv)); }
+  alltoallv(send: ArrayBufferView, sendCounts: ArrayLike<number>, recv: ArrayBufferView, recvCounts: ArrayLike<number>): Promise<void> { return this.done(this.ialltoallv(send, sendCounts, recv, recvCounts)); }
+  reduceScatter(send: ArrayBufferView, recv: ArrayBufferView, counts: ArrayLike<number>, op: string): Promise<void> { return this.done(this.ireduceScatter(send, recv, counts, op)); }
+  /** Inclusive prefix reduction over ranks 0..rank. */
+  scan(send: ArrayBufferView, recv: ArrayBufferView, op: string): Promise<void> { return this.done(this.iscan(send, recv, op)); }
+  /** Exclusive prefix reduction over ranks 0..rank-1 (rank 0's recv is left as it is). */
+  exscan(send: ArrayBufferView, recv: ArrayBufferView, op: string): Promise<void> { return this.done(this.iexscan(send, recv, op)); }
+
+  // ---- communicators -------------------------------------------------------
+
+  /**
+   * Split into communicators of the ranks that pass the same color, ordered by
+   * key (then by rank here). A negative color returns null on that rank.
+   * Collective over this communicator.
+   */
+  async split(color: number, key: number): Promise<Communicator | null> {
+    this.world.check('split');
+    if (!Number.isSafeInteger(color)) throw new RailcommError(ErrorCode.INVALID_ARG, `split: color must be an integer (negative for none), got ${String(color)}`);
+    if (!Number.isSafeInteger(key)) throw new RailcommError(ErrorCode.INVALID_ARG, `split: key must be an integer, got ${String(key)}`);
+    const all = new Float64Array(3 * this.size);
+    await this.allgather(new Float64Array([color < 0 ? -1 : color, key, this.world.nextContextId]), all);
+    const ctx = this.agreeContext(all, 3, 2);
+    if (color < 0) return null;
+    const members: number[] = [];
+    for (let i = 0; i < this.size; i++) if (all[3 * i] === color) members.push(i);
+    members.sort((a, b) => all[3 * a + 1]! - all[3 * b + 1]! || a - b);
+    return new Communicator(this.world, members.map((i) => this.group[i]!), members.indexOf(this.rank), ctx, ctx + 1);
+  }
+
+  /** A communicator with the same ranks and its own matching space. Collective. */
+  async dup(): Promise<Communicator> {
+    this.world.check('dup');
+    const all = new Float64Array(this.size);
+    await this.allgather(new Float64Array([this.world.nextContextId]), all);
+    const ctx = this.agreeContext(all, 1, 0);
+    return new Communicator(this.world, this.group, this.rank, ctx, ctx + 1);
+  }
+
+  /**
+   * Context ids are agreed as the largest "next free id" among the members,
+   * so no member has used it for anything else; every member then moves past it.
+   */
+  private agreeContext(all: Float64Array, stride: number, at: number): number {
+    let ctx = 0;
+    for (let i = 0; i < this.size; i++) ctx = Math.max(ctx, all[stride * i + at]!);
+    this.world.nextContextId = Math.max(this.world.nextContextId, ctx + 2);
+    return ctx;
   }
 
   /** Complete outstanding sends, close every rail, release every handle. Idempotent. */

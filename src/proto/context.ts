@@ -182,8 +182,7 @@ export class Context {
     }
     say(7, 'rail capabilities and protocol tables', l7);
 
-    ctx.p2p.registerContext(0, Array.from({ length: opts.launch.size }, (_, i) => i));
-    if (ctx.kv !== null) {
+        if (ctx.kv !== null) {
       const addrs: Record<string, string> = {};
       for (const r of ctx.rails) if (r.component !== 'self') addrs[r.component] = r.address();
       await ctx.kv.put(`rails/${opts.launch.rank}`, JSON.stringify(addrs));

@@ -43,6 +43,9 @@ interface ContextState {
   group: readonly number[] | null;
   /** Waiting probes (probe / mprobe), in order. */
   probes: Request[];
+  /** A collective context: a member's failure breaks every collective on it. */
+  collective: boolean;
+  broken: RailcommError | null;
 }
 
 /** What the protocol needs from its owner (the Context). */
@@ -80,14 +83,16 @@ export class PointToPoint implements Canceller {
     am.register(AM_CREDIT, 'credit', this.creditHandler);
   }
 
-  registerContext(ctx: number, group: readonly number[]): void {
-    this.state(ctx).group = group;
+  registerContext(ctx: number, group: readonly number[], collective: boolean): void {
+    const st = this.state(ctx);
+    st.group = group;
+    st.collective = collective;
   }
 
   private state(ctx: number): ContextState {
     let s = this.contexts.get(ctx);
     if (s === undefined) {
-      s = { queues: new MatchQueues<Request, Unexpected>(), group: null, probes: [] };
+      s = { queues: new MatchQueues<Request, Unexpected>(), group: null, probes: [], collective: false, broken: null };
       this.contexts.set(ctx, s);
     }
     return s;
@@ -173,6 +178,7 @@ export class PointToPoint implements Canceller {
   /** Post a receive for (src, tag) in comm rank terms; req.ctx is set. */
   irecv(req: Request, srcWorld: number): void {
     const st = this.state(req.ctx);
+    if (st.broken !== null) { req.fail(st.broken); return; }
     req.canceller = this;
     const u = st.queues.post(req);
     if (u !== null) { this.deliverTo(req, u); return; }
@@ -473,6 +479,14 @@ export class PointToPoint implements Canceller {
       if (st.group === null) continue;
       const commRank = st.group.indexOf(ep.rank);
       if (commRank < 0) continue;
+      if (st.collective && !graceful) {
+        // A collective cannot finish without every member: fail every receive
+        // waiting in it, and any later one, so no survivor waits on a rank
+        // that gave up.
+        st.broken = err;
+        for (const r of [...st.queues.allPosted()]) { st.queues.removePosted(r); r.fail(err); }
+        continue;
+      }
       for (const r of st.queues.postedFor(commRank, !graceful)) { st.queues.removePosted(r); r.fail(err); }
       st.probes = st.probes.filter((p) => {
         if (p.matchSrc === commRank || (!graceful && p.matchSrc === ANY_SOURCE)) { p.fail(err); return false; }

@@ -23,6 +23,8 @@ export const KIND_SEND = 0;
 export const KIND_RECV = 1;
 /** A waiting probe: matches like a receive but leaves (or claims) the message. */
 export const KIND_PROBE = 2;
+/** A nonblocking collective. */
+export const KIND_COLL = 3;
 
 /** Told when a request settles (keep-alive and finalize bookkeeping); an object, not a closure. */
 export interface RequestWatcher {

@@ -1,0 +1,20 @@
+// Prefix reductions. A chain: rank r receives the prefix of ranks 0..r-1 from
+// r-1, combines it with its own vector (prefix op own, the sequential order),
+// and passes the new prefix on. p-1 rounds; results match a sequential loop.
+
+import { bytesOf, type CollComm } from './engine.js';
+import { like, reduceInto, type Op, type ReduceArray } from './ops.js';
+
+export async function scanChain(c: CollComm, send: ReduceArray, recv: ReduceArray, op: Op, exclusive: boolean): Promise<void> {
+  const r = c.rank, p = c.size, n = send.length;
+  const prefix = like(send, n);
+  if (r > 0) {
+    await c.recv(bytesOf(prefix), r - 1).wait();
+    if (exclusive) recv.set(prefix as never);
+    reduceInto(op, prefix, send, n);
+  } else {
+    prefix.set(send as never);
+  }
+  if (!exclusive) recv.set(prefix as never);
+  if (r + 1 < p) await c.send(bytesOf(prefix), r + 1).wait();
+}
