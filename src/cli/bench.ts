@@ -4,15 +4,21 @@
 import { fileURLToPath } from 'node:url';
 import { startJob } from './run.js';
 
-const KINDS = ['latency', 'bw'] as const;
+const P2P = ['latency', 'bw'] as const;
+const COLL = ['allreduce', 'bcast', 'allgather', 'alltoall'] as const;
+const KINDS = [...P2P, ...COLL] as const;
+const COLL_SIZES = '8,64,1024,8192,65536,262144,1048576';
 const DEFAULT_SIZES: Record<string, string> = {
   latency: '0,1,8,64,512,4096,16384,65536,262144,1048576,4194304',
   bw: '8,1024,16384,65536,262144,1048576,4194304',
+  allreduce: COLL_SIZES, bcast: COLL_SIZES, allgather: COLL_SIZES, alltoall: COLL_SIZES,
 };
 
-const USAGE = `railcomm bench latency|bw [-n N] [--rails LIST] [--sizes LIST] [--iters N] [--window N] [--json]
-  latency: half round trip between ranks 0 and 1 (osu_latency style), microseconds
-  bw:      windows of nonblocking sends then an ack (osu_bw style), MB/s = 10^6 bytes/s`;
+const USAGE = `railcomm bench latency|bw|allreduce|bcast|allgather|alltoall [-n N] [--rails LIST] [--sizes LIST] [--iters N] [--window N] [--json]
+  latency:   half round trip between ranks 0 and 1 (osu_latency style), microseconds
+  bw:        windows of nonblocking sends then an ack (osu_bw style), MB/s = 10^6 bytes/s
+  allreduce, bcast, allgather, alltoall: average microseconds per call over the ranks
+             (osu_allreduce style); sizes in bytes (allreduce: doubles, size/8 of them)`;
 
 export async function benchCommand(argv: string[]): Promise<number> {
   let kind = '';
@@ -43,8 +49,9 @@ export async function benchCommand(argv: string[]): Promise<number> {
     process.stderr.write(`railcomm bench: choose one of ${KINDS.join(', ')}\n${USAGE}\n`);
     return 2;
   }
-  if (!Number.isInteger(np) || np < 2 || !Number.isInteger(iters) || iters < 1 || !Number.isInteger(window) || window < 1) {
-    process.stderr.write(`railcomm bench: -n must be >= 2, --iters and --window >= 1\n`);
+  const isColl = (COLL as readonly string[]).includes(kind);
+  if (!Number.isInteger(np) || np < (isColl ? 1 : 2) || !Number.isInteger(iters) || iters < 1 || !Number.isInteger(window) || window < 1) {
+    process.stderr.write(`railcomm bench: -n must be >= ${isColl ? 1 : 2}, --iters and --window >= 1\n`);
     return 2;
   }
   const sizeList = sizes || DEFAULT_SIZES[kind]!;
@@ -52,9 +59,9 @@ export async function benchCommand(argv: string[]): Promise<number> {
     process.stderr.write(`railcomm bench: --sizes takes byte counts separated by commas\n`);
     return 2;
   }
-  const script = fileURLToPath(new URL('../bench/p2p.js', import.meta.url));
+  const script = fileURLToPath(new URL(isColl ? '../bench/coll.js' : '../bench/p2p.js', import.meta.url));
   const job = await startJob({
-    np, command: [script, kind, sizeList, String(iters), String(window)], capture: true,
+    np, command: isColl ? [script, kind, sizeList, String(iters === 2000 ? 1000 : iters)] : [script, kind, sizeList, String(iters), String(window)], capture: true,
     ...(rails !== undefined ? { rails } : {}), timeoutSec: 600,
   });
   const res = await job.wait();
@@ -67,7 +74,10 @@ export async function benchCommand(argv: string[]): Promise<number> {
   if (json) { process.stdout.write(out + '\n'); return 0; }
   const data = JSON.parse(out) as { benchmark: string; rails: string; results: Array<Record<string, number>> };
   process.stdout.write(`# railcomm ${data.benchmark}, rails ${data.rails}, ${np} ranks\n`);
-  if (kind === 'latency') {
+  if (isColl) {
+    process.stdout.write(`${'size'.padStart(10)} ${'avg us'.padStart(10)}\n`);
+    for (const r of data.results) process.stdout.write(`${String(r['size']).padStart(10)} ${String(r['usec']).padStart(10)}\n`);
+  } else if (kind === 'latency') {
     const cols = ['size', 'usec', 'usec_median', 'usec_p90', 'usec_p99'];
     process.stdout.write(['size', 'avg us', 'median us', 'p90 us', 'p99 us'].map((c) => c.padStart(10)).join(' ') + '\n');
     for (const r of data.results) process.stdout.write(cols.map((c) => String(r[c]).padStart(10)).join(' ') + '\n');
