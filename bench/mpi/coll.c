@@ -14,11 +14,11 @@
  */
 #include <limits.h>
 #include <mpi.h>
+#include "sizes.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_SIZES 64
 
 enum coll { ALLREDUCE, BCAST, ALLGATHER, ALLTOALL };
 static const char *coll_names[] = {"allreduce", "bcast", "allgather", "alltoall"};
@@ -46,15 +46,6 @@ static void usage_and_exit(int rank, const char *msg) {
     exit(msg ? 1 : 0);
 }
 
-static long parse_size(const char *s) {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (end == s || v < 0) return -1;
-    if (*end == 'k' || *end == 'K') { v *= 1024; end++; }
-    else if (*end == 'm' || *end == 'M') { v *= 1048576; end++; }
-    return *end == '\0' ? v : -1;
-}
-
 static void parse_args(int argc, char **argv, int rank, struct options *o) {
     memset(o, 0, sizeof *o);
     o->iters = o->warmup = -1;
@@ -74,15 +65,9 @@ static void parse_args(int argc, char **argv, int rank, struct options *o) {
         int has_val = i + 1 < argc;
         if (strcmp(a, "--json") == 0) o->json = 1;
         else if (strcmp(a, "--sizes") == 0 && has_val) {
-            char *list = strdup(argv[++i]);
-            o->nsizes = 0;
-            for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-                long v = parse_size(tok);
-                if (v < 0) usage_and_exit(rank, "bad size in --sizes");
-                if (o->nsizes == MAX_SIZES) usage_and_exit(rank, "too many sizes");
-                o->sizes[o->nsizes++] = v;
-            }
-            free(list);
+            o->nsizes = parse_size_list(argv[++i], o->sizes);
+            if (o->nsizes == -1) usage_and_exit(rank, "bad size in --sizes");
+            if (o->nsizes == -2) usage_and_exit(rank, "too many sizes");
         } else if (strcmp(a, "--label") == 0 && has_val) o->label = argv[++i];
         else if (strcmp(a, "--iters") == 0 && has_val) o->iters = atoi(argv[++i]);
         else if (strcmp(a, "--warmup") == 0 && has_val) o->warmup = atoi(argv[++i]);
