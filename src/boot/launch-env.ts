@@ -1,8 +1,13 @@
-// What a rank learns from the environment its launcher gave it. `railcomm run`
-// sets the RAILCOMM_* variables below; with none of them the rank is a world
-// of size 1. Other launchers (Slurm, mpirun, env://) are detected here later.
+// What a rank learns from the environment its launcher gave it, in this
+// order: railcomm run (RAILCOMM_*), Open MPI's mpirun (OMPI_COMM_WORLD_*),
+// Slurm's srun (SLURM_*), MPICH's hydra (PMI_*), the env:// convention (RANK,
+// WORLD_SIZE, MASTER_ADDR, MASTER_PORT); with none of them, a world of one.
+// Launchers other than railcomm run wire up through a key-value service that
+// rank 0 hosts at MASTER_ADDR:MASTER_PORT (derived from the step under Slurm).
 
+import { createHash } from 'node:crypto';
 import { RailcommError, ErrorCode } from '../core/errors.js';
+import { expandHostlist } from './hostlist.js';
 
 export const ENV = {
   rank: 'RAILCOMM_RANK',
@@ -14,18 +19,24 @@ export const ENV = {
   jobId: 'RAILCOMM_JOB_ID',
 } as const;
 
+export type LauncherName = 'railcomm' | 'openmpi' | 'slurm' | 'hydra' | 'env' | 'singleton';
+
 export interface LaunchInfo {
-  /** Which launcher started this rank ('railcomm' or 'singleton'). */
-  launcher: 'railcomm' | 'singleton';
+  /** Which launcher started this rank. */
+  launcher: LauncherName;
   why: string;
   rank: number;
   size: number;
   localRank: number;
   localSize: number;
-  /** host:port of the key-value service, absent for a singleton. */
+  /** host:port of railcomm run's key-value service. */
   kv?: { host: string; port: number };
+  /** host:port of the service rank 0 hosts (launchers other than railcomm run). */
+  master?: { host: string; port: number };
   /** Secret every connection proves it knows (hex); a singleton makes its own. */
   jobKey: string;
+  /** False when no RAILCOMM_JOB_KEY was given and one was derived from public facts. */
+  jobKeySecret: boolean;
   jobId: number;
 }
 
@@ -48,6 +59,41 @@ export function parseHostPort(text: string, what: string): { host: string; port:
   return { host, port };
 }
 
+const hash32 = (text: string): number => createHash('sha256').update(text).digest().readUInt32LE(0);
+
+/**
+ * Without RAILCOMM_JOB_KEY, ranks started by another launcher share no secret:
+ * derive a key every rank can compute. It keeps jobs apart, not intruders out.
+ */
+function jobKeyFor(env: NodeJS.ProcessEnv, jobText: string): { key: string; secret: boolean } {
+  const k = env[ENV.jobKey];
+  if (k !== undefined && k !== '') {
+    if (!/^[0-9a-f]{16,}$/i.test(k)) throw new RailcommError(ErrorCode.BOOT, `${ENV.jobKey} must be a hex secret of at least 16 digits`);
+    return { key: k, secret: true };
+  }
+  return { key: createHash('sha256').update(`railcomm-public-job-key|${jobText}`).digest('hex'), secret: false };
+}
+
+function masterFrom(env: NodeJS.ProcessEnv, who: string): { host: string; port: number } {
+  const host = env['MASTER_ADDR'];
+  const port = env['MASTER_PORT'];
+  if (!host || !port) {
+    throw new RailcommError(ErrorCode.BOOT, `started by ${who}, but MASTER_ADDR and MASTER_PORT are not set: railcomm's ranks meet at a service rank 0 hosts there (for mpirun: -x MASTER_ADDR=<host of rank 0> -x MASTER_PORT=<free port>)`);
+  }
+  return parseHostPort(`${host}:${port}`, 'MASTER_ADDR:MASTER_PORT');
+}
+
+function others(env: NodeJS.ProcessEnv, rankVar: string, sizeVar: string, launcher: LauncherName, why: string,
+  localRankVar: string | undefined, localSizeVar: string | undefined, master: { host: string; port: number }, jobText: string): LaunchInfo {
+  const size = intVar(env, sizeVar, 1, 0x7fffffff);
+  const rank = intVar(env, rankVar, 0, size - 1);
+  const localSize = localSizeVar !== undefined && env[localSizeVar] !== undefined ? intVar(env, localSizeVar, 1, size)
+    : /^(127\.|localhost$|::1$)/.test(master.host) ? size : 1;
+  const localRank = localRankVar !== undefined && env[localRankVar] !== undefined ? intVar(env, localRankVar, 0, size - 1) : 0;
+  const { key, secret } = jobKeyFor(env, jobText);
+  return { launcher, why, rank, size, localRank, localSize, master, jobKey: key, jobKeySecret: secret, jobId: hash32(jobText) };
+}
+
 export function detectLaunch(env: NodeJS.ProcessEnv = process.env): LaunchInfo {
   if (env[ENV.rank] !== undefined && env[ENV.size] !== undefined) {
     const size = intVar(env, ENV.size, 1, 0x7fffffff);
@@ -63,12 +109,38 @@ export function detectLaunch(env: NodeJS.ProcessEnv = process.env): LaunchInfo {
       localRank: env[ENV.localRank] !== undefined ? intVar(env, ENV.localRank, 0, size - 1) : rank,
       localSize: env[ENV.localSize] !== undefined ? intVar(env, ENV.localSize, 1, size) : size,
       kv: parseHostPort(kvText, ENV.kv),
-      jobKey,
+      jobKey, jobKeySecret: true,
       jobId: env[ENV.jobId] !== undefined ? intVar(env, ENV.jobId, 0, 0xffffffff) : 0,
     };
   }
+  if (env['OMPI_COMM_WORLD_RANK'] !== undefined && env['OMPI_COMM_WORLD_SIZE'] !== undefined) {
+    const ns = env['PMIX_NAMESPACE'] ?? env['OMPI_MCA_ess_base_jobid'] ?? '';
+    return others(env, 'OMPI_COMM_WORLD_RANK', 'OMPI_COMM_WORLD_SIZE', 'openmpi', 'OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE are set (Open MPI mpirun)',
+      'OMPI_COMM_WORLD_LOCAL_RANK', 'OMPI_COMM_WORLD_LOCAL_SIZE', masterFrom(env, "Open MPI's mpirun"), `openmpi|${ns}|${env['MASTER_ADDR']}|${env['MASTER_PORT']}`);
+  }
+  if (env['SLURM_PROCID'] !== undefined && env['SLURM_NTASKS'] !== undefined) {
+    const job = env['SLURM_JOB_ID'] ?? '0', step = env['SLURM_STEP_ID'] ?? '0';
+    let master: { host: string; port: number };
+    if (env['MASTER_ADDR'] && env['MASTER_PORT']) master = masterFrom(env, 'Slurm');
+    else {
+      const nodes = expandHostlist(env['SLURM_STEP_NODELIST'] ?? env['SLURM_JOB_NODELIST'] ?? '');
+      if (nodes.length === 0) throw new RailcommError(ErrorCode.BOOT, 'started by Slurm, but SLURM_STEP_NODELIST is empty; set MASTER_ADDR and MASTER_PORT');
+      // Every rank of the step computes the same port from the job and step ids.
+      master = { host: nodes[0]!, port: 20000 + (hash32(`${job}.${step}`) % 20000) };
+    }
+    return others(env, 'SLURM_PROCID', 'SLURM_NTASKS', 'slurm', `SLURM_PROCID and SLURM_NTASKS are set (srun, job ${job} step ${step})`,
+      'SLURM_LOCALID', undefined, master, `slurm|${job}|${step}`);
+  }
+  if (env['PMI_RANK'] !== undefined && env['PMI_SIZE'] !== undefined) {
+    return others(env, 'PMI_RANK', 'PMI_SIZE', 'hydra', 'PMI_RANK and PMI_SIZE are set (MPICH hydra)',
+      'MPI_LOCALRANKID', 'MPI_LOCALNRANKS', masterFrom(env, "MPICH's mpiexec"), `hydra|${env['PMI_ID'] ?? ''}|${env['MASTER_ADDR']}|${env['MASTER_PORT']}`);
+  }
+  if (env['RANK'] !== undefined && env['WORLD_SIZE'] !== undefined) {
+    return others(env, 'RANK', 'WORLD_SIZE', 'env', 'RANK and WORLD_SIZE are set (env://)',
+      'LOCAL_RANK', 'LOCAL_WORLD_SIZE', masterFrom(env, 'env://'), `env|${env['MASTER_ADDR']}|${env['MASTER_PORT']}`);
+  }
   return {
-    launcher: 'singleton', why: `no launcher variables (${ENV.rank}) found`,
-    rank: 0, size: 1, localRank: 0, localSize: 1, jobKey: '', jobId: 0,
+    launcher: 'singleton', why: 'no launcher variables found (RAILCOMM_RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK, RANK)',
+    rank: 0, size: 1, localRank: 0, localSize: 1, jobKey: '', jobKeySecret: true, jobId: 0,
   };
 }

@@ -4,6 +4,9 @@
 import { Context } from '../proto/context.js';
 import { detectLaunch } from '../boot/launch-env.js';
 import { KvClient } from '../boot/kv-client.js';
+import { Rank0Store } from '../boot/rank0-service.js';
+import type { KeyValueStore } from '../boot/kv.js';
+import { resolveParams } from '../core/params.js';
 import type { ParamOptions } from '../core/params.js';
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import { log } from '../core/log.js';
@@ -25,22 +28,28 @@ export function init(options: InitOptions = {}): Promise<Communicator> {
 
 async function start(options: InitOptions): Promise<Communicator> {
   const launch = detectLaunch();
-  let kv: KvClient | null = null;
+  let kv: KeyValueStore | null = null;
+  let w: World | null = null;
   if (launch.kv !== undefined) {
+    let client: KvClient;
     try {
-      kv = await KvClient.connect(launch.kv, launch.jobKey, launch.rank);
+      client = await KvClient.connect(launch.kv, launch.jobKey, launch.rank);
     } catch (e) {
       throw new RailcommError(ErrorCode.BOOT, `rank ${launch.rank}: cannot reach the launcher's wire-up service at ${launch.kv.host}:${launch.kv.port}: ${(e as Error).message}`, { cause: e });
     }
-  }
-  let w: World | null = null;
-  if (kv !== null) {
     // The launcher is gone: this rank must not outlive it (no orphans).
-    kv.onLost(() => {
+    client.onLost(() => {
       if (w?.isFinalized) return;
       log.error(`rank ${launch.rank}: lost the connection to the launcher; exiting`);
       process.exit(1);
     });
+    kv = client;
+  } else if (launch.master !== undefined) {
+    if (!launch.jobKeySecret && launch.rank === 0) {
+      log.warn(`no RAILCOMM_JOB_KEY set: started by ${launch.launcher}, ranks share no secret, so any local process that finds the wire-up port (${launch.master.port}) could join; set RAILCOMM_JOB_KEY to the same hex secret on every rank`);
+    }
+    const timeout = resolveParams(options.params ?? {}).connectTimeout;
+    kv = await Rank0Store.open(launch.master, launch.jobKey, launch.rank, launch.size, timeout);
   }
   const ctx = await Context.create({ params: options.params ?? {}, launch, kv });
   w = new World(ctx, kv);

@@ -1,0 +1,74 @@
+// Wire-up for launchers that bring no key-value service of their own
+// (mpirun without PMIx, srun, mpiexec, env://): rank 0 hosts railcomm's
+// key-value service at MASTER_ADDR:MASTER_PORT and every rank, rank 0
+// included, is a client of it. Rank 0 keeps it up until every rank finalized.
+
+import type { KeyValueStore } from './kv.js';
+import { KvClient } from './kv-client.js';
+import { KvServer } from './kv-server.js';
+import { RailcommError, ErrorCode } from '../core/errors.js';
+
+export class Rank0Store implements KeyValueStore {
+  private readonly client: KvClient;
+  private readonly server: KvServer | null;
+  private readonly size: number;
+  private readonly lingerMs: number;
+
+  private constructor(client: KvClient, server: KvServer | null, size: number, lingerMs: number) {
+    this.client = client;
+    this.server = server;
+    this.size = size;
+    this.lingerMs = lingerMs;
+  }
+
+  /**
+   * Rank 0 listens on the master address (all interfaces unless it is a
+   * loopback address); the others retry until it is up or timeoutMs pass.
+   */
+  static async open(master: { host: string; port: number }, jobKey: string, rank: number, size: number, timeoutMs: number): Promise<Rank0Store> {
+    let server: KvServer | null = null;
+    if (rank === 0) {
+      const loopback = /^(127\.|localhost$|::1$)/.test(master.host);
+      try {
+        server = await KvServer.start({ size, jobKey, host: loopback ? master.host : '0.0.0.0', port: master.port });
+      } catch (e) {
+        throw new RailcommError(ErrorCode.BOOT, `rank 0 cannot host the wire-up service on ${master.host}:${master.port} (MASTER_ADDR:MASTER_PORT): ${(e as Error).message}; choose a free port`, { cause: e });
+      }
+    }
+    const deadline = Date.now() + timeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const client = await KvClient.connect(master, jobKey, rank, { timeoutMs: Math.max(1000, Math.min(10_000, deadline - Date.now())) });
+        return new Rank0Store(client, server, size, timeoutMs);
+      } catch (e) {
+        if (Date.now() >= deadline) {
+          throw new RailcommError(ErrorCode.BOOT, `rank ${rank}: cannot reach rank 0's wire-up service at ${master.host}:${master.port} within ${timeoutMs} ms (is rank 0 running, and MASTER_ADDR its address?): ${(e as Error).message}`, { cause: e });
+        }
+        await new Promise((r) => setTimeout(r, Math.min(500, 20 * 2 ** Math.min(attempt, 5))));
+      }
+    }
+  }
+
+  put(key: string, value: string): Promise<void> { return this.client.put(key, value); }
+  fence(): Promise<void> { return this.client.fence(); }
+  get(key: string, timeoutMs: number): Promise<string> { return this.client.get(key, timeoutMs); }
+
+  async finalize(): Promise<void> {
+    await this.client.finalize();
+    const server = this.server;
+    if (server === null) return;
+    // Others may still look peers up: serve until all finalized (or the linger ends).
+    const deadline = Date.now() + this.lingerMs;
+    while (Date.now() < deadline) {
+      let all = true;
+      for (let r = 0; r < this.size && all; r++) all = server.finalized(r);
+      if (all) break;
+      await new Promise((res) => setTimeout(res, 20));
+    }
+  }
+
+  close(): void {
+    this.client.close();
+    void this.server?.close();
+  }
+}

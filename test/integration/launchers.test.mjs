@@ -1,0 +1,67 @@
+// Jobs started by launchers other than railcomm run: env:// by hand, and Open
+// MPI's mpirun (skipped, with the reason printed, where it is not installed).
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { spawn, spawnSync } from 'node:child_process';
+import { jobScript } from './jobs.mjs';
+
+async function freePort() {
+  const s = net.createServer();
+  await new Promise((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address();
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+function run(cmd, args, env, limitMs = 60_000) {
+  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '', stderr = '';
+  child.stdout.on('data', (d) => { stdout += d; });
+  child.stderr.on('data', (d) => { stderr += d; });
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`${cmd} still running after ${limitMs} ms\n${stdout}\n${stderr}`)); }, limitMs);
+    child.on('close', (code) => { clearTimeout(t); resolve({ code, stdout, stderr }); });
+  });
+}
+
+// Launcher variables of the test runner's own environment must not leak in.
+const clean = Object.fromEntries(Object.keys(process.env).filter((k) => /^(RAILCOMM_|OMPI_|PMIX_|SLURM_|PMI_)|^(RANK|WORLD_SIZE|LOCAL_RANK|MASTER_ADDR|MASTER_PORT)$/.test(k)).map((k) => [k, undefined]));
+
+test('env://: 4 ranks started by hand with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT', async () => {
+  const port = await freePort();
+  const ranks = [3, 1, 0, 2].map((r) => run(process.execPath, [jobScript('wireup-check.mjs')],
+    { ...clean, RANK: String(r), WORLD_SIZE: '4', LOCAL_RANK: String(r), MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port) }));
+  const res = await Promise.all(ranks);
+  for (const r of res) assert.equal(r.code, 0, r.stderr);
+  const lines = res.map((r) => r.stdout.trim()).sort();
+  assert.deepEqual(lines, [0, 1, 2, 3].map((r) => `WIREUP ok launcher=env rank=${r} size=4`));
+  assert.ok(res.some((r) => /no RAILCOMM_JOB_KEY set/.test(r.stderr)), 'rank 0 warns that without a job key anyone could join');
+});
+
+test('env:// with RAILCOMM_JOB_KEY: no warning; a rank with another key cannot join', async () => {
+  const port = await freePort();
+  const key = 'ef'.repeat(16);
+  const good = [0, 1].map((r) => run(process.execPath, [jobScript('wireup-check.mjs')],
+    { ...clean, RANK: String(r), WORLD_SIZE: '2', MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port), RAILCOMM_JOB_KEY: key }));
+  const res = await Promise.all(good);
+  for (const r of res) { assert.equal(r.code, 0, r.stderr); assert.doesNotMatch(r.stderr, /no RAILCOMM_JOB_KEY/); }
+  const port2 = await freePort();
+  const r0 = run(process.execPath, [jobScript('wireup-check.mjs')], { ...clean, RANK: '0', WORLD_SIZE: '2', MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port2), RAILCOMM_JOB_KEY: key, RAILCOMM_CONNECT_TIMEOUT: '3000' }, 30_000);
+  const bad = await run(process.execPath, [jobScript('wireup-check.mjs')], { ...clean, RANK: '1', WORLD_SIZE: '2', MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port2), RAILCOMM_JOB_KEY: '12'.repeat(16), RAILCOMM_CONNECT_TIMEOUT: '3000' }, 30_000);
+  assert.notEqual(bad.code, 0);
+  assert.match(bad.stderr, /cannot reach rank 0's wire-up service/);
+  const first = await r0;
+  assert.notEqual(first.code, 0, 'rank 0 alone cannot finish the job either');
+});
+
+const mpirun = spawnSync('which', ['mpirun'], { encoding: 'utf8' }).stdout.trim();
+test("Open MPI's mpirun -n 4 with -x MASTER_ADDR -x MASTER_PORT", { skip: mpirun ? false : 'mpirun is not installed (Debian openmpi-bin)' }, async () => {
+  const port = await freePort();
+  const r = await run(mpirun, ['--allow-run-as-root', '--oversubscribe', '-n', '4', '-x', 'MASTER_ADDR=127.0.0.1', '-x', `MASTER_PORT=${port}`,
+    process.execPath, jobScript('wireup-check.mjs')], clean, 120_000);
+  assert.equal(r.code, 0, r.stderr);
+  const lines = r.stdout.trim().split('\n').filter((l) => l.startsWith('WIREUP')).sort();
+  assert.deepEqual(lines, [0, 1, 2, 3].map((x) => `WIREUP ok launcher=openmpi rank=${x} size=4`));
+});

@@ -1,0 +1,15 @@
+// Started by any launcher: says which one railcomm detected, then proves the
+// wire-up works with a ring, an allreduce and a barrier.
+import { init } from '../../dist/index.js';
+
+const comm = await init();
+const t = new Int32Array(1);
+const right = (comm.rank + 1) % comm.size, left = (comm.rank - 1 + comm.size) % comm.size;
+if (comm.rank === 0) { await comm.send(t, right); await comm.recv(t, left); }
+else { await comm.recv(t, left); t[0] += comm.rank; await comm.send(t, right); }
+const sum = new Float64Array(1);
+await comm.allreduce(new Float64Array([comm.rank]), sum, 'sum');
+await comm.barrier();
+const ok = sum[0] === (comm.size * (comm.size - 1)) / 2 && (comm.rank !== 0 || t[0] === sum[0]);
+console.log(`WIREUP ${ok ? 'ok' : 'wrong'} launcher=${comm.world.ctx.launch.launcher} rank=${comm.rank} size=${comm.size}`);
+await comm.finalize();

@@ -1,0 +1,53 @@
+// Who started this rank: detection order and variables of each launcher, and
+// Slurm hostlist expansion.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { detectLaunch } from '../../dist/boot/launch-env.js';
+import { expandHostlist } from '../../dist/boot/hostlist.js';
+
+test('Slurm hostlists expand with padding, ranges, lists and several groups', () => {
+  assert.deepEqual(expandHostlist('node[01-04,07]'), ['node01', 'node02', 'node03', 'node04', 'node07']);
+  assert.deepEqual(expandHostlist('login1,gpu[9-10],cpu'), ['login1', 'gpu9', 'gpu10', 'cpu']);
+  assert.deepEqual(expandHostlist('r[1-2]n[1-2]'), ['r1n1', 'r1n2', 'r2n1', 'r2n2']);
+  assert.deepEqual(expandHostlist('host'), ['host']);
+  assert.throws(() => expandHostlist('node[3-1]'));
+  assert.throws(() => expandHostlist('node[01'));
+});
+
+test('no launcher: a world of one', () => {
+  const l = detectLaunch({});
+  assert.equal(l.launcher, 'singleton');
+  assert.equal(l.size, 1);
+});
+
+test('env:// (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)', () => {
+  const l = detectLaunch({ RANK: '2', WORLD_SIZE: '4', LOCAL_RANK: '2', MASTER_ADDR: '127.0.0.1', MASTER_PORT: '29500' });
+  assert.equal(l.launcher, 'env');
+  assert.deepEqual([l.rank, l.size, l.localRank], [2, 4, 2]);
+  assert.deepEqual(l.master, { host: '127.0.0.1', port: 29500 });
+  assert.equal(l.localSize, 4, 'a loopback master means one host');
+  assert.equal(l.jobKeySecret, false);
+  const k = detectLaunch({ RANK: '0', WORLD_SIZE: '4', MASTER_ADDR: '10.1.2.3', MASTER_PORT: '29500', RAILCOMM_JOB_KEY: 'ab'.repeat(16) });
+  assert.equal(k.jobKeySecret, true);
+  assert.equal(k.jobKey, 'ab'.repeat(16));
+  assert.equal(k.localSize, 1);
+  assert.equal(detectLaunch({ RANK: '1', WORLD_SIZE: '4', MASTER_ADDR: '127.0.0.1', MASTER_PORT: '29500' }).jobId, l.jobId, 'every rank derives the same job id');
+  assert.throws(() => detectLaunch({ RANK: '0', WORLD_SIZE: '2' }), /MASTER_ADDR and MASTER_PORT are not set/);
+  assert.throws(() => detectLaunch({ RANK: '5', WORLD_SIZE: '2', MASTER_ADDR: 'h', MASTER_PORT: '1' }), /RANK/);
+});
+
+test('Open MPI mpirun, MPICH hydra and Slurm, in that order after railcomm run', () => {
+  const ompi = detectLaunch({ OMPI_COMM_WORLD_RANK: '1', OMPI_COMM_WORLD_SIZE: '4', OMPI_COMM_WORLD_LOCAL_RANK: '1', OMPI_COMM_WORLD_LOCAL_SIZE: '4', PMIX_NAMESPACE: 'ns', MASTER_ADDR: '127.0.0.1', MASTER_PORT: '4000', RANK: '3', WORLD_SIZE: '9' });
+  assert.equal(ompi.launcher, 'openmpi');
+  assert.deepEqual([ompi.rank, ompi.size, ompi.localSize], [1, 4, 4]);
+  assert.throws(() => detectLaunch({ OMPI_COMM_WORLD_RANK: '0', OMPI_COMM_WORLD_SIZE: '2' }), /-x MASTER_ADDR/);
+  const hydra = detectLaunch({ PMI_RANK: '0', PMI_SIZE: '2', MPI_LOCALRANKID: '0', MASTER_ADDR: 'localhost', MASTER_PORT: '4000' });
+  assert.equal(hydra.launcher, 'hydra');
+  const slurm = detectLaunch({ SLURM_PROCID: '3', SLURM_NTASKS: '4', SLURM_LOCALID: '1', SLURM_JOB_ID: '77', SLURM_STEP_ID: '0', SLURM_STEP_NODELIST: 'node[07-08]' });
+  assert.equal(slurm.launcher, 'slurm');
+  assert.equal(slurm.master.host, 'node07');
+  assert.ok(slurm.master.port >= 20000 && slurm.master.port < 40000);
+  assert.deepEqual(detectLaunch({ SLURM_PROCID: '0', SLURM_NTASKS: '4', SLURM_JOB_ID: '77', SLURM_STEP_ID: '0', SLURM_STEP_NODELIST: 'node[07-08]' }).master, slurm.master, 'every rank of the step meets at the same place');
+  const rc = detectLaunch({ RAILCOMM_RANK: '0', RAILCOMM_SIZE: '2', RAILCOMM_KV: '127.0.0.1:5', RAILCOMM_JOB_KEY: 'cd'.repeat(16), OMPI_COMM_WORLD_RANK: '1', OMPI_COMM_WORLD_SIZE: '2' });
+  assert.equal(rc.launcher, 'railcomm', 'railcomm run wins');
+});
