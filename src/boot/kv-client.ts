@@ -110,6 +110,10 @@ export class KvClient implements KeyValueStore {
    * `cb` runs once if the connection ends without close() having been called,
    * i.e. the launcher is gone. Registered after the loss, it runs on the next tick.
    */
+  localAddress(): string | undefined {
+    return this.socket.localAddress;
+  }
+
   onLost(cb: LostListener): void {
     if (this.lostError && !this.closedByUs) {
       const err = this.lostError;

@@ -10,5 +10,7 @@ export interface KeyValueStore {
   get(key: string, timeoutMs: number): Promise<string>;
   /** Tell the launcher this rank finalized cleanly (so its exit is expected). */
   finalize(): Promise<void>;
+  /** This rank's address on the connection to the service: it routes to the launcher, so to the job's network. */
+  localAddress(): string | undefined;
   close(): void;
 }

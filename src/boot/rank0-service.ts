@@ -53,6 +53,8 @@ export class Rank0Store implements KeyValueStore {
   fence(): Promise<void> { return this.client.fence(); }
   get(key: string, timeoutMs: number): Promise<string> { return this.client.get(key, timeoutMs); }
 
+  localAddress(): string | undefined { return this.client.localAddress(); }
+
   async finalize(): Promise<void> {
     await this.client.finalize();
     const server = this.server;

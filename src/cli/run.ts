@@ -10,6 +10,9 @@ import { newJobKey } from '../core/auth.js';
 import { invalidArg } from '../core/errors.js';
 import { ENV } from '../boot/launch-env.js';
 import { KvServer } from '../boot/kv-server.js';
+import os from 'node:os';
+import { readFileSync } from 'node:fs';
+import { resolve as resolvePath } from 'node:path';
 
 export interface JobOptions {
   /** Number of ranks. */
@@ -31,6 +34,17 @@ export interface JobOptions {
   /** Forward SIGINT/SIGTERM received by this process to the ranks while the job runs, default true. */
   forwardSignals?: boolean;
   cwd?: string;
+  /** Hosts and their slots; ranks fill them in order. Absent: every rank on this host. */
+  hosts?: HostSlots[];
+  /** Command prefix that runs a command on a host, e.g. ['ssh'] or ['ip', 'netns', 'exec']. */
+  rsh?: string[];
+  /** Address remote ranks use to reach the wire-up service (default: this host's first routable IPv4). */
+  kvHost?: string;
+}
+
+export interface HostSlots {
+  host: string;
+  slots: number;
 }
 
 export interface RankOutput {
@@ -81,10 +95,14 @@ const IDENTITY_VARS: readonly string[] = Object.values(ENV);
 export function usage(): string {
   return `usage: railcomm run -n N [options] [--] script [args...]
 
-Start N ranks of a program on this host, wired up through a key-value service.
+Start N ranks of a program on this host (or on --hosts), wired up through a key-value service.
 
 options:
-  -n, --np N        number of ranks (positive integer, required)
+  -n, --np N        number of ranks (positive integer; with --hosts, default all slots)
+  --hosts LIST      hosts and slots, e.g. nodeA:2,nodeB:2; ranks fill them in order
+  --hostfile F      the same from a file in Open MPI's format (host slots=N per line)
+  --rsh PREFIX      command that runs a command on a host (default ssh; e.g. 'ip netns exec')
+  --kv-host ADDR    address remote ranks reach this launcher at (default: first routable IPv4)
   --timeout S       stop the job after S seconds (exit code 124)
   --rails LIST      rails the ranks use, e.g. tcp (sets RAILCOMM_RAILS)
   --stats           ranks print traffic counters at finalize (sets RAILCOMM_STATS=1)
@@ -203,6 +221,61 @@ interface RankState {
   flush: () => void;
 }
 
+interface Placement { host: string; local: boolean; localRank: number; localSize: number }
+
+const LOCAL_NAMES = new Set(['localhost', '127.0.0.1', '::1']);
+
+/** Ranks fill the hosts' slots in order; more ranks than slots is an error. */
+export function placeRanks(np: number, hosts: HostSlots[] | undefined): Placement[] {
+  if (hosts === undefined || hosts.length === 0) {
+    return Array.from({ length: np }, (_, r) => ({ host: 'localhost', local: true, localRank: r, localSize: np }));
+  }
+  const total = hosts.reduce((a, h) => a + h.slots, 0);
+  if (np > total) throw invalidArg(`${np} ranks do not fit the ${total} slots of ${hosts.map((h) => `${h.host}:${h.slots}`).join(',')}`);
+  const out: Placement[] = [];
+  for (const h of hosts) {
+    const here = Math.min(h.slots, np - out.length);
+    for (let i = 0; i < here; i++) out.push({ host: h.host, local: LOCAL_NAMES.has(h.host), localRank: i, localSize: here });
+  }
+  return out;
+}
+
+/** This host's first non-internal IPv4 address, for remote ranks to reach the launcher. */
+function routableAddress(): string {
+  for (const addrs of Object.values(os.networkInterfaces())) {
+    for (const a of addrs ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  }
+  return '127.0.0.1';
+}
+
+/** "a:2,b" (slots default 1) */
+export function parseHosts(text: string): HostSlots[] {
+  return text.split(',').map((t) => t.trim()).filter(Boolean).map((t) => {
+    const m = /^([^:\s]+)(?::(\d+))?$/.exec(t);
+    if (!m || (m[2] !== undefined && Number(m[2]) < 1)) throw new UsageError(`--hosts: '${t}' is not host or host:slots`);
+    return { host: m[1]!, slots: m[2] !== undefined ? Number(m[2]) : 1 };
+  });
+}
+
+/** Open MPI's hostfile format: "host slots=N" per line, # comments. */
+export function parseHostfile(text: string): HostSlots[] {
+  const out: HostSlots[] = [];
+  for (const raw of text.split('\n')) {
+    const line = raw.replace(/#.*/, '').trim();
+    if (!line) continue;
+    const [host, ...rest] = line.split(/\s+/);
+    let slots = 1;
+    for (const kv of rest) {
+      const m = /^(?:slots|max_slots)=(\d+)$/.exec(kv);
+      if (m && kv.startsWith('slots')) slots = Number(m[1]);
+      else if (!m) throw new UsageError(`hostfile: cannot read '${kv}' in '${line}' (expected slots=N)`);
+    }
+    if (slots < 1) throw new UsageError(`hostfile: slots must be at least 1 in '${line}'`);
+    out.push({ host: host!, slots });
+  }
+  return out;
+}
+
 function resolveProgram(command: string[]): { file: string; args: string[] } {
   const first = command[0] ?? '';
   if (/\.(m|c)?js$/i.test(first)) return { file: process.execPath, args: command };
@@ -216,8 +289,10 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   const graceMs = Math.max(0, (opts.graceSec ?? DEFAULT_GRACE_SEC) * 1000);
   const jobKey = newJobKey();
   const jobId = randomBytes(4).readUInt32BE(0);
-  const kv = await KvServer.start({ size: np, jobKey });
-  const kvAddr = kv.address();
+  const placement = placeRanks(np, opts.hosts);
+  const remote = placement.some((p) => !p.local);
+  const kv = await KvServer.start(remote ? { size: np, jobKey, host: '0.0.0.0' } : { size: np, jobKey });
+  const kvAddr = remote ? { host: opts.kvHost ?? routableAddress(), port: kv.address().port } : kv.address();
   const { file, args } = resolveProgram(opts.command);
 
   const baseEnv: NodeJS.ProcessEnv = { ...process.env };
@@ -226,7 +301,6 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   Object.assign(baseEnv, opts.env ?? {});
   Object.assign(baseEnv, {
     [ENV.size]: String(np),
-    [ENV.localSize]: String(np),
     [ENV.kv]: `${kvAddr.host}:${kvAddr.port}`,
     [ENV.jobKey]: jobKey,
     [ENV.jobId]: String(jobId),
@@ -387,7 +461,8 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   };
 
   for (let rank = 0; rank < np; rank++) {
-    const env: NodeJS.ProcessEnv = { ...baseEnv, [ENV.rank]: String(rank), [ENV.localRank]: String(rank) };
+    const where = placement[rank]!;
+    const env: NodeJS.ProcessEnv = { ...baseEnv, [ENV.rank]: String(rank), [ENV.localRank]: String(where.localRank), [ENV.localSize]: String(where.localSize) };
     const st: RankState = {
       rank, child: undefined, pid: undefined, exited: false,
       exit: { rank, code: null, signal: null },
@@ -405,7 +480,16 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     try {
       // Own process group per rank: signals reach the rank's children, and a
       // terminal's Ctrl-C reaches only the launcher, which decides what to do.
-      child = spawn(file, args, { env, cwd: opts.cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+      if (where.local) {
+        child = spawn(file, args, { env, cwd: opts.cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+      } else {
+        // PREFIX host env NAME=VALUE... program args: the remote side gets the
+        // railcomm variables (and -x ones) explicitly, as ssh passes no environment.
+        const rsh = opts.rsh ?? ['ssh'];
+        const vars = Object.entries(env).filter(([k, v]) => v !== undefined && (k.startsWith('RAILCOMM_') || k in (opts.env ?? {}))).map(([k, v]) => `${k}=${v}`);
+        const prog = file === process.execPath ? [process.execPath, ...args.map((a, i) => (i === 0 ? resolvePath(opts.cwd ?? process.cwd(), a) : a))] : [file, ...args];
+        child = spawn(rsh[0]!, [...rsh.slice(1), where.host, 'env', ...vars, ...prog], { env, cwd: opts.cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+      }
     } catch (err) {
       rankExited(st, null, null, err instanceof Error ? err : new Error(String(err)));
       continue;
@@ -457,6 +541,9 @@ function parseRunArgs(argv: string[]): ParsedRun | 'help' {
   let graceSec: number | undefined;
   let rails: string | undefined;
   let stats = false;
+  let hosts: HostSlots[] | undefined;
+  let rsh: string[] | undefined;
+  let kvHost: string | undefined;
   const env: Record<string, string> = {};
   let i = 0;
   const valueOf = (name: string, inline: string | undefined): string => {
@@ -500,6 +587,25 @@ function parseRunArgs(argv: string[]): ParsedRun | 'help' {
         rails = v;
         break;
       }
+      case '--hosts':
+        hosts = parseHosts(valueOf(name, inline));
+        break;
+      case '--hostfile': {
+        const f = valueOf(name, inline);
+        let text: string;
+        try { text = readFileSync(f, 'utf8'); } catch (e) { throw new UsageError(`--hostfile: cannot read ${f}: ${(e as Error).message}`); }
+        hosts = parseHostfile(text);
+        break;
+      }
+      case '--rsh': {
+        const v = valueOf(name, inline).trim();
+        if (!v) throw new UsageError('--rsh needs a command prefix, e.g. ssh');
+        rsh = v.split(/\s+/);
+        break;
+      }
+      case '--kv-host':
+        kvHost = valueOf(name, inline);
+        break;
       case '--stats':
         if (inline !== undefined) throw new UsageError('--stats takes no value');
         stats = true;
@@ -518,12 +624,17 @@ function parseRunArgs(argv: string[]): ParsedRun | 'help' {
     }
   }
   const command = argv.slice(i);
+  if (np === undefined && hosts !== undefined) np = hosts.reduce((a, h) => a + h.slots, 0);
   if (np === undefined) throw new UsageError('-n N (the number of ranks) is required');
+  if (hosts !== undefined && np > hosts.reduce((a, h) => a + h.slots, 0)) throw new UsageError(`-n ${np} is more than the ${hosts.reduce((a, h) => a + h.slots, 0)} slots of the hosts`);
   if (command.length === 0 || !command[0]) throw new UsageError('no script or program given');
   const opts: JobOptions = { np, command, stats, env };
   if (timeoutSec !== undefined) opts.timeoutSec = timeoutSec;
   if (graceSec !== undefined) opts.graceSec = graceSec;
   if (rails !== undefined) opts.rails = rails;
+  if (hosts !== undefined) opts.hosts = hosts;
+  if (rsh !== undefined) opts.rsh = rsh;
+  if (kvHost !== undefined) opts.kvHost = kvHost;
   return { opts };
 }
 

@@ -140,10 +140,18 @@ export class Context {
           const res = globs.map(globToRegExp);
           pool = ds.filter((d) => res.some((r) => r.test(d.name)));
           if (pool.length === 0) throw new RailcommError(ErrorCode.NO_RAIL, `RAILCOMM_TCP_DEVICES=${params.tcpDevices} matches none of this host's devices (${ds.map((d) => d.name).join(', ')})`);
+        } else if (oneHost) {
+          pool = ds.filter((d) => d.kind === 'loopback');
         } else {
-          pool = oneHost ? ds.filter((d) => d.kind === 'loopback') : ds.filter((d) => d.kind === 'network');
-          if (pool.length === 0) pool = ds;
+          // Across hosts: the device that carries our connection to the wire-up
+          // service routes to the job's network (not loopback, not a bridge that
+          // goes nowhere); else the first non-loopback device.
+          const via = opts.kv?.localAddress()?.replace(/^::ffff:/, '');
+          const routed = via !== undefined ? ds.filter((d) => d.address === via && d.kind === 'network') : [];
+          pool = routed.length > 0 ? routed : ds.filter((d) => d.kind === 'network');
+          if (routed.length > 0) l5.push(`tcp: ${routed[0]!.name} carries the connection to the wire-up service (${via})`);
         }
+        if (pool.length === 0) pool = ds;
       }
       const d = pool[0];
       if (d === undefined) { l5.push(`${c.name}: no usable device`); continue; }

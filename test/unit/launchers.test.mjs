@@ -51,3 +51,18 @@ test('Open MPI mpirun, MPICH hydra and Slurm, in that order after railcomm run',
   const rc = detectLaunch({ RAILCOMM_RANK: '0', RAILCOMM_SIZE: '2', RAILCOMM_KV: '127.0.0.1:5', RAILCOMM_JOB_KEY: 'cd'.repeat(16), OMPI_COMM_WORLD_RANK: '1', OMPI_COMM_WORLD_SIZE: '2' });
   assert.equal(rc.launcher, 'railcomm', 'railcomm run wins');
 });
+
+test('railcomm run --hosts and --hostfile: parsing and rank placement', async () => {
+  const { parseHosts, parseHostfile, placeRanks } = await import('../../dist/cli/run.js');
+  assert.deepEqual(parseHosts('a:2,b,c:3'), [{ host: 'a', slots: 2 }, { host: 'b', slots: 1 }, { host: 'c', slots: 3 }]);
+  assert.throws(() => parseHosts('a:0'));
+  assert.throws(() => parseHosts('a:x'));
+  assert.deepEqual(parseHostfile('# cluster\nnode1 slots=2\nnode2 slots=4 max_slots=8\n\nnode3\n'),
+    [{ host: 'node1', slots: 2 }, { host: 'node2', slots: 4 }, { host: 'node3', slots: 1 }]);
+  assert.throws(() => parseHostfile('node1 cpus=2'));
+  const p = placeRanks(5, [{ host: 'a', slots: 2 }, { host: 'b', slots: 4 }]);
+  assert.deepEqual(p.map((x) => `${x.host}:${x.localRank}/${x.localSize}`), ['a:0/2', 'a:1/2', 'b:0/3', 'b:1/3', 'b:2/3']);
+  assert.throws(() => placeRanks(7, [{ host: 'a', slots: 2 }, { host: 'b', slots: 4 }]), /do not fit/);
+  assert.equal(placeRanks(2, [{ host: 'localhost', slots: 2 }])[0].local, true);
+  assert.equal(placeRanks(3, undefined).every((x) => x.local && x.localSize === 3), true);
+});

@@ -1,0 +1,63 @@
+// Many hosts on one machine: two network namespaces joined by a bridge, each
+// a "host"; `railcomm run --hosts A:2,B:2 --rsh 'ip netns exec'` runs the
+// point-to-point and collective suites across them, and ranks must pick the
+// device that routes (eth0), not the one listed first that goes nowhere.
+// Skipped, with the reason printed, where namespaces cannot be created.
+
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { railcomm, jobScript, caseResults, linesWith } from './jobs.mjs';
+
+const netns = fileURLToPath(new URL('../helpers/netns.sh', import.meta.url));
+const tag = String(10 + (process.pid % 80));
+const subnet = `10.77.${tag}`;
+const A = `rc${tag}a`, B = `rc${tag}b`;
+
+function setup() {
+  if (process.platform !== 'linux') return 'network namespaces need Linux';
+  if (typeof process.getuid === 'function' && process.getuid() !== 0) return 'creating network namespaces needs root';
+  spawnSync(netns, ['down', tag]);
+  const r = spawnSync(netns, ['up', tag, subnet], { encoding: 'utf8' });
+  if (r.status !== 0) { spawnSync(netns, ['down', tag]); return `cannot create network namespaces here: ${(r.stderr || r.error?.message || '').trim()}`; }
+  return null;
+}
+const skipReason = setup();
+if (skipReason) console.log(`# multi-host tests skipped: ${skipReason}`);
+after(() => { if (!skipReason) spawnSync(netns, ['down', tag]); });
+
+const across = (hosts, script, extra = []) => ['run', '--hosts', hosts, '--rsh', 'ip netns exec', '--kv-host', `${subnet}.1`, '--timeout', '120', ...extra, jobScript(script)];
+
+test('ranks on two hosts wire up through the device that routes', { skip: skipReason ?? false }, async () => {
+  const job = await railcomm([...across(`${A}:2,${B}:2`, 'wireup-check.mjs', ['-x', 'SHOW_DEVICE=1'])], { limitMs: 150_000 });
+  assert.equal(job.code, 0, job.stderr);
+  assert.equal(linesWith(job.stdout, 'WIREUP').filter((l) => l.rest.startsWith('ok launcher=railcomm')).length, 4, job.stdout);
+  const devices = linesWith(job.stdout, 'DEVICE');
+  assert.equal(devices.length, 4);
+  for (const d of devices) assert.match(d.rest, new RegExp(`^rank=\\d eth0 ${subnet.replace(/\./g, '\\.')}\\.[23]:\\d+$`), `rank ${d.rank} chose ${d.rest} (the unroutable docker0 is listed first)`);
+});
+
+test('point-to-point suite across two hosts', { skip: skipReason ?? false }, async () => {
+  const job = await railcomm(across(`${A}:2,${B}:2`, 'p2p-suite.mjs'), { limitMs: 150_000 });
+  const res = caseResults(job.stdout);
+  assert.ok(res.size >= 19, job.stderr.slice(-2000));
+  for (const [name, byRank] of res) for (let r = 0; r < 4; r++) assert.equal(byRank.get(r), 'ok', `${name}, rank ${r}: ${byRank.get(r)}`);
+  assert.equal(job.code, 0);
+});
+
+test('collectives across two hosts, 3 ranks', { skip: skipReason ?? false }, async () => {
+  const job = await railcomm(across(`${A}:2,${B}:1`, 'coll-suite.mjs'), { limitMs: 150_000 });
+  const res = caseResults(job.stdout);
+  assert.ok(res.size >= 7, job.stderr.slice(-2000));
+  for (const [name, byRank] of res) for (let r = 0; r < 3; r++) assert.equal(byRank.get(r), 'ok', `${name}, rank ${r}: ${byRank.get(r)}`);
+  assert.equal(job.code, 0);
+});
+
+test('a remote rank that dies mid-job: survivors fail with ERR_PEER_FAILED, the launcher stops the job', { skip: skipReason ?? false }, async () => {
+  const job = await railcomm(across(`${A}:2,${B}:1`, 'fault-peer-exit.mjs'), { limitMs: 90_000 });
+  assert.equal(job.code, 3, job.stderr);
+  const results = linesWith(job.stdout, 'RESULT').map((l) => `${l.rank} ${l.rest}`);
+  assert.ok(results.includes('0 recv from dead rank: ERR_PEER_FAILED'), job.stdout);
+  assert.ok(results.includes('1 recv from dead rank: ERR_PEER_FAILED'), job.stdout);
+});
