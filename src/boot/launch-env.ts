@@ -35,6 +35,8 @@ export interface LaunchInfo {
   master?: { host: string; port: number };
   /** Secret every connection proves it knows (hex); a singleton makes its own. */
   jobKey: string;
+  /** Ranks that are threads of this process (railcomm run --threads); 1 for a process rank. */
+  threads: number;
   /** False when no RAILCOMM_JOB_KEY was given and one was derived from public facts. */
   jobKeySecret: boolean;
   jobId: number;
@@ -91,7 +93,7 @@ function others(env: NodeJS.ProcessEnv, rankVar: string, sizeVar: string, launch
     : /^(127\.|localhost$|::1$)/.test(master.host) ? size : 1;
   const localRank = localRankVar !== undefined && env[localRankVar] !== undefined ? intVar(env, localRankVar, 0, size - 1) : 0;
   const { key, secret } = jobKeyFor(env, jobText);
-  return { launcher, why, rank, size, localRank, localSize, master, jobKey: key, jobKeySecret: secret, jobId: hash32(jobText) };
+  return { launcher, why, rank, size, localRank, localSize, master, jobKey: key, jobKeySecret: secret, jobId: hash32(jobText), threads: 1 };
 }
 
 export function detectLaunch(env: NodeJS.ProcessEnv = process.env): LaunchInfo {
@@ -111,6 +113,7 @@ export function detectLaunch(env: NodeJS.ProcessEnv = process.env): LaunchInfo {
       kv: parseHostPort(kvText, ENV.kv),
       jobKey, jobKeySecret: true,
       jobId: env[ENV.jobId] !== undefined ? intVar(env, ENV.jobId, 0, 0xffffffff) : 0,
+      threads: env['RAILCOMM_THREADS'] !== undefined ? intVar(env, 'RAILCOMM_THREADS', 1, size) : 1,
     };
   }
   if (env['OMPI_COMM_WORLD_RANK'] !== undefined && env['OMPI_COMM_WORLD_SIZE'] !== undefined) {
@@ -141,6 +144,6 @@ export function detectLaunch(env: NodeJS.ProcessEnv = process.env): LaunchInfo {
   }
   return {
     launcher: 'singleton', why: 'no launcher variables found (RAILCOMM_RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK, RANK)',
-    rank: 0, size: 1, localRank: 0, localSize: 1, jobKey: '', jobKeySecret: true, jobId: 0,
+    rank: 0, size: 1, localRank: 0, localSize: 1, jobKey: '', jobKeySecret: true, jobId: 0, threads: 1,
   };
 }

@@ -14,7 +14,8 @@ const DEFAULT_SIZES: Record<string, string> = {
   allreduce: COLL_SIZES, bcast: COLL_SIZES, allgather: COLL_SIZES, alltoall: COLL_SIZES,
 };
 
-const USAGE = `railcomm bench latency|bw|allreduce|bcast|allgather|alltoall [-n N] [--rails LIST] [--sizes LIST] [--iters N] [--window N] [--json]
+const USAGE = `railcomm bench latency|bw|allreduce|bcast|allgather|alltoall [-n N] [--threads] [--rails LIST] [--sizes LIST] [--iters N] [--window N] [--json]
+  --threads: the ranks are worker threads of one process (tbsm rail)
   latency:   half round trip between ranks 0 and 1 (osu_latency style), microseconds
   bw:        windows of nonblocking sends then an ack (osu_bw style), MB/s = 10^6 bytes/s
   allreduce, bcast, allgather, alltoall: average microseconds per call over the ranks
@@ -28,6 +29,7 @@ export async function benchCommand(argv: string[]): Promise<number> {
   let iters = 2000;
   let window = 64;
   let json = false;
+  let threads = false;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const val = (): string => {
@@ -41,6 +43,7 @@ export async function benchCommand(argv: string[]): Promise<number> {
     else if (a === '--iters') iters = Number(val());
     else if (a === '--window') window = Number(val());
     else if (a === '--json') json = true;
+    else if (a === '--threads') threads = true;
     else if (a === '-h' || a === '--help') { process.stdout.write(USAGE + '\n'); return 0; }
     else if (!kind) kind = a;
     else { process.stderr.write(`railcomm bench: unexpected argument '${a}'\n${USAGE}\n`); return 2; }
@@ -62,7 +65,7 @@ export async function benchCommand(argv: string[]): Promise<number> {
   const script = fileURLToPath(new URL(isColl ? '../bench/coll.js' : '../bench/p2p.js', import.meta.url));
   const job = await startJob({
     np, command: isColl ? [script, kind, sizeList, String(iters === 2000 ? 1000 : iters)] : [script, kind, sizeList, String(iters), String(window)], capture: true,
-    ...(rails !== undefined ? { rails } : {}), timeoutSec: 600,
+    ...(rails !== undefined ? { rails } : {}), ...(threads ? { threadsPerProcess: np } : {}), timeoutSec: 600,
   });
   const res = await job.wait();
   const out = res.outputs?.[0]?.stdout.find((l) => l.startsWith('{'));

@@ -7,9 +7,9 @@ import { benchCommand } from './bench.js';
 
 const HELP = `railcomm: message passing for Node.js
 
-  railcomm run -n N [--timeout S] [--rails LIST] [--stats] [--] script [args]
+  railcomm run -n N [--threads | --threads-per-process K] [--hosts LIST] [--timeout S] [--rails LIST] [--stats] [--] script [args]
   railcomm info [--params] [--json]
-  railcomm bench latency|bw [-n N] [--rails LIST] [--sizes LIST] [--iters N] [--json]
+  railcomm bench latency|bw|allreduce|bcast|allgather|alltoall [-n N] [--threads] [--rails LIST] [--sizes LIST] [--json]
 
 'railcomm <command> --help' tells more.`;
 

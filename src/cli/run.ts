@@ -1,11 +1,12 @@
-// `railcomm run`: start N ranks on this host around a key-value service, prefix
-// their output with the rank, and make the job live and die as one: the first
-// failure, an abort, a timeout or a signal stops every rank and its children.
+// `railcomm run`: start N ranks (processes, or worker threads in a few processes)
+// around a key-value service, prefix their output with the rank, and make the job live
+// and die as one: the first failure, an abort, a timeout or a signal stops every rank.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { constants as osConstants } from 'node:os';
-import type { Readable, Writable } from 'node:stream';
+import type { Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import { newJobKey } from '../core/auth.js';
 import { invalidArg } from '../core/errors.js';
 import { ENV } from '../boot/launch-env.js';
@@ -13,6 +14,8 @@ import { KvServer } from '../boot/kv-server.js';
 import os from 'node:os';
 import { readFileSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
+import { LineCutter, MAX_HELD_LINE, NL, OutputGate, parseRankPrefix, rankPrefix } from './line-io.js';
+import { THREAD_ENV } from './thread-host.js';
 
 export interface JobOptions {
   /** Number of ranks. */
@@ -40,6 +43,12 @@ export interface JobOptions {
   rsh?: string[];
   /** Address remote ranks use to reach the wire-up service (default: this host's first routable IPv4). */
   kvHost?: string;
+  /**
+   * Run the ranks as worker threads, this many per process (np must be a multiple;
+   * ranks p*K .. p*K+K-1 live in process p). Needs a JavaScript script; not with remote hosts.
+   * Absent: one process per rank.
+   */
+  threadsPerProcess?: number;
 }
 
 export interface HostSlots {
@@ -65,14 +74,17 @@ export interface JobResult {
   /** What stopped the job, when something did. */
   reason?: string;
   exits: RankExit[];
-  /** Only with `capture: true`: lines per rank, without the `[rank] ` prefix. */
+  /**
+   * Only with `capture: true`: lines per rank, without the `[rank] ` prefix. A thread
+   * process's lines that carry no rank prefix (its own messages) go to its first rank.
+   */
   outputs?: RankOutput[];
 }
 
 export interface Job {
   readonly jobId: number;
   readonly kv: { host: string; port: number };
-  /** Process ids of the ranks (undefined for a rank that could not be spawned). */
+  /** Process id of each rank (thread ranks share their process's; undefined when it could not be spawned). */
   readonly pids: ReadonlyArray<number | undefined>;
   wait(): Promise<JobResult>;
   /** Stop the job as a failure: prints `message`, SIGTERM, then SIGKILL after the grace time. */
@@ -80,17 +92,21 @@ export interface Job {
 }
 
 const DEFAULT_GRACE_SEC = 3;
-/** A rank line longer than this is printed in pieces rather than held without bound. */
-const MAX_HELD_LINE = 1 << 20;
 /** Captured lines kept per rank stream; a benchmark prints far fewer. */
 const MAX_CAPTURED_LINES = 100_000;
 /** After the last rank exits, how long its pipes may stay open (held by escaped grandchildren). */
 const DRAIN_MS = 2000;
 /** How long a rank's failure report waits for the rank's own last output lines. */
 const LAST_WORDS_MS = 250;
-const NL = Buffer.from('\n');
+/** The thread host's lines already carry `[rank] `; a line it cut at MAX_HELD_LINE must stay one line here. */
+const MAX_HELD_HOST_LINE = 2 * MAX_HELD_LINE;
+/** Runs thread ranks; next to this file in dist/. */
+const THREAD_HOST = fileURLToPath(new URL('./thread-host.js', import.meta.url));
+const SCRIPT_RE = /\.(m|c)?js$/i;
+/** The thread host writes "<rank> <code>" lines here as its thread ranks exit. */
+const REPORT_FD = 3;
 
-const IDENTITY_VARS: readonly string[] = Object.values(ENV);
+const IDENTITY_VARS: readonly string[] = [...Object.values(ENV), ...Object.values(THREAD_ENV)];
 
 export function usage(): string {
   return `usage: railcomm run -n N [options] [--] script [args...]
@@ -103,6 +119,10 @@ options:
   --hostfile F      the same from a file in Open MPI's format (host slots=N per line)
   --rsh PREFIX      command that runs a command on a host (default ssh; e.g. 'ip netns exec')
   --kv-host ADDR    address remote ranks reach this launcher at (default: first routable IPv4)
+  --threads         run the N ranks as worker threads of one node process
+  --threads-per-process K
+                    run N/K processes of K worker-thread ranks each (N a multiple of K);
+                    process p runs ranks p*K .. p*K+K-1
   --timeout S       stop the job after S seconds (exit code 124)
   --rails LIST      rails the ranks use, e.g. tcp (sets RAILCOMM_RAILS)
   --stats           ranks print traffic counters at finalize (sets RAILCOMM_STATS=1)
@@ -111,8 +131,11 @@ options:
   -h, --help        show this help
 
 A script ending in .js, .mjs or .cjs runs with this node; anything else runs as a
-program. Output lines are prefixed with [rank]. The exit code is that of the first
-rank that failed (128+signal number if killed), 0 when all ranks succeeded.
+program. Thread ranks need such a script, run on this host only (not with --hosts),
+and see the same process.argv and environment as a process rank, plus
+RAILCOMM_THREAD_BASE and RAILCOMM_THREADS. Output lines are prefixed with [rank].
+The exit code is that of the first rank that failed (128+signal number if killed;
+for thread ranks, their process's first failure), 0 when all ranks succeeded.
 `;
 }
 
@@ -129,93 +152,19 @@ function killGroup(pid: number, sig: NodeJS.Signals): void {
   }
 }
 
-/**
- * Pauses rank pipes while the launcher's own stdout/stderr cannot take more,
- * so a fast rank is slowed down instead of growing this process's memory.
- */
-class OutputGate {
-  private readonly waiting = new Set<Readable>();
-  private armed = false;
-  private broken = false;
-  private readonly onError = (): void => {
-    // A closed terminal or pipe (EPIPE) must not crash the launcher; output is dropped from then on.
-    this.broken = true;
-    this.release();
-  };
-
-  constructor(private readonly out: Writable) {
-    out.on('error', this.onError);
-  }
-
-  write(data: Buffer, source: Readable): void {
-    if (this.broken || this.out.destroyed) return;
-    if (this.out.write(data)) return;
-    source.pause();
-    this.waiting.add(source);
-    if (!this.armed) {
-      this.armed = true;
-      this.out.once('drain', () => this.release());
-    }
-  }
-
-  dispose(): void {
-    this.out.off('error', this.onError);
-    this.release();
-  }
-
-  private release(): void {
-    this.armed = false;
-    for (const s of this.waiting) s.resume();
-    this.waiting.clear();
-  }
-}
-
-/** Cuts one rank stream into whole lines; a partial line waits for its end so ranks never interleave mid-line. */
-class LineCutter {
-  private held: Buffer[] = [];
-  private heldBytes = 0;
-
-  constructor(private readonly emit: (lines: Buffer[]) => void) {}
-
-  push(chunk: Buffer): void {
-    const lines: Buffer[] = [];
-    let start = 0;
-    for (;;) {
-      const nl = chunk.indexOf(0x0a, start);
-      if (nl < 0) break;
-      const piece = chunk.subarray(start, nl);
-      lines.push(this.heldBytes === 0 ? piece : Buffer.concat([...this.held, piece]));
-      this.held = [];
-      this.heldBytes = 0;
-      start = nl + 1;
-    }
-    if (start < chunk.length) {
-      this.held.push(chunk.subarray(start));
-      this.heldBytes += chunk.length - start;
-      if (this.heldBytes > MAX_HELD_LINE) lines.push(this.take());
-    }
-    if (lines.length > 0) this.emit(lines);
-  }
-
-  /** The stream ended: a last line without newline is still a line. */
-  flush(): void {
-    if (this.heldBytes > 0) this.emit([this.take()]);
-  }
-
-  private take(): Buffer {
-    const b = Buffer.concat(this.held);
-    this.held = [];
-    this.heldBytes = 0;
-    return b;
-  }
-}
-
-interface RankState {
-  rank: number;
+/** One process of the job: a process rank, or a thread host running `count` ranks from `base`. */
+interface ProcState {
+  base: number;
+  count: number;
+  threads: boolean;
+  /** Its ranks not known to have exited (a thread host reports each thread's exit). */
+  live: Set<number>;
   child: ChildProcess | undefined;
   pid: number | undefined;
   exited: boolean;
-  exit: RankExit;
+  /** Exit code, or null when killed by a signal or never started. */
+  code: number | null;
+  signal: NodeJS.Signals | null;
   /** Resolves when both pipes ended (or could not exist). */
   drained: Promise<void>;
   flush: () => void;
@@ -278,7 +227,7 @@ export function parseHostfile(text: string): HostSlots[] {
 
 function resolveProgram(command: string[]): { file: string; args: string[] } {
   const first = command[0] ?? '';
-  if (/\.(m|c)?js$/i.test(first)) return { file: process.execPath, args: command };
+  if (SCRIPT_RE.test(first)) return { file: process.execPath, args: command };
   return { file: first, args: command.slice(1) };
 }
 
@@ -286,6 +235,15 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   const np = opts.np;
   if (!Number.isSafeInteger(np) || np < 1) throw invalidArg(`startJob: np must be a positive integer, got ${np}`);
   if (opts.command.length === 0 || !opts.command[0]) throw invalidArg('startJob: command is empty');
+  const perProc = opts.threadsPerProcess ?? 1;
+  const threads = opts.threadsPerProcess !== undefined;
+  if (threads) {
+    if (!Number.isSafeInteger(perProc) || perProc < 1 || np % perProc !== 0) {
+      throw invalidArg(`startJob: threadsPerProcess must be a positive integer that divides np (${np}), got ${perProc}`);
+    }
+    if (opts.hosts !== undefined && opts.hosts.length > 0) throw invalidArg('startJob: thread ranks run on this host only; drop hosts or threadsPerProcess');
+    if (!SCRIPT_RE.test(opts.command[0])) throw invalidArg(`startJob: thread ranks need a .js, .mjs or .cjs script, got '${opts.command[0]}'`);
+  }
   const graceMs = Math.max(0, (opts.graceSec ?? DEFAULT_GRACE_SEC) * 1000);
   const jobKey = newJobKey();
   const jobId = randomBytes(4).readUInt32BE(0);
@@ -293,7 +251,10 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   const remote = placement.some((p) => !p.local);
   const kv = await KvServer.start(remote ? { size: np, jobKey, host: '0.0.0.0' } : { size: np, jobKey });
   const kvAddr = remote ? { host: opts.kvHost ?? routableAddress(), port: kv.address().port } : kv.address();
-  const { file, args } = resolveProgram(opts.command);
+  const { file, args } = threads
+    // The host takes the grace time as an argument, not from the environment its threads inherit.
+    ? { file: process.execPath, args: [THREAD_HOST, `--grace-ms=${graceMs}`, `--report-fd=${REPORT_FD}`, '--', ...opts.command] }
+    : resolveProgram(opts.command);
 
   const baseEnv: NodeJS.ProcessEnv = { ...process.env };
   if (opts.rails !== undefined) baseEnv['RAILCOMM_RAILS'] = opts.rails;
@@ -305,6 +266,8 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     [ENV.jobKey]: jobKey,
     [ENV.jobId]: String(jobId),
   });
+  // Identity variables inherited from a launcher around this one would mislead a rank that is not given its own.
+  for (const k of Object.values(THREAD_ENV)) delete baseEnv[k];
 
   const outputs: RankOutput[] | undefined = opts.capture
     ? Array.from({ length: np }, () => ({ stdout: [], stderr: [] }))
@@ -312,13 +275,14 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   const outGate = opts.capture ? undefined : new OutputGate(process.stdout);
   const errGate = opts.capture ? undefined : new OutputGate(process.stderr);
 
+  const nprocs = np / perProc;
   let failure: { code: number; reason: string } | undefined;
   let graceTimer: NodeJS.Timeout | undefined;
   let timeoutTimer: NodeJS.Timeout | undefined;
-  /** Ranks whose process has not exited. */
-  let alive = np;
-  /** Ranks not yet fully accounted for (exited, output drained or given up on); the job ends at 0. */
-  let running = np;
+  /** Ranks that have not exited. */
+  let ranksAlive = np;
+  /** Processes not yet fully accounted for (exited, output drained or given up on); the job ends at 0. */
+  let running = nprocs;
   let finished = false;
   let resolveDone: (r: JobResult) => void = () => undefined;
   const done = new Promise<JobResult>((r) => { resolveDone = r; });
@@ -327,10 +291,10 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     process.stderr.write(`railcomm run: ${msg}\n`);
   };
 
-  const ranks: RankState[] = [];
+  const procs: ProcState[] = [];
 
   const signalAll = (sig: NodeJS.Signals): void => {
-    for (const r of ranks) if (!r.exited && r.pid !== undefined) killGroup(r.pid, sig);
+    for (const p of procs) if (!p.exited && p.pid !== undefined) killGroup(p.pid, sig);
   };
 
   const startGrace = (): void => {
@@ -360,7 +324,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   const onSigterm = (): void => onSignal('SIGTERM');
   // If this process exits while ranks run (process.exit elsewhere, uncaught error), take them along.
   const onExit = (): void => {
-    for (const r of ranks) if (r.pid !== undefined) killGroup(r.pid, 'SIGKILL');
+    for (const p of procs) if (p.pid !== undefined) killGroup(p.pid, 'SIGKILL');
   };
   const forward = opts.forwardSignals ?? true;
   if (forward) {
@@ -378,17 +342,18 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     if (timeoutTimer) clearTimeout(timeoutTimer);
     if (graceTimer) clearTimeout(graceTimer);
     // Leftover grandchildren in a rank's group would hold its pipes open and outlive the job.
-    for (const r of ranks) if (r.pid !== undefined) killGroup(r.pid, 'SIGKILL');
+    for (const p of procs) if (p.pid !== undefined) killGroup(p.pid, 'SIGKILL');
     let drainTimer: NodeJS.Timeout | undefined;
     await Promise.race([
-      Promise.all(ranks.map((r) => r.drained)),
+      Promise.all(procs.map((p) => p.drained)),
       new Promise<void>((res) => { drainTimer = setTimeout(res, DRAIN_MS); }),
     ]);
     if (drainTimer) clearTimeout(drainTimer);
-    for (const r of ranks) {
-      r.flush();
-      r.child?.stdout?.destroy();
-      r.child?.stderr?.destroy();
+    for (const p of procs) {
+      p.flush();
+      p.child?.stdout?.destroy();
+      p.child?.stderr?.destroy();
+      if (p.threads) p.child?.stdio[REPORT_FD]?.destroy();
     }
     if (forward) {
       process.off('SIGINT', onSigint);
@@ -398,53 +363,112 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     outGate?.dispose();
     errGate?.dispose();
     await kv.close();
-    const result: JobResult = { code: failure?.code ?? 0, exits: ranks.map((r) => r.exit) };
+    const exits: RankExit[] = [];
+    for (const p of procs) for (let r = p.base; r < p.base + p.count; r++) exits.push({ rank: r, code: p.code, signal: p.signal });
+    const result: JobResult = { code: failure?.code ?? 0, exits };
     if (failure) result.reason = failure.reason;
     if (outputs) result.outputs = outputs;
     resolveDone(result);
   };
 
-  /** Why a rank's exit fails the job, or undefined when it does not. `othersAlive` is counted at exit time. */
-  const verdict = (st: RankState, code: number | null, signal: NodeJS.Signals | null, othersAlive: number, spawnError?: Error): { code: number; message: string } | undefined => {
-    if (spawnError) return { code: 127, message: `cannot start rank ${st.rank} (${opts.command[0]}): ${spawnError.message}; stopping the job` };
-    if (signal) return { code: 128 + signalNumber(signal), message: `rank ${st.rank} was killed by signal ${signal}; stopping the other ranks` };
-    if (code !== 0 && code !== null) return { code, message: `rank ${st.rank} exited with code ${code}; stopping the other ranks` };
-    if (othersAlive > 0 && kv.joined(st.rank) && !kv.finalized(st.rank)) {
-      // Its peers may wait for it forever; MPI launchers treat this as a failure too.
-      return { code: 1, message: `rank ${st.rank} exited without calling finalize() while other ranks were still running; stopping the job` };
-    }
+  /** "rank 3", or for a thread process "ranks 4-7 (threads of process 1234)". */
+  const who = (p: ProcState): string => {
+    if (!p.threads) return `rank ${p.base}`;
+    const ranks = p.count === 1 ? `rank ${p.base}` : `ranks ${p.base}-${p.base + p.count - 1}`;
+    return `${ranks} (${p.pid !== undefined ? `threads of process ${p.pid}` : 'worker threads'})`;
+  };
+
+  /** A rank is gone; true when it had joined the job and left without finalize() while others still run. */
+  const rankGone = (p: ProcState, rank: number, code: number | null): boolean => {
+    if (!p.live.delete(rank)) return false;
+    ranksAlive--;
+    // Its peers may wait for it forever; MPI launchers treat this as a failure too.
+    return code === 0 && ranksAlive > 0 && kv.joined(rank) && !kv.finalized(rank);
+  };
+  const unfinalizedMessage = (rank: number): string => `rank ${rank} exited without calling finalize() while other ranks were still running; stopping the job`;
+
+  /** A thread host's report that one of its threads exited (the host itself runs on). */
+  const threadExited = (p: ProcState, rank: number, code: number): void => {
+    if (p.exited || rank < p.base || rank >= p.base + p.count) return;
+    // A non-zero code is the host's to act on (it exits with it after its grace time).
+    if (rankGone(p, rank, code)) fail(1, unfinalizedMessage(rank));
+  };
+
+  /** Why a process's exit fails the job, or undefined when it does not. Call once its ranks are gone from `ranksAlive`. */
+  const verdict = (p: ProcState, code: number | null, signal: NodeJS.Signals | null, unfinalized: number | undefined, spawnError?: Error): { code: number; message: string } | undefined => {
+    if (spawnError) return { code: 127, message: `cannot start ${who(p)} (${opts.command[0]}): ${spawnError.message}; stopping the job` };
+    if (signal) return { code: 128 + signalNumber(signal), message: `${who(p)} ${p.count > 1 ? 'were' : 'was'} killed by signal ${signal}; stopping the other ranks` };
+    if (code !== 0 && code !== null) return { code, message: `${who(p)} exited with code ${code}; stopping the other ranks` };
+    if (unfinalized !== undefined) return { code: 1, message: unfinalizedMessage(unfinalized) };
     return undefined;
   };
 
-  const rankExited = (st: RankState, code: number | null, signal: NodeJS.Signals | null, spawnError?: Error): void => {
-    if (st.exited) return;
-    st.exited = true;
-    st.exit = { rank: st.rank, code, signal };
-    alive--;
-    const v = verdict(st, code, signal, alive, spawnError);
+  const procExited = (p: ProcState, code: number | null, signal: NodeJS.Signals | null, spawnError?: Error): void => {
+    if (p.exited) return;
+    p.exited = true;
+    p.code = code;
+    p.signal = signal;
+    // Ranks whose own report has not arrived (or a process rank) end with their process.
+    let unfinalized: number | undefined;
+    for (const r of [...p.live]) if (rankGone(p, r, code) && unfinalized === undefined) unfinalized = r;
+    const v = verdict(p, code, signal, unfinalized, spawnError);
     // Let the rank's last output (a stack trace, say) print before the launcher's verdict on it.
     let t: NodeJS.Timeout | undefined;
-    void Promise.race([st.drained, new Promise<void>((res) => { t = setTimeout(res, LAST_WORDS_MS); })]).then(() => {
+    void Promise.race([p.drained, new Promise<void>((res) => { t = setTimeout(res, LAST_WORDS_MS); })]).then(() => {
       if (t) clearTimeout(t);
       if (v) fail(v.code, v.message);
       if (--running === 0) void finish();
     });
   };
 
-  const attach = (rank: number, stream: Readable | null, which: 'stdout' | 'stderr'): { drained: Promise<void>; flush: () => void } => {
-    if (!stream) return { drained: Promise.resolve(), flush: () => undefined };
-    const prefix = Buffer.from(`[${rank}] `);
-    const gate = which === 'stdout' ? outGate : errGate;
-    const sink = outputs?.[rank]?.[which];
+  /** Reads the thread host's "<rank> <code>" lines. */
+  const attachReports = (p: ProcState, stream: Readable | null | undefined): void => {
+    if (!stream) return;
     const cutter = new LineCutter((lines) => {
-      if (sink) {
-        for (const l of lines) if (sink.length < MAX_CAPTURED_LINES) sink.push(l.toString('utf8'));
-        return;
+      for (const l of lines) {
+        const m = /^(\d+) (-?\d+)$/.exec(l.toString('latin1'));
+        if (m) threadExited(p, Number(m[1]), Number(m[2]));
       }
-      const parts: Buffer[] = [];
-      for (const l of lines) parts.push(prefix, l, NL);
-      gate?.write(Buffer.concat(parts), stream);
     });
+    stream.on('data', (chunk: Buffer) => cutter.push(chunk));
+    // A grandchild that inherited the pipe may hold it open; nobody waits for its end.
+    stream.on('error', () => undefined);
+  };
+
+  const attach = (p: ProcState, stream: Readable | null, which: 'stdout' | 'stderr'): { drained: Promise<void>; flush: () => void } => {
+    if (!stream) return { drained: Promise.resolve(), flush: () => undefined };
+    const gate = which === 'stdout' ? outGate : errGate;
+    let emit: (lines: Buffer[]) => void;
+    if (!p.threads) {
+      const prefix = rankPrefix(p.base);
+      const sink = outputs?.[p.base]?.[which];
+      emit = (lines) => {
+        if (sink) {
+          for (const l of lines) if (sink.length < MAX_CAPTURED_LINES) sink.push(l.toString('utf8'));
+          return;
+        }
+        const parts: Buffer[] = [];
+        for (const l of lines) parts.push(prefix, l, NL);
+        gate?.write(Buffer.concat(parts), stream);
+      };
+    } else {
+      // The thread host already put `[rank] ` before each line: pass lines on as they are, or sort them by that prefix.
+      emit = (lines) => {
+        if (outputs) {
+          for (const l of lines) {
+            const pre = parseRankPrefix(l);
+            const own = pre !== undefined && pre.rank >= p.base && pre.rank < p.base + p.count;
+            const sink = outputs[own ? pre.rank : p.base]?.[which];
+            if (sink && sink.length < MAX_CAPTURED_LINES) sink.push(l.subarray(own ? pre.textStart : 0).toString('utf8'));
+          }
+          return;
+        }
+        const parts: Buffer[] = [];
+        for (const l of lines) parts.push(l, NL);
+        gate?.write(Buffer.concat(parts), stream);
+      };
+    }
+    const cutter = new LineCutter(emit, p.threads ? MAX_HELD_HOST_LINE : MAX_HELD_LINE);
     let flushed = false;
     const flush = (): void => {
       if (flushed) return;
@@ -460,28 +484,32 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     return { drained, flush };
   };
 
-  for (let rank = 0; rank < np; rank++) {
-    const where = placement[rank]!;
-    const env: NodeJS.ProcessEnv = { ...baseEnv, [ENV.rank]: String(rank), [ENV.localRank]: String(where.localRank), [ENV.localSize]: String(where.localSize) };
-    const st: RankState = {
-      rank, child: undefined, pid: undefined, exited: false,
-      exit: { rank, code: null, signal: null },
+  for (let pi = 0; pi < nprocs; pi++) {
+    const base = pi * perProc;
+    const where = placement[base]!;
+    const env: NodeJS.ProcessEnv = threads
+      // The host gives each thread its own RAILCOMM_RANK and RAILCOMM_LOCAL_RANK.
+      ? { ...baseEnv, [ENV.localSize]: String(np), [THREAD_ENV.base]: String(base), [THREAD_ENV.threads]: String(perProc) }
+      : { ...baseEnv, [ENV.rank]: String(base), [ENV.localRank]: String(where.localRank), [ENV.localSize]: String(where.localSize) };
+    const p: ProcState = {
+      base, count: perProc, threads, live: new Set(Array.from({ length: perProc }, (_, i) => base + i)),
+      child: undefined, pid: undefined, exited: false, code: null, signal: null,
       drained: Promise.resolve(), flush: () => undefined,
     };
-    ranks.push(st);
+    procs.push(p);
     if (failure) {
       // An earlier rank could not even be spawned: starting more would only have them stopped again.
-      st.exited = true;
-      alive--;
+      p.exited = true;
+      for (const r of [...p.live]) rankGone(p, r, null);
       if (--running === 0) void finish();
       continue;
     }
     let child: ChildProcess;
     try {
-      // Own process group per rank: signals reach the rank's children, and a
+      // Own process group per rank (or thread host): signals reach the rank's children, and a
       // terminal's Ctrl-C reaches only the launcher, which decides what to do.
       if (where.local) {
-        child = spawn(file, args, { env, cwd: opts.cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+        child = spawn(file, args, { env, cwd: opts.cwd, detached: true, stdio: threads ? ['ignore', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'] });
       } else {
         // PREFIX host env NAME=VALUE... program args: the remote side gets the
         // railcomm variables (and -x ones) explicitly, as ssh passes no environment.
@@ -491,20 +519,21 @@ export async function startJob(opts: JobOptions): Promise<Job> {
         child = spawn(rsh[0]!, [...rsh.slice(1), where.host, 'env', ...vars, ...prog], { env, cwd: opts.cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
       }
     } catch (err) {
-      rankExited(st, null, null, err instanceof Error ? err : new Error(String(err)));
+      procExited(p, null, null, err instanceof Error ? err : new Error(String(err)));
       continue;
     }
-    st.child = child;
-    st.pid = child.pid;
-    const out = attach(rank, child.stdout, 'stdout');
-    const errOut = attach(rank, child.stderr, 'stderr');
-    st.drained = Promise.all([out.drained, errOut.drained]).then(() => undefined);
-    st.flush = () => { out.flush(); errOut.flush(); };
+    p.child = child;
+    p.pid = child.pid;
+    const out = attach(p, child.stdout, 'stdout');
+    const errOut = attach(p, child.stderr, 'stderr');
+    p.drained = Promise.all([out.drained, errOut.drained]).then(() => undefined);
+    p.flush = () => { out.flush(); errOut.flush(); };
+    if (threads) attachReports(p, child.stdio[REPORT_FD] as Readable | null | undefined);
     child.on('error', (err) => {
       // Only a failed spawn has no pid; later errors (e.g. kill on a dead pid) are not exits.
-      if (st.pid === undefined) rankExited(st, null, null, err);
+      if (p.pid === undefined) procExited(p, null, null, err);
     });
-    child.on('exit', (code, signal) => rankExited(st, code, signal));
+    child.on('exit', (code, signal) => procExited(p, code, signal));
   }
 
   if (opts.timeoutSec !== undefined && !finished) {
@@ -512,10 +541,12 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     timeoutTimer = setTimeout(() => fail(124, `job exceeded --timeout ${sec} s; stopping it`), sec * 1000);
   }
 
+  const pids: Array<number | undefined> = [];
+  for (const p of procs) for (let i = 0; i < p.count; i++) pids.push(p.pid);
   return {
     jobId,
     kv: kvAddr,
-    pids: ranks.map((r) => r.pid),
+    pids,
     wait: () => done,
     stop: (message, code) => fail(code, message),
   };
@@ -544,6 +575,8 @@ function parseRunArgs(argv: string[]): ParsedRun | 'help' {
   let hosts: HostSlots[] | undefined;
   let rsh: string[] | undefined;
   let kvHost: string | undefined;
+  /** --threads (all ranks in one process) or --threads-per-process K. */
+  let threads: 'all' | number | undefined;
   const env: Record<string, string> = {};
   let i = 0;
   const valueOf = (name: string, inline: string | undefined): string => {
@@ -606,6 +639,18 @@ function parseRunArgs(argv: string[]): ParsedRun | 'help' {
       case '--kv-host':
         kvHost = valueOf(name, inline);
         break;
+      case '--threads':
+        if (inline !== undefined) throw new UsageError('--threads takes no value (for K threads per process: --threads-per-process K)');
+        if (threads !== undefined && threads !== 'all') throw new UsageError('give either --threads or --threads-per-process, not both');
+        threads = 'all';
+        break;
+      case '--threads-per-process': {
+        const v = valueOf(name, inline);
+        if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < 1) throw new UsageError(`${name} needs a positive integer, got '${v}'`);
+        if (threads === 'all') throw new UsageError('give either --threads or --threads-per-process, not both');
+        threads = Number(v);
+        break;
+      }
       case '--stats':
         if (inline !== undefined) throw new UsageError('--stats takes no value');
         stats = true;
@@ -628,7 +673,13 @@ function parseRunArgs(argv: string[]): ParsedRun | 'help' {
   if (np === undefined) throw new UsageError('-n N (the number of ranks) is required');
   if (hosts !== undefined && np > hosts.reduce((a, h) => a + h.slots, 0)) throw new UsageError(`-n ${np} is more than the ${hosts.reduce((a, h) => a + h.slots, 0)} slots of the hosts`);
   if (command.length === 0 || !command[0]) throw new UsageError('no script or program given');
+  if (threads !== undefined) {
+    if (hosts !== undefined) throw new UsageError('--threads and --threads-per-process run ranks on this host only; they do not combine with --hosts or --hostfile');
+    if (typeof threads === 'number' && np % threads !== 0) throw new UsageError(`-n ${np} is not a multiple of --threads-per-process ${threads}`);
+    if (!SCRIPT_RE.test(command[0])) throw new UsageError(`thread ranks run a JavaScript script (.js, .mjs or .cjs), not '${command[0]}'`);
+  }
   const opts: JobOptions = { np, command, stats, env };
+  if (threads !== undefined) opts.threadsPerProcess = threads === 'all' ? np : threads;
   if (timeoutSec !== undefined) opts.timeoutSec = timeoutSec;
   if (graceSec !== undefined) opts.graceSec = graceSec;
   if (rails !== undefined) opts.rails = rails;

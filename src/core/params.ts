@@ -34,6 +34,7 @@ export const PARAMS = {
   handshakeTimeout: spec({ name: 'HANDSHAKE_TIMEOUT', kind: 'ms', def: 10000, min: 1, doc: 'an incoming connection that has not proven the job key by then is closed' }),
   spinUs: spec({ name: 'SPIN_US', kind: 'int', def: 1000, min: 0, doc: 'while requests are outstanding, keep polling (no sleep) this many microseconds after the last activity; 0 never spins; ranks that outnumber the cores do not spin' }),
   hangTimeout: spec({ name: 'HANG_TIMEOUT', kind: 'ms', def: 0, min: 0, doc: 'when a wait exceeds this, print pending requests (0: never)' }),
+  tbsmRing: spec({ name: 'TBSM_RING', kind: 'size', def: 1048576, min: 65536, doc: 'bytes of each shared-memory ring between two thread ranks (a power of two)' }),
   collAllreduceRing: spec({ name: 'COLL_ALLREDUCE_RING', kind: 'size', def: 262144, min: 0, doc: 'allreduce of at least this many bytes uses ring reduce-scatter + allgather; smaller, recursive doubling' }),
   collAllgatherRing: spec({ name: 'COLL_ALLGATHER_RING', kind: 'size', def: 65536, min: 0, doc: 'allgather whose result is at least this many bytes uses the ring; smaller, Bruck' }),
   collGatherBinomial: spec({ name: 'COLL_GATHER_BINOMIAL', kind: 'size', def: 4096, min: 0, doc: 'gather blocks up to this many bytes go up a binomial tree; larger, straight to the root' }),

@@ -69,6 +69,7 @@ export class Context {
   }
 
   get worldRank(): number { return this.launch.rank; }
+  get eagerLimit(): number { return this.params.eagerLimit; }
   get worldSize(): number { return this.launch.size; }
 
   static async create(opts: ContextOptions): Promise<Context> {
@@ -107,6 +108,8 @@ export class Context {
       if (opts.probeAll) return null;
       if (c.reach === 'self') return null;
       if (opts.launch.size === 1) return 'a world of one rank needs only self';
+      if (c.reach === 'process' && opts.launch.threads < 2) return 'no other rank is a thread of this process';
+      if (c.reach !== 'process' && opts.launch.threads >= opts.launch.size) return 'every rank is a thread of this process';
       return null;
     };
     const chosen = usable.filter((c) => {
@@ -176,6 +179,10 @@ export class Context {
     for (const [c, d] of picked) {
       const rail = await c.open(d, env);
       ctx.rails.push(rail);
+      if (rail.poll !== undefined && rail.sleep !== undefined) {
+        const r = rail as Required<Pick<Rail, 'poll' | 'sleep'>>;
+        ctx.progress.addPoller({ poll: () => r.poll(), sleep: (w) => r.sleep(w) });
+      }
       l6.push(`${rail.name}: open at ${rail.address()}`);
     }
     say(6, 'open rails', l6);
@@ -259,7 +266,7 @@ export class Context {
       if (ep.lane !== null || ep.failure !== null) return;
       const addrs = JSON.parse(text) as Record<string, string>;
       const rail = this.rails
-        .filter((r) => r.component !== 'self' && addrs[r.component] !== undefined)
+        .filter((r) => r.component !== 'self' && addrs[r.component] !== undefined && (r.reaches?.(addrs[r.component]!) ?? true))
         .sort((a, b) => a.caps.latencyUs - b.caps.latencyUs)[0];
       if (rail === undefined) {
         this.failEndpoint(ep, new RailcommError(ErrorCode.NO_RAIL, `no rail reaches rank ${ep.rank}: it offers ${Object.keys(addrs).join(', ') || 'nothing'}, this rank has ${this.rails.map((r) => r.component).join(', ')}`), false);

@@ -52,6 +52,8 @@ interface ContextState {
 export interface P2pHost {
   readonly worldRank: number;
   readonly worldSize: number;
+  /** Sends up to this size complete at once, never waiting for the receiver. */
+  readonly eagerLimit: number;
   endpointFor(world: number): ProtoEndpoint;
   /** The endpoint if this rank ever used that peer (no lookup started). */
   existingEndpoint(world: number): ProtoEndpoint | undefined;
@@ -106,7 +108,12 @@ export class PointToPoint implements Canceller {
     if (ep.failure !== null) { req.fail(ep.failure); return; }
     req.peerWorld = dest;
     req.bytes = req.buf.byteLength;
-    if (ep.lane === null || ep.hasPending) { ep.deferSend(req); return; }
+    if (ep.lane === null || ep.hasPending) {
+      // It must queue (peer not resolved yet, or sends ahead of it wait for
+      // the rail): an eager-sized send still completes now, from a copy.
+      ep.deferSend(req.bytes <= this.host.eagerLimit ? this.detachEager(req) : req);
+      return;
+    }
     const blocked = this.startSend(ep, req);
     if (blocked !== null) ep.pushOp(blocked);
   }
@@ -127,7 +134,14 @@ export class PointToPoint implements Canceller {
       encodeMatchHeader(v, req.ctx, req.source, req.tag, seq, ep.takeOwed());
       if (len <= ep.th.eager) {
         const st = lane.sendCopy(AM_EAGER, this.scratch, EAGER_HDR, len > 0 ? req.buf : null);
-        if (st === NO_RESOURCE) return ProtoEndpoint.op(AM_EAGER, this.scratch, EAGER_HDR, req.buf, false, req);
+        if (st === NO_RESOURCE) {
+          // The rail is full (a ring the receiver has not drained, a socket past
+          // its high-water mark): keep a copy and complete now, since an eager
+          // send never waits for the receiver.
+          const op = ProtoEndpoint.op(AM_EAGER, this.scratch, EAGER_HDR, len > 0 ? Buffer.from(req.buf) : null, false, null);
+          req.complete(req.source, req.tag, len);
+          return op;
+        }
         req.complete(req.source, req.tag, len);
         return null;
       }
@@ -141,11 +155,7 @@ export class PointToPoint implements Canceller {
       // Out of eager credits: the receiver already holds enough of our unmatched
       // data. An eager-sized send still completes at once (it never waits for
       // the receiver): a copy of the bytes goes by rendezvous instead.
-      const copy = new Request(KIND_SEND, Buffer.from(req.buf));
-      copy.ctx = req.ctx; copy.source = req.source; copy.tag = req.tag; copy.peerWorld = req.peerWorld; copy.bytes = len;
-      req.watcher?.track(copy);
-      req.complete(req.source, req.tag, len);
-      req = copy;
+      req = this.detachEager(req);
     }
     // Rendezvous: announce, and wait for the receiver to match and ask for the data.
     const id = this.nextSendId;
@@ -157,6 +167,20 @@ export class PointToPoint implements Canceller {
     const st = lane.sendCopy(AM_RTS, this.scratch, RTS_HDR, null);
     if (st === NO_RESOURCE) return ProtoEndpoint.op(AM_RTS, this.scratch, RTS_HDR, null, false, null);
     return null;
+  }
+
+  /**
+   * Complete an eager-sized send now and return a request that carries a copy
+   * of its bytes in its place (watched like the original, so finalize waits for it).
+   */
+  private detachEager(req: Request): Request {
+    if (req.state !== PENDING) return req;
+    const len = req.buf.byteLength;
+    const copy = new Request(KIND_SEND, Buffer.from(req.buf));
+    copy.ctx = req.ctx; copy.source = req.source; copy.tag = req.tag; copy.peerWorld = req.peerWorld; copy.bytes = len;
+    req.watcher?.track(copy);
+    req.complete(req.source, req.tag, len);
+    return copy;
   }
 
   /** Send a small control AM now, or queue it behind what waits on the endpoint. */

@@ -129,6 +129,12 @@ export interface Rail {
   /** The endpoint to a peer (connection made on first use, asynchronously). */
   endpoint(peer: bigint, address: string): RailEndpoint;
   close(): Promise<void>;
+  /** Whether a peer that published `address` for this rail is reachable through it (default: yes). */
+  reaches?(address: string): boolean;
+  /** Polled rails (shared memory): deliver what waits; true if anything happened. */
+  poll?(): boolean;
+  /** Polled rails: arm a wake-up for when data arrives; false (nothing armed) when data already waits. */
+  sleep?(wake: () => void): boolean;
 }
 
 export interface RailEndpoint {

@@ -4,5 +4,6 @@
 import type { Component } from './api.js';
 import { selfComponent } from './self/component.js';
 import { tcpComponent } from './tcp/component.js';
+import { tbsmComponent } from './tbsm/component.js';
 
-export const COMPONENTS: readonly Component[] = [selfComponent, tcpComponent];
+export const COMPONENTS: readonly Component[] = [selfComponent, tbsmComponent, tcpComponent];

@@ -266,9 +266,10 @@ const cases = [
       assert.equal(early, N, 'eager-sized sends complete without waiting for the receiver');
     } else if (rank === 2) {
       await sleep(300);
+      // Unmatched eager data the receiver holds stays within its credits (on a
+      // polled rail it may still sit in the ring, not in the unexpected queue).
       const held = comm.stats().protocol.unexpectedBytes;
       assert.ok(held <= 4 * 1024 * 1024, `the receiver holds at most the 4 MiB of credits unmatched (holds ${held})`);
-      assert.ok(held > 2 * 1024 * 1024, `eager data did flow before the receive was posted (${held})`);
       await comm.send(new Uint8Array(1), 1, 201);
       const b = new Uint8Array(n);
       for (let i = 0; i < N; i++) {

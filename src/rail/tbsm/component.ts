@@ -1,0 +1,23 @@
+// The tbsm component: available in worker-thread ranks of a thread job
+// (railcomm run --threads), reaching the other threads of the same process.
+
+import { isMainThread } from 'node:worker_threads';
+import type { Component, Device, Rail, RailEnv } from '../api.js';
+import type { Params } from '../../core/params.js';
+import { TbsmRail } from './rail.js';
+
+export const tbsmComponent: Component = {
+  name: 'tbsm',
+  reach: 'process',
+  available() {
+    if (isMainThread) return { ok: false, why: 'this rank is not a worker thread (railcomm run --threads)' };
+    if (typeof Atomics.waitAsync !== 'function') return { ok: false, why: 'Atomics.waitAsync is missing' };
+    return { ok: true, why: 'worker thread with SharedArrayBuffer and Atomics.waitAsync' };
+  },
+  queryDevices(_params: Params): Device[] {
+    return [{ component: 'tbsm', name: `pid${process.pid}`, kind: 'memory', notes: 'threads of this process' }];
+  },
+  async open(device: Device, env: RailEnv): Promise<Rail> {
+    return new TbsmRail(device, env, env.params.tbsmRing);
+  },
+};

@@ -1,0 +1,258 @@
+// The tbsm rail (thread-based shared memory): ranks that are worker threads
+// of one process exchange active messages through SharedArrayBuffer rings,
+// one per ordered pair, made by the sender on first use and handed to the
+// receiver once over a BroadcastChannel. Progress polls the rings; an idle
+// receiver sleeps on its doorbell (Atomics.waitAsync), which senders ring.
+
+import type { AmHandler, Completion, Device, Rail, RailCaps, RailEndpoint, RailEnv, RailStatus, RxFrame } from '../api.js';
+import { DONE, IN_PROGRESS, NO_RESOURCE } from '../api.js';
+import { TrafficCounters } from '../../core/counters.js';
+import { RailcommError, ErrorCode } from '../../core/errors.js';
+import { formatId } from '../../core/ids.js';
+import { BroadcastChannel } from 'node:worker_threads';
+import { Doorbell, FRAME_HEAD, Ring } from './ring.js';
+
+const AM_BYE = 0;
+
+type ChannelMsg =
+  | { kind: 'bell'; from: string; to?: string; sab: SharedArrayBuffer }
+  | { kind: 'ring'; from: string; to: string; sab: SharedArrayBuffer }
+  | { kind: 'poke'; to: string };
+
+interface Inbound {
+  ring: Ring;
+  ep: TbsmEndpoint;
+  visit: (am: number, off: number, hdrLen: number, payLen: number) => void;
+}
+
+export class TbsmRail implements Rail {
+  readonly name = 'tbsm';
+  readonly component = 'tbsm';
+  readonly device: Device;
+  readonly caps: RailCaps;
+  readonly counters = new TrafficCounters();
+  readonly env: RailEnv;
+  readonly ringBytes: number;
+  private readonly selfKey: string;
+  private readonly channel: BroadcastChannel;
+  readonly bell = new Doorbell();
+  private readonly bells = new Map<string, Doorbell>();
+  private readonly endpoints = new Map<bigint, TbsmEndpoint>();
+  private readonly inbound: Inbound[] = [];
+  readonly blocked = new Set<TbsmEndpoint>();
+  private readonly rx: RxFrame = { buf: Buffer.alloc(0), view: new DataView(new ArrayBuffer(0)), hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null };
+  private closed = false;
+
+  constructor(device: Device, env: RailEnv, ringBytes: number) {
+    this.device = device;
+    this.env = env;
+    this.ringBytes = ringBytes;
+    this.selfKey = String(env.self);
+    const body = ringBytes / 2 - FRAME_HEAD - 256;
+    this.caps = {
+      reliable: true, ordered: true,
+      amHeaderMax: 256, amShortMax: 1024,
+      amCopyMax: Math.min(body, 1 << 18), amZcopyMax: Math.min(body, 1 << 18),
+      put: false, get: false, atomics: false,
+      latencyUs: 0.5, bandwidthMBps: 8000,
+    };
+    this.channel = new BroadcastChannel(`railcomm-tbsm-${env.jobId}-${process.pid}`);
+    this.channel.onmessage = (e: unknown) => this.onChannel((e as { data: ChannelMsg }).data);
+    this.channel.unref();
+    this.channel.postMessage({ kind: 'bell', from: this.selfKey, sab: this.bell.sab } satisfies ChannelMsg);
+  }
+
+  address(): string {
+    return `pid:${process.pid}`;
+  }
+
+  /** Only threads of this very process share memory with us. */
+  reaches(address: string): boolean {
+    return address === this.address();
+  }
+
+  endpoint(peer: bigint, _address: string): TbsmEndpoint {
+    let ep = this.endpoints.get(peer);
+    if (ep === undefined) {
+      ep = new TbsmEndpoint(this, peer);
+      this.endpoints.set(peer, ep);
+    }
+    return ep;
+  }
+
+  /** Hand a new outbound ring to its receiver. */
+  announceRing(to: bigint, ring: Ring): void {
+    this.channel.postMessage({ kind: 'ring', from: this.selfKey, to: String(to), sab: ring.sab } satisfies ChannelMsg);
+  }
+
+  /** Wake a receiver after writing to it. */
+  wake(peer: bigint): void {
+    const b = this.bells.get(String(peer));
+    if (b !== undefined) b.ring();
+    else this.channel.postMessage({ kind: 'poke', to: String(peer) } satisfies ChannelMsg); // its bell has not reached us yet
+  }
+
+  private onChannel(m: ChannelMsg): void {
+    if (this.closed) return;
+    if (m.kind === 'bell') {
+      if (m.to !== undefined && m.to !== this.selfKey) return;
+      if (!this.bells.has(m.from)) {
+        this.bells.set(m.from, new Doorbell(m.sab));
+        // It may have missed ours (it opened later): tell it directly.
+        if (m.to === undefined) this.channel.postMessage({ kind: 'bell', from: this.selfKey, to: m.from, sab: this.bell.sab } satisfies ChannelMsg);
+      }
+      return;
+    }
+    if (m.to !== this.selfKey) return;
+    if (m.kind === 'ring') {
+      const ep = this.endpoint(BigInt(m.from), '');
+      const ring = new Ring(m.sab);
+      const entry: Inbound = { ring, ep, visit: (am, off, hdrLen, payLen) => this.deliver(entry, am, off, hdrLen, payLen) };
+      this.inbound.push(entry);
+      this.env.upcalls.accepted(ep);
+    }
+    this.env.upcalls.activity();
+  }
+
+  /** Drain inbound rings and re-drive blocked senders; true if anything happened. */
+  poll(): boolean {
+    let any = false;
+    const ins = this.inbound;
+    for (let i = 0; i < ins.length; i++) {
+      const e = ins[i]!;
+      if (e.ring.hasData() && e.ring.drain(e.visit) > 0) any = true;
+    }
+    if (this.blocked.size > 0) {
+      for (const ep of this.blocked) {
+        if (ep.hasRoom()) { this.blocked.delete(ep); this.env.upcalls.ready(ep); any = true; }
+      }
+    }
+    return any;
+  }
+
+  /** Arm the doorbell; false (and nothing armed) when data is already waiting. */
+  sleep(wake: () => void): boolean {
+    const seen = this.bell.prepareSleep();
+    for (const e of this.inbound) if (e.ring.hasData()) { this.bell.cancelSleep(); return false; }
+    if (this.blocked.size > 0) { this.bell.cancelSleep(); return false; }
+    void this.bell.waitAsync(seen).then(wake);
+    return true;
+  }
+
+  private deliver(e: Inbound, am: number, off: number, hdrLen: number, payLen: number): void {
+    const ep = e.ep;
+    if (am === AM_BYE) { ep.peerClosed(); return; }
+    const h: AmHandler | undefined = this.env.upcalls.am[am];
+    if (h === undefined) { ep.abort(`unknown active message id ${am}`); return; }
+    const rx = this.rx;
+    rx.buf = e.ring.data; rx.view = e.ring.view;
+    rx.hdrOff = off + FRAME_HEAD; rx.hdrLen = hdrLen;
+    rx.payOff = rx.hdrOff + hdrLen; rx.payLen = payLen; rx.placed = null;
+    ep.counters.msgsRecv++; ep.counters.bytesRecv += payLen;
+    this.counters.msgsRecv++; this.counters.bytesRecv += payLen;
+    if (h.place !== undefined && payLen > 0) {
+      const target = h.place(ep, rx);
+      if (target === null) return;
+      e.ring.data.copy(target, 0, rx.payOff, rx.payOff + payLen);
+      rx.placed = target;
+    }
+    h.recv(ep, rx);
+  }
+
+  forget(ep: TbsmEndpoint): void {
+    this.blocked.delete(ep);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    for (const ep of this.endpoints.values()) ep.sayBye();
+    this.closed = true;
+    this.channel.close();
+  }
+}
+
+export class TbsmEndpoint implements RailEndpoint {
+  readonly rail: TbsmRail;
+  readonly peer: bigint;
+  readonly counters = new TrafficCounters();
+  owner: unknown = null;
+  private out: Ring | null = null;
+  private failed = false;
+
+  constructor(rail: TbsmRail, peer: bigint) {
+    this.rail = rail;
+    this.peer = peer;
+  }
+
+  private ring(): Ring {
+    if (this.out === null) {
+      this.out = new Ring(this.rail.ringBytes);
+      this.rail.announceRing(this.peer, this.out);
+    }
+    return this.out;
+  }
+
+  /** A blocked sender is re-driven once half its ring is free (it re-blocks if that is still too little). */
+  hasRoom(): boolean {
+    return this.out === null || this.out.free() >= this.out.capacity / 2;
+  }
+
+  sendCopy(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null): RailStatus {
+    if (this.failed) return DONE;
+    if (!this.ring().write(am, hdr, hdrLen, payload)) {
+      this.counters.pending++;
+      this.rail.blocked.add(this);
+      return NO_RESOURCE;
+    }
+    this.sent(payload === null ? 0 : payload.byteLength);
+    return DONE;
+  }
+
+  /** The payload is copied into the ring at once: complete now. */
+  sendZcopy(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array, done: Completion): RailStatus {
+    if (this.failed) { done.railComplete(new RailcommError(ErrorCode.PEER_FAILED, `peer ${formatId(this.peer)} is gone`)); return IN_PROGRESS; }
+    if (!this.ring().write(am, hdr, hdrLen, payload)) {
+      this.counters.pending++;
+      this.rail.blocked.add(this);
+      return NO_RESOURCE;
+    }
+    this.sent(payload.byteLength);
+    done.railComplete(null);
+    return IN_PROGRESS;
+  }
+
+  private sent(payLen: number): void {
+    this.counters.msgsSent++; this.counters.bytesSent += payLen;
+    this.rail.counters.msgsSent++; this.rail.counters.bytesSent += payLen;
+    this.rail.wake(this.peer);
+  }
+
+  sayBye(): void {
+    if (this.out === null || this.failed) return;
+    this.out.write(AM_BYE, EMPTY, 0, null);
+    this.rail.wake(this.peer);
+  }
+
+  peerClosed(): void {
+    if (this.failed) return;
+    this.failed = true;
+    this.rail.forget(this);
+    this.rail.env.upcalls.failed(this, new RailcommError(ErrorCode.PEER_FAILED, `peer ${formatId(this.peer)} finalized`), true);
+  }
+
+  abort(reason: string): void {
+    if (this.failed) return;
+    this.failed = true;
+    this.counters.badFrames++;
+    this.rail.counters.badFrames++;
+    this.rail.env.log.error(`tbsm: dropping peer ${formatId(this.peer)}: ${reason}`);
+    this.rail.forget(this);
+    this.rail.env.upcalls.failed(this, new RailcommError(ErrorCode.PEER_FAILED, `tbsm: peer ${formatId(this.peer)} sent a malformed frame (${reason})`), false);
+  }
+
+  async close(): Promise<void> {
+    this.sayBye();
+  }
+}
+
+const EMPTY = new Uint8Array(0);

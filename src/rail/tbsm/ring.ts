@@ -1,0 +1,152 @@
+// A single-producer single-consumer ring of frames in a SharedArrayBuffer,
+// between two threads of one process. Positions run freely (uint32, modular);
+// the producer publishes with an atomic store of the tail, the consumer frees
+// space with an atomic store of the head, each on its own cache line. Frames
+// never wrap: one that does not fit before the end leaves a skip marker.
+
+/*
+ * Layout: bytes 0..127 control, then `capacity` bytes of frames.
+ *   control Int32 [0]  head (consumer's position)       byte 0
+ *           Int32 [16] tail (producer's position)       byte 64
+ * Frame (8-byte aligned), at position & (capacity - 1):
+ *   0 frame bytes u32 (SKIP: the rest of the buffer is unused)
+ *   4 payload bytes u32 | 8 am id u8 | 9 zero u8 | 10 header bytes u16 | 12 zero u32
+ *   16 header, then payload, then padding to 8
+ */
+export const CONTROL_BYTES = 128;
+export const FRAME_HEAD = 16;
+const HEAD = 0;
+const TAIL = 16;
+const SKIP = 0xffffffff;
+
+const align8 = (n: number): number => (n + 7) & ~7;
+
+export class Ring {
+  readonly sab: SharedArrayBuffer;
+  readonly capacity: number;
+  private readonly ctl: Int32Array;
+  /** The frame area, as a Buffer (for handlers) and a DataView. */
+  readonly data: Buffer;
+  readonly view: DataView;
+  private readonly mask: number;
+
+  constructor(sabOrCapacity: SharedArrayBuffer | number) {
+    this.sab = typeof sabOrCapacity === 'number' ? new SharedArrayBuffer(CONTROL_BYTES + sabOrCapacity) : sabOrCapacity;
+    this.capacity = this.sab.byteLength - CONTROL_BYTES;
+    if (this.capacity <= 0 || (this.capacity & (this.capacity - 1)) !== 0) throw new Error(`ring capacity ${this.capacity} is not a power of two`);
+    this.mask = this.capacity - 1;
+    this.ctl = new Int32Array(this.sab, 0, 32);
+    this.data = Buffer.from(this.sab, CONTROL_BYTES, this.capacity);
+    this.view = new DataView(this.sab, CONTROL_BYTES, this.capacity);
+  }
+
+  /** Largest frame body (header + payload) this ring takes. */
+  get maxBody(): number {
+    return this.capacity / 2 - FRAME_HEAD;
+  }
+
+  /** Producer: append a frame; false when there is no room (nothing written). */
+  write(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null): boolean {
+    const payLen = payload === null ? 0 : payload.byteLength;
+    const need = align8(FRAME_HEAD + hdrLen + payLen);
+    let tail = Atomics.load(this.ctl, TAIL) >>> 0;
+    const head = Atomics.load(this.ctl, HEAD) >>> 0;
+    let off = tail & this.mask;
+    const contiguous = this.capacity - off;
+    const total = need > contiguous ? contiguous + need : need;
+    if (((tail - head) >>> 0) + total > this.capacity) return false;
+    const v = this.view;
+    if (need > contiguous) {
+      v.setUint32(off, SKIP, true);
+      tail = (tail + contiguous) >>> 0;
+      off = 0;
+    }
+    v.setUint32(off, need, true);
+    v.setUint32(off + 4, payLen, true);
+    v.setUint8(off + 8, am);
+    v.setUint16(off + 10, hdrLen, true);
+    const d = this.data;
+    const h = off + FRAME_HEAD;
+    for (let i = 0; i < hdrLen; i++) d[h + i] = hdr[i]!;
+    if (payload !== null) {
+      if (payLen <= 64) for (let i = 0; i < payLen; i++) d[h + hdrLen + i] = payload[i]!;
+      else d.set(payload, h + hdrLen);
+    }
+    Atomics.store(this.ctl, TAIL, (tail + need) | 0);
+    return true;
+  }
+
+  /** Bytes not yet handed back by the consumer. */
+  free(): number {
+    return this.capacity - ((Atomics.load(this.ctl, TAIL) - Atomics.load(this.ctl, HEAD)) >>> 0);
+  }
+
+  /** Consumer: true when a frame is waiting. */
+  hasData(): boolean {
+    return Atomics.load(this.ctl, HEAD) !== Atomics.load(this.ctl, TAIL);
+  }
+
+  /**
+   * Consumer: call visit(am, offset, hdrLen, payLen) for each waiting frame
+   * (offsets into `data`), freeing each after the visit; returns how many.
+   * `max` bounds one call so that a busy ring cannot starve the others.
+   */
+  drain(visit: (am: number, off: number, hdrLen: number, payLen: number) => void, max = 64): number {
+    let head = Atomics.load(this.ctl, HEAD) >>> 0;
+    const tail = Atomics.load(this.ctl, TAIL) >>> 0;
+    const v = this.view;
+    let n = 0;
+    while (head !== tail && n < max) {
+      const off = head & this.mask;
+      const len = v.getUint32(off, true);
+      if (len === SKIP) { head = (head + (this.capacity - off)) >>> 0; continue; }
+      visit(v.getUint8(off + 8), off, v.getUint16(off + 10, true), v.getUint32(off + 4, true));
+      head = (head + len) >>> 0;
+      Atomics.store(this.ctl, HEAD, head | 0);
+      n++;
+    }
+    if (head !== (Atomics.load(this.ctl, HEAD) >>> 0)) Atomics.store(this.ctl, HEAD, head | 0);
+    return n;
+  }
+}
+
+/**
+ * A rank's doorbell: [0] rings, [1] asleep. A sender rings only when the
+ * receiver said it sleeps; the receiver says so, then looks at its rings
+ * once more before waiting (both sides use sequentially consistent atomics,
+ * so no wake-up is lost).
+ */
+export class Doorbell {
+  readonly sab: SharedArrayBuffer;
+  private readonly a: Int32Array;
+
+  constructor(sab?: SharedArrayBuffer) {
+    this.sab = sab ?? new SharedArrayBuffer(64);
+    this.a = new Int32Array(this.sab, 0, 2);
+  }
+
+  /** Sender side, after writing a frame. */
+  ring(): void {
+    if (Atomics.load(this.a, 1) !== 0) {
+      Atomics.store(this.a, 1, 0);
+      Atomics.add(this.a, 0, 1);
+      Atomics.notify(this.a, 0);
+    }
+  }
+
+  /** Receiver side: announce sleep; returns the ring count to wait on. */
+  prepareSleep(): number {
+    Atomics.store(this.a, 1, 1);
+    return Atomics.load(this.a, 0);
+  }
+
+  cancelSleep(): void {
+    Atomics.store(this.a, 1, 0);
+  }
+
+  /** Resolves when rung (or at once if it already was since `seen`). */
+  waitAsync(seen: number): Promise<unknown> {
+    const r = Atomics.waitAsync(this.a, 0, seen);
+    return r.async ? r.value : Promise.resolve(r.value);
+  }
+}
