@@ -10,7 +10,7 @@ import { TrafficCounters } from '../../core/counters.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { formatId } from '../../core/ids.js';
 import { BroadcastChannel } from 'node:worker_threads';
-import { Doorbell, FRAME_HEAD, Ring } from './ring.js';
+import { Doorbell, FRAME_HEAD, Ring, payloadOffset } from './ring.js';
 
 const AM_BYE = 0;
 
@@ -48,7 +48,7 @@ export class TbsmRail implements Rail {
     this.env = env;
     this.ringBytes = ringBytes;
     this.selfKey = String(env.self);
-    const body = ringBytes / 2 - FRAME_HEAD - 256;
+    const body = ringBytes / 2 - FRAME_HEAD - 264;
     this.caps = {
       reliable: true, ordered: true,
       amHeaderMax: 256, amShortMax: 1024,
@@ -147,7 +147,7 @@ export class TbsmRail implements Rail {
     const rx = this.rx;
     rx.buf = e.ring.data; rx.view = e.ring.view;
     rx.hdrOff = off + FRAME_HEAD; rx.hdrLen = hdrLen;
-    rx.payOff = rx.hdrOff + hdrLen; rx.payLen = payLen; rx.placed = null;
+    rx.payOff = payloadOffset(off, hdrLen); rx.payLen = payLen; rx.placed = null;
     ep.counters.msgsRecv++; ep.counters.bytesRecv += payLen;
     this.counters.msgsRecv++; this.counters.bytesRecv += payLen;
     if (h.place !== undefined && payLen > 0) {

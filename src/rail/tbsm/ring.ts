@@ -11,7 +11,10 @@
  * Frame (8-byte aligned), at position & (capacity - 1):
  *   0 frame bytes u32 (SKIP: the rest of the buffer is unused)
  *   4 payload bytes u32 | 8 am id u8 | 9 zero u8 | 10 header bytes u16 | 12 zero u32
- *   16 header, then payload, then padding to 8
+ *   16 header, padding to 8, then payload, then padding to 8
+ *
+ * The payload starts 8-byte aligned: V8 copies to and from shared memory at a
+ * misaligned offset byte by byte (2.7 GB/s here against ~21 GB/s aligned).
  */
 export const CONTROL_BYTES = 128;
 export const FRAME_HEAD = 16;
@@ -20,6 +23,9 @@ const TAIL = 16;
 const SKIP = 0xffffffff;
 
 const align8 = (n: number): number => (n + 7) & ~7;
+
+/** Where a frame's payload starts, given the frame's offset and its header length. */
+export const payloadOffset = (off: number, hdrLen: number): number => off + FRAME_HEAD + align8(hdrLen);
 
 export class Ring {
   readonly sab: SharedArrayBuffer;
@@ -48,7 +54,7 @@ export class Ring {
   /** Producer: append a frame; false when there is no room (nothing written). */
   write(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null): boolean {
     const payLen = payload === null ? 0 : payload.byteLength;
-    const need = align8(FRAME_HEAD + hdrLen + payLen);
+    const need = align8(FRAME_HEAD + align8(hdrLen) + payLen);
     let tail = Atomics.load(this.ctl, TAIL) >>> 0;
     const head = Atomics.load(this.ctl, HEAD) >>> 0;
     let off = tail & this.mask;
@@ -69,8 +75,9 @@ export class Ring {
     const h = off + FRAME_HEAD;
     for (let i = 0; i < hdrLen; i++) d[h + i] = hdr[i]!;
     if (payload !== null) {
-      if (payLen <= 64) for (let i = 0; i < payLen; i++) d[h + hdrLen + i] = payload[i]!;
-      else d.set(payload, h + hdrLen);
+      const p = payloadOffset(off, hdrLen);
+      if (payLen <= 64) for (let i = 0; i < payLen; i++) d[p + i] = payload[i]!;
+      else d.set(payload, p);
     }
     Atomics.store(this.ctl, TAIL, (tail + need) | 0);
     return true;
