@@ -8,7 +8,7 @@ import { ANY_SOURCE, ANY_TAG } from '../proto/matching.js';
 import { Request, KIND_COLL, KIND_PROBE, KIND_RECV, KIND_SEND, type Status } from '../proto/request.js';
 import { RailcommError as Rce } from '../core/errors.js';
 import { CollectivePlanner, type CollPlan } from './collectives.js';
-import type { CollComm } from './coll/engine.js';
+import { ScratchPool, type CollComm } from './coll/engine.js';
 import type { Unexpected } from '../proto/p2p.js';
 import { checkRank, checkSignal, checkTag } from './checks.js';
 import { Message, type ClaimedReceiver } from './message.js';
@@ -30,6 +30,7 @@ export class Communicator implements ClaimedReceiver {
   private readonly collCtx: number;
   private collSeq = 0;
   private readonly planner: CollectivePlanner;
+  private readonly scratch = new ScratchPool();
 
   /** @internal */
   constructor(world: World, group: readonly number[], rank: number, p2pCtx: number, collCtx: number) {
@@ -199,6 +200,7 @@ export class Communicator implements ClaimedReceiver {
     return {
       rank: this.rank,
       size: this.size,
+      scratch: this.scratch,
       send: (b, peer) => this.startSend(b, peer, tag, this.collCtx, null),
       recv: (b, peer) => this.startRecv(b, peer, tag, this.collCtx, null),
     };

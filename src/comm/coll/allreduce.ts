@@ -6,14 +6,14 @@
 // so every rank ends with the same bits.
 
 import { bytesOf, displacements, mod, sendrecv, type CollComm } from './engine.js';
-import { like, reduceInto, type Op, type ReduceArray } from './ops.js';
+import { reduceInto, type Op, type ReduceArray } from './ops.js';
 import { ringAllgatherv } from './allgather.js';
 
 export async function allreduceRecursiveDoubling(c: CollComm, send: ReduceArray, recv: ReduceArray, op: Op): Promise<void> {
   const p = c.size, r = c.rank, n = send.length;
-  let acc = like(send, n);
+  let acc = c.scratch.take(send, n);
   acc.set(send as never);
-  let tmp = like(send, n);
+  let tmp = c.scratch.take(send, n);
   let p2 = 1;
   while (p2 * 2 <= p) p2 *= 2;
   const rem = p - p2;
@@ -47,6 +47,8 @@ export async function allreduceRecursiveDoubling(c: CollComm, send: ReduceArray,
     else await c.send(bytesOf(acc), r - 1).wait();
   }
   recv.set(acc as never);
+  c.scratch.give(acc);
+  c.scratch.give(tmp);
 }
 
 /**
@@ -59,7 +61,7 @@ export async function ringReduceScatter(c: CollComm, acc: ReduceArray, counts: r
   if (p === 1) return;
   const disp = displacements(counts);
   const maxc = Math.max(...counts);
-  const tmp = like(acc, maxc);
+  const tmp = c.scratch.take(acc, maxc);
   const right = mod(r + 1, p), left = mod(r - 1, p);
   for (let s = 0; s < p - 1; s++) {
     const sb = mod(r - s - 1, p);
@@ -68,6 +70,7 @@ export async function ringReduceScatter(c: CollComm, acc: ReduceArray, counts: r
     await sendrecv(c, bytesOf(acc, disp[sb]!, counts[sb]!), right, bytesOf(into), left);
     reduceInto(op, acc.subarray(disp[rb]!, disp[rb]! + counts[rb]!) as ReduceArray, into, counts[rb]!);
   }
+  c.scratch.give(tmp);
 }
 
 export async function allreduceRing(c: CollComm, send: ReduceArray, recv: ReduceArray, op: Op): Promise<void> {
@@ -80,9 +83,10 @@ export async function allreduceRing(c: CollComm, send: ReduceArray, recv: Reduce
 
 /** reduceScatter(send, recv, counts, op): rank r receives counts[r] elements of the reduction. */
 export async function reduceScatterRing(c: CollComm, send: ReduceArray, recv: ReduceArray, counts: readonly number[], op: Op): Promise<void> {
-  const acc = like(send, send.length);
+  const acc = c.scratch.take(send, send.length);
   acc.set(send as never);
   await ringReduceScatter(c, acc, counts, op);
   const d = displacements(counts)[c.rank]!;
   recv.set(acc.subarray(d, d + counts[c.rank]!) as never);
+  c.scratch.give(acc);
 }

@@ -9,6 +9,8 @@ import type { ReduceArray } from './ops.js';
 export interface CollComm {
   readonly rank: number;
   readonly size: number;
+  /** Scratch buffers of this communicator. */
+  readonly scratch: ScratchPool;
   /** Send bytes to a rank of the communicator, on this collective's tag. */
   send(bytes: Uint8Array, peer: number): Request;
   /** Receive bytes from a rank of the communicator, on this collective's tag. */
@@ -46,3 +48,30 @@ export function block(n: number, p: number, i: number): [number, number] {
 }
 
 export const mod = (a: number, p: number): number => ((a % p) + p) % p;
+
+/**
+ * Scratch buffers for collectives, reused across calls: a new typed array
+ * per call means a new ArrayBuffer (an external allocation the GC must track),
+ * which dominated small collectives. Buffers are taken and given back, so
+ * overlapping nonblocking collectives never share one.
+ */
+export class ScratchPool {
+  private readonly free = new Map<number, ArrayBuffer[]>();
+
+  /** A zero-based typed array like `like` with n elements, over a pooled buffer. */
+  take<T extends ReduceArray>(like: T, n: number): T {
+    const bytes = Math.max(8, n * like.BYTES_PER_ELEMENT);
+    let cls = 8;
+    while (cls < bytes) cls *= 2;
+    const list = this.free.get(cls);
+    const buf = list !== undefined && list.length > 0 ? list.pop()! : new ArrayBuffer(cls);
+    const C = like.constructor as new (b: ArrayBuffer, o: number, n: number) => T;
+    return new C(buf, 0, n);
+  }
+
+  give(a: ReduceArray): void {
+    const buf = a.buffer as ArrayBuffer;
+    const list = this.free.get(buf.byteLength) ?? [];
+    if (list.length < 8 && buf.byteLength <= 1 << 22) { list.push(buf); this.free.set(buf.byteLength, list); }
+  }
+}

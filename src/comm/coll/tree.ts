@@ -3,7 +3,7 @@
 // v-variants (direct: every rank to or from the root).
 
 import { bytesOf, displacements, mod, type CollComm } from './engine.js';
-import { reduceInto, like, type Op, type ReduceArray } from './ops.js';
+import { reduceInto, type Op, type ReduceArray } from './ops.js';
 import type { Request } from '../../proto/request.js';
 
 /** Binomial broadcast of `bytes` from root. */
@@ -30,22 +30,27 @@ export async function reduceBinomial(c: CollComm, send: ReduceArray, recv: Reduc
   const p = c.size;
   const vr = mod(c.rank - root, p);
   const n = send.length;
-  const acc = like(send, n);
+  const acc = c.scratch.take(send, n);
   acc.set(send as never);
-  const tmp = like(send, n);
-  for (let mask = 1; mask < p; mask <<= 1) {
-    if ((vr & mask) === 0) {
-      const child = vr | mask;
-      if (child < p) {
-        await c.recv(bytesOf(tmp), mod(child + root, p)).wait();
-        reduceInto(op, acc, tmp, n);
+  const tmp = c.scratch.take(send, n);
+  try {
+    for (let mask = 1; mask < p; mask <<= 1) {
+      if ((vr & mask) === 0) {
+        const child = vr | mask;
+        if (child < p) {
+          await c.recv(bytesOf(tmp), mod(child + root, p)).wait();
+          reduceInto(op, acc, tmp, n);
+        }
+      } else {
+        await c.send(bytesOf(acc), mod((vr & ~mask) + root, p)).wait();
+        return;
       }
-    } else {
-      await c.send(bytesOf(acc), mod((vr & ~mask) + root, p)).wait();
-      return;
     }
+    if (recv !== null) recv.set(acc as never);
+  } finally {
+    c.scratch.give(acc);
+    c.scratch.give(tmp);
   }
-  if (recv !== null) recv.set(acc as never);
 }
 
 /** Gather equal blocks to root: recv holds p blocks of send.length elements (root only). */
