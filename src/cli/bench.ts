@@ -6,7 +6,7 @@ import { startJob } from './run.js';
 
 const P2P = ['latency', 'bw'] as const;
 const COLL = ['allreduce', 'bcast', 'allgather', 'alltoall'] as const;
-const KINDS = [...P2P, ...COLL] as const;
+const KINDS = [...P2P, ...COLL, 'wireup'] as const;
 const COLL_SIZES = '8,64,1024,8192,65536,262144,1048576';
 const DEFAULT_SIZES: Record<string, string> = {
   latency: '0,1,8,64,512,4096,16384,65536,262144,1048576,4194304',
@@ -19,7 +19,8 @@ const USAGE = `railcomm bench latency|bw|allreduce|bcast|allgather|alltoall [-n 
   latency:   half round trip between ranks 0 and 1 (osu_latency style), microseconds
   bw:        windows of nonblocking sends then an ack (osu_bw style), MB/s = 10^6 bytes/s
   allreduce, bcast, allgather, alltoall: average microseconds per call over the ranks
-             (osu_allreduce style); sizes in bytes (allreduce: doubles, size/8 of them)`;
+             (osu_allreduce style); sizes in bytes (allreduce: doubles, size/8 of them)
+  wireup:    ms from a rank's start until it can exchange messages with all (init + barrier)`;
 
 export async function benchCommand(argv: string[]): Promise<number> {
   let kind = '';
@@ -52,17 +53,17 @@ export async function benchCommand(argv: string[]): Promise<number> {
     process.stderr.write(`railcomm bench: choose one of ${KINDS.join(', ')}\n${USAGE}\n`);
     return 2;
   }
-  const isColl = (COLL as readonly string[]).includes(kind);
+  const isColl = (COLL as readonly string[]).includes(kind) || kind === 'wireup';
   if (!Number.isInteger(np) || np < (isColl ? 1 : 2) || !Number.isInteger(iters) || iters < 1 || !Number.isInteger(window) || window < 1) {
     process.stderr.write(`railcomm bench: -n must be >= ${isColl ? 1 : 2}, --iters and --window >= 1\n`);
     return 2;
   }
-  const sizeList = sizes || DEFAULT_SIZES[kind]!;
+  const sizeList = sizes || DEFAULT_SIZES[kind] || '8';
   if (!sizeList.split(',').every((s) => /^\d+$/.test(s))) {
     process.stderr.write(`railcomm bench: --sizes takes byte counts separated by commas\n`);
     return 2;
   }
-  const script = fileURLToPath(new URL(isColl ? '../bench/coll.js' : '../bench/p2p.js', import.meta.url));
+  const script = fileURLToPath(new URL(kind === 'wireup' ? '../bench/wireup.js' : isColl ? '../bench/coll.js' : '../bench/p2p.js', import.meta.url));
   const job = await startJob({
     np, command: isColl ? [script, kind, sizeList, String(iters === 2000 ? 1000 : iters)] : [script, kind, sizeList, String(iters), String(window)], capture: true,
     ...(rails !== undefined ? { rails } : {}), ...(threads ? { threadsPerProcess: np } : {}), timeoutSec: 600,
@@ -77,7 +78,10 @@ export async function benchCommand(argv: string[]): Promise<number> {
   if (json) { process.stdout.write(out + '\n'); return 0; }
   const data = JSON.parse(out) as { benchmark: string; rails: string; results: Array<Record<string, number>> };
   process.stdout.write(`# railcomm ${data.benchmark}, rails ${data.rails}, ${np} ranks\n`);
-  if (isColl) {
+  if (kind === 'wireup') {
+    const w = data as unknown as { ranks: number; rails: string; maxMs: number; medianMs: number };
+    process.stdout.write(`slowest rank ready ${w.maxMs} ms after its start (median ${w.medianMs} ms), ${w.ranks} ranks, rails ${w.rails}\n`);
+  } else if (isColl) {
     process.stdout.write(`${'size'.padStart(10)} ${'avg us'.padStart(10)}\n`);
     for (const r of data.results) process.stdout.write(`${String(r['size']).padStart(10)} ${String(r['usec']).padStart(10)}\n`);
   } else if (kind === 'latency') {
