@@ -131,8 +131,11 @@ export function detectLaunch(env: NodeJS.ProcessEnv = process.env): LaunchInfo {
       // Every rank of the step computes the same port from the job and step ids.
       master = { host: nodes[0]!, port: 20000 + (hash32(`${job}.${step}`) % 20000) };
     }
-    return others(env, 'SLURM_PROCID', 'SLURM_NTASKS', 'slurm', `SLURM_PROCID and SLURM_NTASKS are set (srun, job ${job} step ${step})`,
+    const info = others(env, 'SLURM_PROCID', 'SLURM_NTASKS', 'slurm', `SLURM_PROCID and SLURM_NTASKS are set (srun, job ${job} step ${step})`,
       'SLURM_LOCALID', undefined, master, `slurm|${job}|${step}`);
+    // A step on one node: every rank is on this host.
+    if ((env['SLURM_STEP_NUM_NODES'] ?? env['SLURM_NNODES']) === '1') info.localSize = info.size;
+    return info;
   }
   if (env['PMI_RANK'] !== undefined && env['PMI_SIZE'] !== undefined) {
     return others(env, 'PMI_RANK', 'PMI_SIZE', 'hydra', 'PMI_RANK and PMI_SIZE are set (MPICH hydra)',
