@@ -29,7 +29,13 @@ const RESOLVED = Promise.resolve();
 export class Progress {
   private outstanding = 0;
   private spinning = false;
-  private lastActivity = 0;
+  /**
+   * Passes in a row that found nothing, and when that run began (-1: not
+   * measured yet). The clock is read once per 64 idle passes, not per pass:
+   * performance.now() costs more than a poll here.
+   */
+  private idlePasses = 0;
+  private idleSince = -1;
   private readonly spinMs: number;
   private readonly pollers: Poller[] = [];
   private readonly holder: NodeJS.Timeout;
@@ -64,7 +70,8 @@ export class Progress {
 
   /** Something happened (bytes arrived, a request started): keep polling a while longer. */
   activity(): void {
-    this.lastActivity = performance.now();
+    this.idlePasses = 0;
+    this.idleSince = -1;
     if (!this.spinning && this.outstanding > 0 && (this.spinMs > 0 || this.pollers.length > 0)) {
       this.spinning = true;
       this.schedule();
@@ -90,27 +97,33 @@ export class Progress {
   private spin(micro: boolean): void {
     if (this.outstanding === 0) { this.spinning = false; this.microPasses = 0; return; }
     this.spins++;
-    let now = performance.now();
     let any = false;
     if (this.pollers.length > 0) {
       any = this.pollAll();
-      if (!micro && this.spinMs > 0) {
-        // performance.now() costs more than a poll: look at the clock every 256 polls.
-        const until = now + TURN_MS;
+      if (!micro && !any && this.spinMs > 0) {
+        // A macrotask pass has nothing queued behind it: spin on the rings a
+        // moment, looking at the clock every 256 polls.
+        const until = performance.now() + TURN_MS;
         for (let i = 1; !any; i++) {
-          if ((i & 255) === 0 && (now = performance.now()) >= until) break;
+          if ((i & 255) === 0 && performance.now() >= until) break;
           any = this.pollAll();
         }
       }
-      if (any) this.lastActivity = now;
     }
-    if (this.outstanding > 0 && now - this.lastActivity <= this.spinMs) {
-      this.schedule();
-      return;
+    if (any) {
+      this.idlePasses = 0;
+      this.idleSince = -1;
+    } else if (this.spinMs <= 0 || !micro || (++this.idlePasses & 63) === 0) {
+      const now = performance.now();
+      if (this.idleSince < 0) this.idleSince = now;
+      if (this.spinMs <= 0 || now - this.idleSince > this.spinMs) {
+        this.spinning = false;
+        this.microPasses = 0;
+        this.sleep();
+        return;
+      }
     }
-    this.spinning = false;
-    this.microPasses = 0;
-    if (this.outstanding > 0) this.sleep();
+    this.schedule();
   }
 
   /**
