@@ -85,11 +85,14 @@ export class TbsmRail implements Rail {
     this.channel.postMessage({ kind: 'ring', from: this.selfKey, to: String(to), sab: ring.sab } satisfies ChannelMsg);
   }
 
-  /** Wake a receiver after writing to it. */
-  wake(peer: bigint): void {
-    const b = this.bells.get(String(peer));
-    if (b !== undefined) b.ring();
-    else this.channel.postMessage({ kind: 'poke', to: String(peer) } satisfies ChannelMsg); // its bell has not reached us yet
+  /** The receiver's doorbell, once it reached us. */
+  bellOf(peer: bigint): Doorbell | undefined {
+    return this.bells.get(String(peer));
+  }
+
+  /** Wake a receiver whose doorbell has not reached us yet (a message wakes its event loop). */
+  poke(peer: bigint): void {
+    this.channel.postMessage({ kind: 'poke', to: String(peer) } satisfies ChannelMsg);
   }
 
   private onChannel(m: ChannelMsg): void {
@@ -178,6 +181,8 @@ export class TbsmEndpoint implements RailEndpoint {
   owner: unknown = null;
   private out: Ring | null = null;
   private failed = false;
+  /** The receiver's doorbell, cached once known (looked up by id otherwise). */
+  private bell: Doorbell | undefined = undefined;
 
   constructor(rail: TbsmRail, peer: bigint) {
     this.rail = rail;
@@ -224,13 +229,19 @@ export class TbsmEndpoint implements RailEndpoint {
   private sent(payLen: number): void {
     this.counters.msgsSent++; this.counters.bytesSent += payLen;
     this.rail.counters.msgsSent++; this.rail.counters.bytesSent += payLen;
-    this.rail.wake(this.peer);
+    this.wake();
+  }
+
+  private wake(): void {
+    const b = this.bell ?? (this.bell = this.rail.bellOf(this.peer));
+    if (b !== undefined) b.ring();
+    else this.rail.poke(this.peer);
   }
 
   sayBye(): void {
     if (this.out === null || this.failed) return;
     this.out.write(AM_BYE, EMPTY, 0, null);
-    this.rail.wake(this.peer);
+    this.wake();
   }
 
   peerClosed(): void {
