@@ -2,77 +2,15 @@
 // test/helpers/run-cli.mjs) with throwaway scripts: what a thread rank sees, output
 // prefixes, exit codes, stopping, usage errors, and that no thread-host process is left.
 
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { startJob } from '../../dist/cli/run.js';
+import { launchKit, alive, kvClientUrl, waitFor } from '../helpers/launch-kit.mjs';
 
-const runCli = fileURLToPath(new URL('../helpers/run-cli.mjs', import.meta.url));
-const kvClientUrl = new URL('../../dist/boot/kv-client.js', import.meta.url).href;
-const dir = mkdtempSync(join(tmpdir(), 'railcomm-threads-'));
-/** Every process id a test learned about (thread hosts); killed at the end whatever happened. */
-const seenPids = new Set();
+const { dir, seenPids, script, launch } = launchKit('railcomm-threads-');
 
-after(() => {
-  for (const pid of seenPids) {
-    try { process.kill(pid, 'SIGKILL'); } catch { /* gone, as it should be */ }
-  }
-  rmSync(dir, { recursive: true, force: true });
-});
-
-function script(name, body) {
-  const path = join(dir, name);
-  writeFileSync(path, body);
-  return path;
-}
-
-/** Runs the launcher; kills it (and fails) if it runs past limitMs. */
-function launch(args, { limitMs = 20_000, onSpawn } = {}) {
-  const child = spawn(process.execPath, [runCli, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => { stdout += d; });
-  child.stderr.on('data', (d) => { stderr += d; });
-  const t0 = Date.now();
-  onSpawn?.(child);
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`launcher still running after ${limitMs} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`));
-    }, limitMs);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr, ms: Date.now() - t0 });
-    });
-  });
-}
-
-/** A zombie still answers kill(pid, 0) until reaped; for us it is dead. */
-function alive(pid) {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
-async function waitFor(cond, ms, what) {
-  const t0 = Date.now();
-  while (!cond()) {
-    if (Date.now() - t0 > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** rank -> pid of the process it ran in, from the files the pid prelude wrote under dir/sub. */
 function pidsIn(sub) {

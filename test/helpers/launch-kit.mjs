@@ -1,0 +1,77 @@
+// Shared pieces of the launcher tests: a temp dir for throwaway rank scripts,
+// running `railcomm run` as its own process with a time limit, telling live
+// processes from dead ones, and killing every pid a test saw when it ends.
+
+import { after } from 'node:test';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const runCli = fileURLToPath(new URL('./run-cli.mjs', import.meta.url));
+export const kvClientUrl = new URL('../../dist/boot/kv-client.js', import.meta.url).href;
+
+export function launchKit(prefix) {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  /** Every pid a test learned about; killed at the end whatever happened. */
+  const seenPids = new Set();
+  after(() => {
+    for (const pid of seenPids) {
+      try { process.kill(pid, 'SIGKILL'); } catch { /* gone, as it should be */ }
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  function script(name, body) {
+    const path = join(dir, name);
+    writeFileSync(path, body);
+    return path;
+  }
+
+  /** Runs the launcher; kills it (and fails) if it runs past limitMs. */
+  function launch(args, { limitMs = 20_000, onSpawn } = {}) {
+    const child = spawn(process.execPath, [runCli, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => { stdout += d; });
+    child.stderr.on('data', (d) => { stderr += d; });
+    const t0 = Date.now();
+    onSpawn?.(child);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        reject(new Error(`launcher still running after ${limitMs} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+      }, limitMs);
+      child.on('close', (code, signal) => {
+        clearTimeout(timer);
+        resolve({ code, signal, stdout, stderr, ms: Date.now() - t0 });
+      });
+    });
+  }
+
+  return { dir, seenPids, script, launch };
+}
+
+/** A zombie still answers kill(pid, 0) until reaped; for us it is dead. */
+export function alive(pid) {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+export async function waitFor(cond, ms, what) {
+  const t0 = Date.now();
+  while (!cond()) {
+    if (Date.now() - t0 > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
