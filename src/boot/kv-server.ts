@@ -146,6 +146,11 @@ export class KvServer {
   }
 
   /** True once `rank` sent finalize: its exit is expected from then on. */
+  /** The rank finalized, or joined and its connection is gone (it died): it needs the service no more. */
+  done(rank: number): boolean {
+    return this.finalizedRanks[rank] === true || (this.joinedRanks[rank] === true && this.rankConn[rank] === undefined);
+  }
+
   finalized(rank: number): boolean {
     return this.finalizedRanks[rank] === true;
   }

@@ -1,7 +1,7 @@
 // What a rank learns from the environment its launcher gave it, in this
 // order: railcomm run (RAILCOMM_*), Open MPI's mpirun (OMPI_COMM_WORLD_*),
-// Slurm's srun (SLURM_*), MPICH's hydra (PMI_*), the env:// convention (RANK,
-// WORLD_SIZE, MASTER_ADDR, MASTER_PORT); with none of them, a world of one.
+// MPICH's hydra (PMI_*), the env:// convention (RANK, WORLD_SIZE,
+// MASTER_ADDR, MASTER_PORT), Slurm's srun (SLURM_*); with none, a world of one.
 // Launchers other than railcomm run wire up through a key-value service that
 // rank 0 hosts at MASTER_ADDR:MASTER_PORT (derived from the step under Slurm).
 
@@ -121,7 +121,18 @@ export function detectLaunch(env: NodeJS.ProcessEnv = process.env): LaunchInfo {
     return others(env, 'OMPI_COMM_WORLD_RANK', 'OMPI_COMM_WORLD_SIZE', 'openmpi', 'OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE are set (Open MPI mpirun)',
       'OMPI_COMM_WORLD_LOCAL_RANK', 'OMPI_COMM_WORLD_LOCAL_SIZE', masterFrom(env, "Open MPI's mpirun"), `openmpi|${ns}|${env['MASTER_ADDR']}|${env['MASTER_PORT']}`);
   }
-  if (env['SLURM_PROCID'] !== undefined && env['SLURM_NTASKS'] !== undefined) {
+  if (env['PMI_RANK'] !== undefined && env['PMI_SIZE'] !== undefined) {
+    return others(env, 'PMI_RANK', 'PMI_SIZE', 'hydra', 'PMI_RANK and PMI_SIZE are set (MPICH hydra)',
+      'MPI_LOCALRANKID', 'MPI_LOCALNRANKS', masterFrom(env, "MPICH's mpiexec"), `hydra|${env['PMI_ID'] ?? ''}|${env['MASTER_ADDR']}|${env['MASTER_PORT']}`);
+  }
+  if (env['RANK'] !== undefined && env['WORLD_SIZE'] !== undefined) {
+    return others(env, 'RANK', 'WORLD_SIZE', 'env', 'RANK and WORLD_SIZE are set (env://)',
+      'LOCAL_RANK', 'LOCAL_WORLD_SIZE', masterFrom(env, 'env://'), `env|${env['MASTER_ADDR']}|${env['MASTER_PORT']}`);
+  }
+  // Slurm last: an inner launcher (mpiexec, torchrun, railcomm run) inside an
+  // allocation inherits SLURM_* from the batch shell. Only an srun step sets
+  // SLURM_STEP_NUM_TASKS, so a bare `node app.js` in sbatch stays a singleton.
+  if (env['SLURM_PROCID'] !== undefined && env['SLURM_STEP_NUM_TASKS'] !== undefined) {
     const job = env['SLURM_JOB_ID'] ?? '0', step = env['SLURM_STEP_ID'] ?? '0';
     let master: { host: string; port: number };
     if (env['MASTER_ADDR'] && env['MASTER_PORT']) master = masterFrom(env, 'Slurm');
@@ -131,22 +142,14 @@ export function detectLaunch(env: NodeJS.ProcessEnv = process.env): LaunchInfo {
       // Every rank of the step computes the same port from the job and step ids.
       master = { host: nodes[0]!, port: 20000 + (hash32(`${job}.${step}`) % 20000) };
     }
-    const info = others(env, 'SLURM_PROCID', 'SLURM_NTASKS', 'slurm', `SLURM_PROCID and SLURM_NTASKS are set (srun, job ${job} step ${step})`,
+    const info = others(env, 'SLURM_PROCID', 'SLURM_STEP_NUM_TASKS', 'slurm', `SLURM_PROCID and SLURM_STEP_NUM_TASKS are set (srun, job ${job} step ${step})`,
       'SLURM_LOCALID', undefined, master, `slurm|${job}|${step}`);
     // A step on one node: every rank is on this host.
     if ((env['SLURM_STEP_NUM_NODES'] ?? env['SLURM_NNODES']) === '1') info.localSize = info.size;
     return info;
   }
-  if (env['PMI_RANK'] !== undefined && env['PMI_SIZE'] !== undefined) {
-    return others(env, 'PMI_RANK', 'PMI_SIZE', 'hydra', 'PMI_RANK and PMI_SIZE are set (MPICH hydra)',
-      'MPI_LOCALRANKID', 'MPI_LOCALNRANKS', masterFrom(env, "MPICH's mpiexec"), `hydra|${env['PMI_ID'] ?? ''}|${env['MASTER_ADDR']}|${env['MASTER_PORT']}`);
-  }
-  if (env['RANK'] !== undefined && env['WORLD_SIZE'] !== undefined) {
-    return others(env, 'RANK', 'WORLD_SIZE', 'env', 'RANK and WORLD_SIZE are set (env://)',
-      'LOCAL_RANK', 'LOCAL_WORLD_SIZE', masterFrom(env, 'env://'), `env|${env['MASTER_ADDR']}|${env['MASTER_PORT']}`);
-  }
   return {
-    launcher: 'singleton', why: 'no launcher variables found (RAILCOMM_RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK, RANK)',
+    launcher: 'singleton', why: 'no launcher variables found (RAILCOMM_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, RANK, SLURM_PROCID with SLURM_STEP_NUM_TASKS)',
     rank: 0, size: 1, localRank: 0, localSize: 1, jobKey: '', jobKeySecret: true, jobId: 0, threads: 1,
   };
 }

@@ -59,12 +59,16 @@ export class Rank0Store implements KeyValueStore {
     await this.client.finalize();
     const server = this.server;
     if (server === null) return;
-    // Others may still look peers up: serve until all finalized (or the linger ends).
-    const deadline = Date.now() + this.lingerMs;
-    while (Date.now() < deadline) {
-      let all = true;
-      for (let r = 0; r < this.size && all; r++) all = server.finalized(r);
-      if (all) break;
+    // Others look peers up lazily, long after rank 0 may be done: serve until
+    // every rank finalized or dropped its connection (a rank that never joined
+    // is given up on after the linger time).
+    const giveUpOnAbsent = Date.now() + this.lingerMs;
+    for (;;) {
+      let waiting = false;
+      for (let r = 0; r < this.size && !waiting; r++) {
+        waiting = !server.done(r) && (server.joined(r) || Date.now() < giveUpOnAbsent);
+      }
+      if (!waiting) break;
       await new Promise((res) => setTimeout(res, 20));
     }
   }

@@ -172,6 +172,34 @@ interface ProcState {
 
 interface Placement { host: string; local: boolean; localRank: number; localSize: number }
 
+/** Agents that hand the remote side one command line for a shell to parse. */
+const SHELL_AGENTS = new Set(['ssh', 'rsh', 'oarsh', 'plink']);
+
+/** A word for a POSIX shell, whatever it contains. */
+export function shellQuote(w: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * How to start a rank on `host`: PREFIX host env NAME=VALUE... program args.
+ * The remote side gets the railcomm variables (and -x ones) explicitly, as ssh
+ * passes no environment. ssh-like agents join their arguments into one line
+ * for the remote shell, so that line is built with every word quoted (and a
+ * cd to the working directory); exec-style agents ('ip netns exec') get argv.
+ */
+export function remoteCommand(opts: JobOptions, host: string, env: NodeJS.ProcessEnv, file: string, args: string[]): [string, string[]] {
+  const rsh = opts.rsh ?? ['ssh'];
+  const cwd = opts.cwd ?? process.cwd();
+  const vars = Object.entries(env).filter(([k, v]) => v !== undefined && (k.startsWith('RAILCOMM_') || k in (opts.env ?? {}))).map(([k, v]) => `${k}=${v}`);
+  const prog = file === process.execPath ? [process.execPath, ...args.map((a, i) => (i === 0 ? resolvePath(cwd, a) : a))] : [file, ...args];
+  const agent = rsh[0]!;
+  if (SHELL_AGENTS.has(agent.slice(agent.lastIndexOf('/') + 1))) {
+    const line = `cd ${shellQuote(cwd)} && exec env ${[...vars, ...prog].map(shellQuote).join(' ')}`;
+    return [agent, [...rsh.slice(1), host, line]];
+  }
+  return [agent, [...rsh.slice(1), host, 'env', ...vars, ...prog]];
+}
+
 const LOCAL_NAMES = new Set(['localhost', '127.0.0.1', '::1']);
 
 /** Ranks fill the hosts' slots in order; more ranks than slots is an error. */
@@ -513,10 +541,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
       } else {
         // PREFIX host env NAME=VALUE... program args: the remote side gets the
         // railcomm variables (and -x ones) explicitly, as ssh passes no environment.
-        const rsh = opts.rsh ?? ['ssh'];
-        const vars = Object.entries(env).filter(([k, v]) => v !== undefined && (k.startsWith('RAILCOMM_') || k in (opts.env ?? {}))).map(([k, v]) => `${k}=${v}`);
-        const prog = file === process.execPath ? [process.execPath, ...args.map((a, i) => (i === 0 ? resolvePath(opts.cwd ?? process.cwd(), a) : a))] : [file, ...args];
-        child = spawn(rsh[0]!, [...rsh.slice(1), where.host, 'env', ...vars, ...prog], { env, cwd: opts.cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+        child = spawn(...remoteCommand(opts, where.host, env, file, args), { env, cwd: opts.cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
       }
     } catch (err) {
       procExited(p, null, null, err instanceof Error ? err : new Error(String(err)));

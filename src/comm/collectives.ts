@@ -66,12 +66,12 @@ export class CollectivePlanner {
   }
 
   /** With RAILCOMM_PROTO_INFO, say once per collective which algorithm ran. */
-  announce(plan: CollPlan, bytes: number): void {
+  announce(plan: CollPlan): void {
     if (this.log === null) return;
     const k = `${plan.name}/${plan.algorithm}`;
     if (this.announced.has(k)) return;
     this.announced.add(k);
-    process.stderr.write(`[railcomm ${this.rank}] ${plan.name} of ${bytes} B on ${this.size} ranks: ${plan.algorithm}\n`);
+    process.stderr.write(`[railcomm ${this.rank}] ${plan.name} on ${this.size} ranks: ${plan.algorithm}\n`);
   }
 
   barrier(): CollPlan {

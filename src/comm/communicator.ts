@@ -211,7 +211,7 @@ export class Communicator implements ClaimedReceiver {
     const p = plan();
     const r = new Request(KIND_COLL, EMPTY);
     this.world.track(r);
-    this.planner.announce(p, 0);
+    this.planner.announce(p);
     p.run(this.collComm()).then(
       () => r.complete(this.rank, 0, 0),
       (e: unknown) => r.fail(e instanceof Rce ? e : new RailcommError(ErrorCode.PROTOCOL, `${what} failed: ${(e as Error)?.message ?? String(e)}`, { cause: e })),
@@ -268,23 +268,27 @@ export class Communicator implements ClaimedReceiver {
     this.world.check('split');
     if (!Number.isSafeInteger(color)) throw new RailcommError(ErrorCode.INVALID_ARG, `split: color must be an integer (negative for none), got ${String(color)}`);
     if (!Number.isSafeInteger(key)) throw new RailcommError(ErrorCode.INVALID_ARG, `split: key must be an integer, got ${String(key)}`);
-    const all = new Float64Array(3 * this.size);
-    await this.allgather(new Float64Array([color < 0 ? -1 : color, key, this.world.nextContextId]), all);
-    const ctx = this.agreeContext(all, 3, 2);
-    if (color < 0) return null;
-    const members: number[] = [];
-    for (let i = 0; i < this.size; i++) if (all[3 * i] === color) members.push(i);
-    members.sort((a, b) => all[3 * a + 1]! - all[3 * b + 1]! || a - b);
-    return new Communicator(this.world, members.map((i) => this.group[i]!), members.indexOf(this.rank), ctx, ctx + 1);
+    return this.world.serialContext(async () => {
+      const all = new Float64Array(3 * this.size);
+      await this.allgather(new Float64Array([color < 0 ? -1 : color, key, this.world.nextContextId]), all);
+      const ctx = this.agreeContext(all, 3, 2);
+      if (color < 0) return null;
+      const members: number[] = [];
+      for (let i = 0; i < this.size; i++) if (all[3 * i] === color) members.push(i);
+      members.sort((a, b) => all[3 * a + 1]! - all[3 * b + 1]! || a - b);
+      return new Communicator(this.world, members.map((i) => this.group[i]!), members.indexOf(this.rank), ctx, ctx + 1);
+    });
   }
 
   /** A communicator with the same ranks and its own matching space. Collective. */
   async dup(): Promise<Communicator> {
     this.world.check('dup');
-    const all = new Float64Array(this.size);
-    await this.allgather(new Float64Array([this.world.nextContextId]), all);
-    const ctx = this.agreeContext(all, 1, 0);
-    return new Communicator(this.world, this.group, this.rank, ctx, ctx + 1);
+    return this.world.serialContext(async () => {
+      const all = new Float64Array(this.size);
+      await this.allgather(new Float64Array([this.world.nextContextId]), all);
+      const ctx = this.agreeContext(all, 1, 0);
+      return new Communicator(this.world, this.group, this.rank, ctx, ctx + 1);
+    });
   }
 
   /**

@@ -22,7 +22,11 @@ let world: Promise<Communicator> | null = null;
 
 /** The world communicator. Calling it again returns the same one. */
 export function init(options: InitOptions = {}): Promise<Communicator> {
-  world ??= start(options);
+  if (world === null) {
+    world = start(options);
+    // A failed start may be retried (a fixed environment, a later rank 0).
+    world.catch(() => { world = null; });
+  }
   return world;
 }
 

@@ -16,6 +16,17 @@ export class World implements RequestWatcher {
   private drained: Array<() => void> = [];
   /** Next free communicator context id (0/1 are the world's). */
   nextContextId = 2;
+  private contextChain: Promise<unknown> = Promise.resolve();
+
+  /**
+   * Context-id agreements (split, dup) run one at a time on this rank: two at
+   * once would both read the same next free id.
+   */
+  serialContext<T>(f: () => Promise<T>): Promise<T> {
+    const run = this.contextChain.then(f, f);
+    this.contextChain = run.catch(() => undefined);
+    return run;
+  }
   private settled = 0;
   private readonly hangWatch: HangWatch | null;
 

@@ -136,11 +136,10 @@ export class PointToPoint implements Canceller {
         const st = lane.sendCopy(AM_EAGER, this.scratch, EAGER_HDR, len > 0 ? req.buf : null);
         if (st === NO_RESOURCE) {
           // The rail is full (a ring the receiver has not drained, a socket past
-          // its high-water mark): keep a copy and complete now, since an eager
-          // send never waits for the receiver.
-          const op = ProtoEndpoint.op(AM_EAGER, this.scratch, EAGER_HDR, len > 0 ? Buffer.from(req.buf) : null, false, null);
-          req.complete(req.source, req.tag, len);
-          return op;
+          // its high-water mark): an eager send never waits for the receiver, so
+          // a tracked copy takes its place (finalize waits for it) and it completes.
+          const copy = this.detachEager(req);
+          return ProtoEndpoint.op(AM_EAGER, this.scratch, EAGER_HDR, len > 0 ? copy.buf : null, false, copy);
         }
         req.complete(req.source, req.tag, len);
         return null;

@@ -23,6 +23,8 @@ const TURN_MS = 0.05;
  * sockets and timers run.
  */
 const MICRO_PASSES = 1024;
+/** ...and at most this long (ms) between two event-loop turns. */
+const MICRO_MS = 1;
 /** Node's queueMicrotask costs ~0.8 us a call here (async-context wrapping); a native reaction far less. */
 const RESOLVED = Promise.resolve();
 
@@ -42,6 +44,7 @@ export class Progress {
   private readonly tick = (): void => this.spin(false);
   private readonly microTick = (): void => this.spin(true);
   private microPasses = 0;
+  private microSince = 0;
   private readonly wake = (): void => this.activity();
   /** Passes of the spin loop (observability, tests). */
   spins = 0;
@@ -133,12 +136,22 @@ export class Progress {
    */
   private schedule(): void {
     if (this.pollers.length > 0 && this.spinMs > 0 && this.microPasses < MICRO_PASSES) {
-      this.microPasses++;
-      void RESOLVED.then(this.microTick);
-    } else {
-      this.microPasses = 0;
-      setImmediate(this.tick);
+      // Bounded by time as well (the clock is first read at pass 64, so short
+      // chains never read it): busy rings must not keep timers and sockets
+      // waiting more than about a millisecond.
+      const n = ++this.microPasses;
+      if ((n & 63) === 0) {
+        const now = performance.now();
+        if (n === 64) this.microSince = now;
+        else if (now - this.microSince > MICRO_MS) this.microPasses = MICRO_PASSES;
+      }
+      if (this.microPasses < MICRO_PASSES) {
+        void RESOLVED.then(this.microTick);
+        return;
+      }
     }
+    this.microPasses = 0;
+    setImmediate(this.tick);
   }
 
   /** Stop spinning: polled rails ring us when data arrives. */

@@ -43,13 +43,15 @@ test('Open MPI mpirun, MPICH hydra and Slurm, in that order after railcomm run',
   assert.throws(() => detectLaunch({ OMPI_COMM_WORLD_RANK: '0', OMPI_COMM_WORLD_SIZE: '2' }), /-x MASTER_ADDR/);
   const hydra = detectLaunch({ PMI_RANK: '0', PMI_SIZE: '2', MPI_LOCALRANKID: '0', MASTER_ADDR: 'localhost', MASTER_PORT: '4000' });
   assert.equal(hydra.launcher, 'hydra');
-  const slurm = detectLaunch({ SLURM_PROCID: '3', SLURM_NTASKS: '4', SLURM_LOCALID: '1', SLURM_JOB_ID: '77', SLURM_STEP_ID: '0', SLURM_STEP_NODELIST: 'node[07-08]' });
+  const slurm = detectLaunch({ SLURM_PROCID: '3', SLURM_NTASKS: '4', SLURM_STEP_NUM_TASKS: '4', SLURM_LOCALID: '1', SLURM_JOB_ID: '77', SLURM_STEP_ID: '0', SLURM_STEP_NODELIST: 'node[07-08]' });
   assert.equal(slurm.launcher, 'slurm');
   assert.equal(slurm.master.host, 'node07');
   assert.ok(slurm.master.port >= 20000 && slurm.master.port < 40000);
-  assert.deepEqual(detectLaunch({ SLURM_PROCID: '0', SLURM_NTASKS: '4', SLURM_JOB_ID: '77', SLURM_STEP_ID: '0', SLURM_STEP_NODELIST: 'node[07-08]' }).master, slurm.master, 'every rank of the step meets at the same place');
+  assert.deepEqual(detectLaunch({ SLURM_PROCID: '0', SLURM_NTASKS: '4', SLURM_STEP_NUM_TASKS: '4', SLURM_JOB_ID: '77', SLURM_STEP_ID: '0', SLURM_STEP_NODELIST: 'node[07-08]' }).master, slurm.master, 'every rank of the step meets at the same place');
   const rc = detectLaunch({ RAILCOMM_RANK: '0', RAILCOMM_SIZE: '2', RAILCOMM_KV: '127.0.0.1:5', RAILCOMM_JOB_KEY: 'cd'.repeat(16), OMPI_COMM_WORLD_RANK: '1', OMPI_COMM_WORLD_SIZE: '2' });
   assert.equal(rc.launcher, 'railcomm', 'railcomm run wins');
+  assert.equal(detectLaunch({ SLURM_PROCID: '0', SLURM_NTASKS: '4', SLURM_JOB_ID: '9' }).launcher, 'singleton', 'node app.js in an sbatch script is not a step');
+  assert.equal(detectLaunch({ SLURM_PROCID: '0', SLURM_NTASKS: '4', SLURM_STEP_NUM_TASKS: '4', RANK: '1', WORLD_SIZE: '2', MASTER_ADDR: '127.0.0.1', MASTER_PORT: '1' }).launcher, 'env', 'an inner launcher in an allocation wins');
 });
 
 test('railcomm run --hosts and --hostfile: parsing and rank placement', async () => {
@@ -65,4 +67,22 @@ test('railcomm run --hosts and --hostfile: parsing and rank placement', async ()
   assert.throws(() => placeRanks(7, [{ host: 'a', slots: 2 }, { host: 'b', slots: 4 }]), /do not fit/);
   assert.equal(placeRanks(2, [{ host: 'localhost', slots: 2 }])[0].local, true);
   assert.equal(placeRanks(3, undefined).every((x) => x.local && x.localSize === 3), true);
+});
+
+test('remote ranks: ssh gets one quoted command line, exec-style agents get argv', async () => {
+  const { remoteCommand, shellQuote } = await import('../../dist/cli/run.js');
+  const { execFileSync } = await import('node:child_process');
+  const env = { RAILCOMM_RANK: '1', OPTS: "a b 'c' $HOME;x", PATH: '/bin' };
+  const [agent, argv] = remoteCommand({ rsh: ['ssh', '-o', 'BatchMode=yes'], env: { OPTS: '' }, cwd: '/tmp/my dir' }, 'nodeA', env, '/usr/bin/node', ['app.js', 'two words']);
+  assert.equal(agent, 'ssh');
+  assert.deepEqual(argv.slice(0, 3), ['-o', 'BatchMode=yes', 'nodeA']);
+  assert.equal(argv.length, 4, 'one command line for the remote shell');
+  // What the remote shell would run: parse it with sh and print the words.
+  const words = execFileSync('sh', ['-c', `set -- ${argv[3].replace(/^cd .* && exec /, '')}; for w in "$@"; do printf '%s\\n' "$w"; done`], { encoding: 'utf8' }).trim().split('\n');
+  assert.deepEqual(words, ['env', 'RAILCOMM_RANK=1', "OPTS=a b 'c' $HOME;x", '/usr/bin/node', '/tmp/my dir/app.js', 'two words']);
+  assert.match(argv[3], /^cd '\/tmp\/my dir' && exec env /);
+  const [ip, argv2] = remoteCommand({ rsh: ['ip', 'netns', 'exec'], env: {}, cwd: '/srv' }, 'nsA', { RAILCOMM_RANK: '0' }, '/usr/bin/node', ['app.js']);
+  assert.equal(ip, 'ip');
+  assert.deepEqual(argv2, ['netns', 'exec', 'nsA', 'env', 'RAILCOMM_RANK=0', '/usr/bin/node', '/srv/app.js']);
+  assert.equal(shellQuote("it's"), `'it'\\''s'`);
 });

@@ -2,7 +2,7 @@
 // exchanges posted at once (one round of latency); large blocks: pairwise
 // exchange, one partner per step (p-1 steps), so no rank is flooded.
 
-import { bytesOf, displacements, mod, sendrecv, type CollComm } from './engine.js';
+import { bytesOf, displacements, mod, sendrecv, waitAllOrCancel, type CollComm } from './engine.js';
 import type { Request } from '../../proto/request.js';
 
 export async function alltoallv(c: CollComm, send: ArrayBufferView, sendCounts: readonly number[], recv: ArrayBufferView, recvCounts: readonly number[], pairwise: boolean): Promise<void> {
@@ -25,5 +25,5 @@ export async function alltoallv(c: CollComm, send: ArrayBufferView, sendCounts: 
     const to = mod(r + s, p);
     reqs.push(c.send(bytesOf(send, sd[to]!, sendCounts[to]!), to));
   }
-  for (const q of reqs) await q.wait();
+  await waitAllOrCancel(reqs);
 }

@@ -26,10 +26,20 @@ export function bytesOf(a: ArrayBufferView, start = 0, count?: number): Uint8Arr
 
 /** Exchange: send `out` to `to` while receiving `into` from `from`. */
 export async function sendrecv(c: CollComm, out: Uint8Array, to: number, into: Uint8Array, from: number): Promise<void> {
-  const r = c.recv(into, from);
-  const s = c.send(out, to);
-  await s.wait();
-  await r.wait();
+  await waitAllOrCancel([c.recv(into, from), c.send(out, to)]);
+}
+
+/**
+ * Wait for every request; if one fails, cancel the receives still posted
+ * (they must not write into the user's buffers after the collective failed).
+ */
+export async function waitAllOrCancel(reqs: readonly Request[]): Promise<void> {
+  try {
+    for (const q of reqs) await q.wait();
+  } catch (e) {
+    for (const q of reqs) q.cancel();
+    throw e;
+  }
 }
 
 /** Prefix sums: displacement of each rank's block, in elements. */

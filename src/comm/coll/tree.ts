@@ -2,7 +2,7 @@
 // gather / scatter (binomial for small blocks, direct for large), with their
 // v-variants (direct: every rank to or from the root).
 
-import { bytesOf, displacements, mod, type CollComm } from './engine.js';
+import { bytesOf, displacements, mod, waitAllOrCancel, type CollComm } from './engine.js';
 import { reduceInto, type Op, type ReduceArray } from './ops.js';
 import type { Request } from '../../proto/request.js';
 
@@ -19,7 +19,7 @@ export async function bcastBinomial(c: CollComm, bytes: Uint8Array, root: number
   for (mask >>= 1; mask > 0; mask >>= 1) {
     if (vr + mask < p) sends.push(c.send(bytes, mod(vr + mask + root, p)));
   }
-  for (const s of sends) await s.wait();
+  await waitAllOrCancel(sends);
 }
 
 /**
@@ -66,7 +66,7 @@ export async function gatherDirect(c: CollComm, send: ArrayBufferView, recv: Arr
     if (r === root) into.set(bytesOf(send).subarray(0, into.byteLength));
     else reqs.push(c.recv(into, r));
   }
-  for (const q of reqs) await q.wait();
+  await waitAllOrCancel(reqs);
 }
 
 /** Scatter blocks from root: send holds p blocks (root only); each rank receives its block into recv. */
@@ -82,7 +82,7 @@ export async function scatterDirect(c: CollComm, send: ArrayBufferView | null, r
     if (r === root) bytesOf(recv).set(from);
     else reqs.push(c.send(from, r));
   }
-  for (const q of reqs) await q.wait();
+  await waitAllOrCancel(reqs);
 }
 
 /**

@@ -5,6 +5,7 @@ import { isMainThread } from 'node:worker_threads';
 import type { Component, Device, Rail, RailEnv } from '../api.js';
 import type { Params } from '../../core/params.js';
 import { TbsmRail } from './rail.js';
+import { RailcommError, ErrorCode } from '../../core/errors.js';
 
 export const tbsmComponent: Component = {
   name: 'tbsm',
@@ -18,6 +19,10 @@ export const tbsmComponent: Component = {
     return [{ component: 'tbsm', name: `pid${process.pid}`, kind: 'memory', notes: 'threads of this process' }];
   },
   async open(device: Device, env: RailEnv): Promise<Rail> {
-    return new TbsmRail(device, env, env.params.tbsmRing);
+    const ring = env.params.tbsmRing;
+    if ((ring & (ring - 1)) !== 0 || ring > 2 ** 30) {
+      throw new RailcommError(ErrorCode.INVALID_ARG, `RAILCOMM_TBSM_RING=${ring}: must be a power of two up to 1g (e.g. 1m, 4m)`);
+    }
+    return new TbsmRail(device, env, ring);
   },
 };

@@ -42,6 +42,7 @@ export class TbsmRail implements Rail {
   readonly blocked = new Set<TbsmEndpoint>();
   private readonly rx: RxFrame = { buf: Buffer.alloc(0), view: new DataView(new ArrayBuffer(0)), hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null };
   private closed = false;
+  private armed = false;
 
   constructor(device: Device, env: RailEnv, ringBytes: number) {
     this.device = device;
@@ -123,10 +124,19 @@ export class TbsmRail implements Rail {
     const ins = this.inbound;
     for (let i = 0; i < ins.length; i++) {
       const e = ins[i]!;
-      if (e.ring.hasData() && e.ring.drain(e.visit) > 0) any = true;
+      if (!e.ring.hasData()) continue;
+      try {
+        if (e.ring.drain(e.visit) > 0) any = true;
+      } catch (err) {
+        // A broken stream cannot be trusted any longer (DESIGN section 8).
+        ins.splice(i--, 1);
+        e.ep.abort((err as Error).message);
+      }
     }
     if (this.blocked.size > 0) {
-      for (const ep of this.blocked) {
+      // A snapshot: a sender re-driven here may block again and re-enter the set.
+      const eps = [...this.blocked];
+      for (const ep of eps) {
         if (ep.hasRoom()) { this.blocked.delete(ep); this.env.upcalls.ready(ep); any = true; }
       }
     }
@@ -138,7 +148,12 @@ export class TbsmRail implements Rail {
     const seen = this.bell.prepareSleep();
     for (const e of this.inbound) if (e.ring.hasData()) { this.bell.cancelSleep(); return false; }
     if (this.blocked.size > 0) { this.bell.cancelSleep(); return false; }
-    void this.bell.waitAsync(seen).then(wake);
+    // One waiter at a time: something else (a socket, a new request) may have
+    // woken us while the previous one still waits; it stays valid.
+    if (!this.armed) {
+      this.armed = true;
+      void this.bell.waitAsync(seen).then(() => { this.armed = false; wake(); });
+    }
     return true;
   }
 
@@ -168,7 +183,9 @@ export class TbsmRail implements Rail {
 
   async close(): Promise<void> {
     if (this.closed) return;
-    for (const ep of this.endpoints.values()) ep.sayBye();
+    // Every peer learns we finalized, also those we never sent to; a BYE that
+    // finds a full ring waits (bounded) for the peer to drain it.
+    await Promise.all([...this.endpoints.values()].map((ep) => ep.close()));
     this.closed = true;
     this.channel.close();
   }
@@ -197,9 +214,9 @@ export class TbsmEndpoint implements RailEndpoint {
     return this.out;
   }
 
-  /** A blocked sender is re-driven once half its ring is free (it re-blocks if that is still too little). */
+  /** A blocked sender is re-driven once the largest frame it may send fits. */
   hasRoom(): boolean {
-    return this.out === null || this.out.free() >= this.out.capacity / 2;
+    return this.out === null || this.out.fits(this.rail.caps.amHeaderMax, this.rail.caps.amCopyMax);
   }
 
   sendCopy(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null): RailStatus {
@@ -238,10 +255,12 @@ export class TbsmEndpoint implements RailEndpoint {
     else this.rail.poke(this.peer);
   }
 
-  sayBye(): void {
-    if (this.out === null || this.failed) return;
-    this.out.write(AM_BYE, EMPTY, 0, null);
+  /** Tell the peer we finalized; true once written (false: its ring is full for now). */
+  sayBye(): boolean {
+    if (this.failed) return true;
+    if (!this.ring().write(AM_BYE, EMPTY, 0, null)) return false;
     this.wake();
+    return true;
   }
 
   peerClosed(): void {
@@ -262,7 +281,8 @@ export class TbsmEndpoint implements RailEndpoint {
   }
 
   async close(): Promise<void> {
-    this.sayBye();
+    const deadline = Date.now() + this.rail.env.params.connectTimeout;
+    while (!this.sayBye() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 1));
   }
 }
 

@@ -83,6 +83,15 @@ export class Ring {
     return true;
   }
 
+  /** Whether a frame with this header and payload size would be written now. */
+  fits(hdrLen: number, payLen: number): boolean {
+    const need = align8(FRAME_HEAD + align8(hdrLen) + payLen);
+    const tail = Atomics.load(this.ctl, TAIL) >>> 0;
+    const contiguous = this.capacity - (tail & this.mask);
+    const total = need > contiguous ? contiguous + need : need;
+    return ((tail - (Atomics.load(this.ctl, HEAD) >>> 0)) >>> 0) + total <= this.capacity;
+  }
+
   /** Bytes not yet handed back by the consumer. */
   free(): number {
     return this.capacity - ((Atomics.load(this.ctl, TAIL) - Atomics.load(this.ctl, HEAD)) >>> 0);
@@ -107,6 +116,9 @@ export class Ring {
       const off = head & this.mask;
       const len = v.getUint32(off, true);
       if (len === SKIP) { head = (head + (this.capacity - off)) >>> 0; continue; }
+      if (len < FRAME_HEAD || (len & 7) !== 0 || len > this.capacity - off) {
+        throw new Error(`corrupt ring frame: length ${len} at offset ${off}`);
+      }
       visit(v.getUint8(off + 8), off, v.getUint16(off + 10, true), v.getUint32(off + 4, true));
       head = (head + len) >>> 0;
       Atomics.store(this.ctl, HEAD, head | 0);
