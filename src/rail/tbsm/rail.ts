@@ -126,7 +126,11 @@ export class TbsmRail implements Rail {
       const e = ins[i]!;
       if (!e.ring.hasData()) continue;
       try {
-        if (e.ring.drain(e.visit) > 0) any = true;
+        if (e.ring.drain(e.visit) > 0) {
+          any = true;
+          // Room was freed: a producer that sleeps waiting for it is rung.
+          if (e.ring.takeWaiter()) e.ep.ringPeer();
+        }
       } catch (err) {
         // A broken stream cannot be trusted any longer (DESIGN section 8).
         ins.splice(i--, 1);
@@ -147,7 +151,8 @@ export class TbsmRail implements Rail {
   sleep(wake: () => void): boolean {
     const seen = this.bell.prepareSleep();
     for (const e of this.inbound) if (e.ring.hasData()) { this.bell.cancelSleep(); return false; }
-    if (this.blocked.size > 0) { this.bell.cancelSleep(); return false; }
+    // A blocked sender may sleep too: its receiver rings us when it frees room.
+    for (const ep of this.blocked) if (!ep.sleepUntilRoom()) { this.bell.cancelSleep(); return false; }
     // One waiter at a time: something else (a socket, a new request) may have
     // woken us while the previous one still waits; it stays valid.
     if (!this.armed) {
@@ -212,6 +217,16 @@ export class TbsmEndpoint implements RailEndpoint {
       this.rail.announceRing(this.peer, this.out);
     }
     return this.out;
+  }
+
+  /** Before sleeping while blocked: ask the receiver to ring us; false if room appeared meanwhile. */
+  sleepUntilRoom(): boolean {
+    return this.out === null || !this.out.waitForRoom(this.rail.caps.amHeaderMax, this.rail.caps.amCopyMax);
+  }
+
+  /** Ring the peer's doorbell (it waits for data from us, or for room in its ring to us). */
+  ringPeer(): void {
+    this.wake();
   }
 
   /** A blocked sender is re-driven once the largest frame it may send fits. */

@@ -8,6 +8,7 @@
  * Layout: bytes 0..127 control, then `capacity` bytes of frames.
  *   control Int32 [0]  head (consumer's position)       byte 0
  *           Int32 [16] tail (producer's position)       byte 64
+ *           Int32 [24] producer waiting for room (0/1)  byte 96
  * Frame (8-byte aligned), at position & (capacity - 1):
  *   0 frame bytes u32 (SKIP: the rest of the buffer is unused)
  *   4 payload bytes u32 | 8 am id u8 | 9 zero u8 | 10 header bytes u16 | 12 zero u32
@@ -20,6 +21,7 @@ export const CONTROL_BYTES = 128;
 export const FRAME_HEAD = 16;
 const HEAD = 0;
 const TAIL = 16;
+const WAITING = 24;
 const SKIP = 0xffffffff;
 
 const align8 = (n: number): number => (n + 7) & ~7;
@@ -90,6 +92,24 @@ export class Ring {
     const contiguous = this.capacity - (tail & this.mask);
     const total = need > contiguous ? contiguous + need : need;
     return ((tail - (Atomics.load(this.ctl, HEAD) >>> 0)) >>> 0) + total <= this.capacity;
+  }
+
+  /**
+   * Producer, blocked: ask the consumer to ring us once it frees space. Then
+   * look again (the consumer may have freed space just before): true when
+   * there is room after all (and the request is withdrawn).
+   */
+  waitForRoom(hdrLen: number, payLen: number): boolean {
+    Atomics.store(this.ctl, WAITING, 1);
+    if (this.fits(hdrLen, payLen)) { Atomics.store(this.ctl, WAITING, 0); return true; }
+    return false;
+  }
+
+  /** Consumer, after freeing space: true when the producer asked to be rung. */
+  takeWaiter(): boolean {
+    if (Atomics.load(this.ctl, WAITING) === 0) return false;
+    Atomics.store(this.ctl, WAITING, 0);
+    return true;
   }
 
   /** Bytes not yet handed back by the consumer. */
