@@ -1,0 +1,26 @@
+// A plain 2-rank ping-pong through railcomm's public API that reports the
+// median, p90 and mean half round trip over many iterations (after a long
+// warm-up), for whatever rail the launcher gives:
+//   node dist/cli/main.js run -n 2 --threads bench/pingpong-median.mjs [bytes] [iterations]
+//   node dist/cli/main.js run -n 2 bench/pingpong-median.mjs 8
+import { init } from '../dist/index.js';
+
+const comm = await init();
+const size = Number(process.argv[2] ?? 8);
+const iters = Number(process.argv[3] ?? 20000);
+const b = new Uint8Array(size);
+const peer = 1 - comm.rank;
+const once = async () => {
+  if (comm.rank === 0) { await comm.send(b, peer); await comm.recv(b, peer); }
+  else { await comm.recv(b, peer); await comm.send(b, peer); }
+};
+for (let i = 0; i < iters; i++) await once();
+const t = new Float64Array(iters);
+for (let i = 0; i < iters; i++) { const t0 = performance.now(); await once(); t[i] = (performance.now() - t0) * 500; }
+t.sort();
+if (comm.rank === 0) {
+  const lane = comm.world.ctx.endpointFor(peer).lane;
+  console.log(JSON.stringify({ benchmark: 'pingpong-median', rails: lane?.rail.component, size,
+    median: +t[iters >> 1].toFixed(3), p90: +t[Math.floor(iters * 0.9)].toFixed(3), mean: +(t.reduce((a, x) => a + x, 0) / iters).toFixed(3) }));
+}
+await comm.finalize();
