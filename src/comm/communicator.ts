@@ -6,7 +6,6 @@ import { RailcommError, ErrorCode } from '../core/errors.js';
 import { asBytes } from '../core/bytes.js';
 import { ANY_SOURCE, ANY_TAG } from '../proto/matching.js';
 import { Request, KIND_COLL, KIND_PROBE, KIND_RECV, KIND_SEND, type Status } from '../proto/request.js';
-import { RailcommError as Rce } from '../core/errors.js';
 import { CollectivePlanner, type CollPlan } from './collectives.js';
 import { ScratchPool, type CollComm } from './coll/engine.js';
 import type { Unexpected } from '../proto/p2p.js';
@@ -214,7 +213,7 @@ export class Communicator implements ClaimedReceiver {
     this.planner.announce(p);
     p.run(this.collComm()).then(
       () => r.complete(this.rank, 0, 0),
-      (e: unknown) => r.fail(e instanceof Rce ? e : new RailcommError(ErrorCode.PROTOCOL, `${what} failed: ${(e as Error)?.message ?? String(e)}`, { cause: e })),
+      (e: unknown) => r.fail(e instanceof RailcommError ? e : new RailcommError(ErrorCode.PROTOCOL, `${what} failed: ${(e as Error)?.message ?? String(e)}`, { cause: e })),
     );
     return r;
   }
@@ -313,4 +312,3 @@ export class Communicator implements ClaimedReceiver {
   }
 }
 
-export { ANY_SOURCE, ANY_TAG, KIND_RECV };

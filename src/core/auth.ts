@@ -4,7 +4,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const NONCE_BYTES = 16;
-export const MAC_BYTES = 32;
 
 export function nonce(): Buffer {
   return randomBytes(NONCE_BYTES);

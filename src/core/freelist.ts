@@ -1,5 +1,5 @@
-// Free lists for hot-path objects and fixed-size buffers, so that steady-state
-// traffic reuses memory instead of allocating per message.
+// Free lists for hot-path objects (the tcp rail's write batches), so that
+// steady-state traffic reuses memory instead of allocating per message.
 
 export class FreeList<T> {
   private readonly items: T[] = [];
@@ -26,19 +26,4 @@ export class FreeList<T> {
   get available(): number {
     return this.items.length;
   }
-}
-
-/** A pool of equally sized byte buffers (bounce buffers, write batches). */
-export class BufferPool {
-  private readonly list: FreeList<Buffer>;
-  readonly bufferSize: number;
-
-  constructor(bufferSize: number, max = 64) {
-    this.bufferSize = bufferSize;
-    this.list = new FreeList(() => Buffer.allocUnsafeSlow(bufferSize), max);
-  }
-
-  get(): Buffer { return this.list.get(); }
-  put(buf: Buffer): void { if (buf.length === this.bufferSize) this.list.put(buf); }
-  get created(): number { return this.list.created; }
 }

@@ -8,7 +8,7 @@ import { NO_RESOURCE } from '../rail/api.js';
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import { MatchQueues, ANY_SOURCE, type Arrived } from './matching.js';
 import type { Linked, List } from './list.js';
-import { Request, KIND_PROBE, KIND_RECV, KIND_SEND, PENDING, type Canceller } from './request.js';
+import { Request, KIND_PROBE, KIND_SEND, PENDING, type Canceller } from './request.js';
 import { ProtoEndpoint, type PendingOp } from './endpoint.js';
 import type { AmRegistry } from './am.js';
 import {
@@ -572,4 +572,3 @@ function truncated(size: number, room: number, src: number, tag: number): Railco
   return new RailcommError(ErrorCode.TRUNCATE, `message of ${size} bytes from rank ${src} (tag ${tag}) does not fit the ${room}-byte receive buffer; post a larger buffer or probe first`);
 }
 
-export { KIND_RECV };

@@ -46,8 +46,6 @@ export class Progress {
   private microPasses = 0;
   private microSince = 0;
   private readonly wake = (): void => this.activity();
-  /** Passes of the spin loop (observability, tests). */
-  spins = 0;
 
   /** spinUs: how long to keep polling after the last activity (0: never spin). */
   constructor(spinUs: number) {
@@ -99,7 +97,6 @@ export class Progress {
    */
   private spin(micro: boolean): void {
     if (this.outstanding === 0) { this.spinning = false; this.microPasses = 0; return; }
-    this.spins++;
     let any = false;
     if (this.pollers.length > 0) {
       any = this.pollAll();

@@ -71,9 +71,3 @@ function reduceBig(op: Op, a: BigArray, b: BigArray, n: number): void {
     case 'lor': for (let i = 0; i < n; i++) a[i] = a[i]! !== 0n || b[i]! !== 0n ? 1n : 0n; return;
   }
 }
-
-/** A new array of the same element type and length n. */
-export function like(a: ReduceArray, n: number): ReduceArray {
-  const C = a.constructor as new (n: number) => ReduceArray;
-  return new C(n);
-}

@@ -3,11 +3,11 @@
 // and passes the new prefix on. p-1 rounds; results match a sequential loop.
 
 import { bytesOf, type CollComm } from './engine.js';
-import { like, reduceInto, type Op, type ReduceArray } from './ops.js';
+import { reduceInto, type Op, type ReduceArray } from './ops.js';
 
 export async function scanChain(c: CollComm, send: ReduceArray, recv: ReduceArray, op: Op, exclusive: boolean): Promise<void> {
   const r = c.rank, p = c.size, n = send.length;
-  const prefix = like(send, n);
+  const prefix = c.scratch.take(send, n);
   if (r > 0) {
     await c.recv(bytesOf(prefix), r - 1).wait();
     if (exclusive) recv.set(prefix as never);
@@ -17,4 +17,5 @@ export async function scanChain(c: CollComm, send: ReduceArray, recv: ReduceArra
   }
   if (!exclusive) recv.set(prefix as never);
   if (r + 1 < p) await c.send(bytesOf(prefix), r + 1).wait();
+  c.scratch.give(prefix);
 }
