@@ -12,6 +12,23 @@ import { fileURLToPath } from 'node:url';
 export const runCli = fileURLToPath(new URL('./run-cli.mjs', import.meta.url));
 export const kvClientUrl = new URL('../../dist/boot/kv-client.js', import.meta.url).href;
 
+/**
+ * A rank script that talks to the launcher's key-value service directly (no
+ * railcomm init): argv[2] is 'abort' (rank 1 aborts with code 5), 'nofinalize'
+ * (rank 0 leaves without finalize) or 'clean' (all fence and finalize).
+ */
+export const kvRankScript = `
+const { KvClient } = await import(${JSON.stringify(kvClientUrl)});
+const rank = Number(process.env.RAILCOMM_RANK);
+const [host, port] = process.env.RAILCOMM_KV.split(':');
+const kv = await KvClient.connect({ host, port: Number(port) }, process.env.RAILCOMM_JOB_KEY, rank);
+const mode = process.argv[2];
+if (mode === 'abort' && rank === 1) await kv.abort('out of cheese', 5);
+if (mode === 'nofinalize' && rank === 0) { kv.close(); process.exit(0); }
+if (mode === 'clean') { await kv.fence(); await kv.finalize(); kv.close(); process.exit(0); }
+setInterval(() => {}, 1000);
+`;
+
 export function launchKit(prefix) {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   /** Every pid a test learned about; killed at the end whatever happened. */

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { writeFileSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startJob } from '../../dist/cli/run.js';
-import { launchKit, alive, kvClientUrl, waitFor } from '../helpers/launch-kit.mjs';
+import { launchKit, alive, kvClientUrl, kvRankScript, waitFor } from '../helpers/launch-kit.mjs';
 
 const { dir, seenPids, script, launch } = launchKit('railcomm-launcher-');
 
@@ -169,17 +169,7 @@ ${sleeper}`);
 });
 
 test('abort from a rank stops the job with its code; finalize makes a clean exit', async () => {
-  const s = script('abort.mjs', `
-const { KvClient } = await import(${JSON.stringify(kvClientUrl)});
-const rank = Number(process.env.RAILCOMM_RANK);
-const [host, port] = process.env.RAILCOMM_KV.split(':');
-const kv = await KvClient.connect({ host, port: Number(port) }, process.env.RAILCOMM_JOB_KEY, rank);
-const mode = process.argv[2];
-if (mode === 'abort' && rank === 1) await kv.abort('out of cheese', 5);
-if (mode === 'nofinalize' && rank === 0) { kv.close(); process.exit(0); }
-if (mode === 'clean') { await kv.fence(); await kv.finalize(); kv.close(); process.exit(0); }
-setInterval(() => {}, 1000);
-`);
+  const s = script('abort.mjs', kvRankScript);
   const aborted = await launch(['-n', '2', '--grace', '1', s, 'abort']);
   assert.equal(aborted.code, 5, aborted.stderr);
   assert.match(aborted.stderr, /rank 1 called abort: out of cheese/);

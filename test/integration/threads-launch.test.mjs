@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startJob } from '../../dist/cli/run.js';
-import { launchKit, alive, kvClientUrl, waitFor } from '../helpers/launch-kit.mjs';
+import { launchKit, alive, kvClientUrl, kvRankScript, waitFor } from '../helpers/launch-kit.mjs';
 
 const { dir, seenPids, script, launch } = launchKit('railcomm-threads-');
 
@@ -167,17 +167,7 @@ test('SIGTERM to the launcher stops the thread processes; --timeout gives 124', 
 });
 
 test('abort, a rank leaving without finalize, and a clean finalize work for thread ranks', async () => {
-  const s = script('kv.mjs', `
-const { KvClient } = await import(${JSON.stringify(kvClientUrl)});
-const rank = Number(process.env.RAILCOMM_RANK);
-const [host, port] = process.env.RAILCOMM_KV.split(':');
-const kv = await KvClient.connect({ host, port: Number(port) }, process.env.RAILCOMM_JOB_KEY, rank);
-const mode = process.argv[2];
-if (mode === 'abort' && rank === 1) await kv.abort('out of cheese', 5);
-if (mode === 'nofinalize' && rank === 0) { kv.close(); process.exit(0); }
-if (mode === 'clean') { await kv.fence(); await kv.finalize(); kv.close(); process.exit(0); }
-setInterval(() => {}, 1000);
-`);
+  const s = script('kv.mjs', kvRankScript);
   const aborted = await launch(['-n', '4', '--threads-per-process', '2', '--grace', '1', s, 'abort']);
   assert.equal(aborted.code, 5, aborted.stderr);
   assert.match(aborted.stderr, /rank 1 called abort: out of cheese/);
