@@ -176,6 +176,51 @@ for (const R of RAILS) {
     } finally { await pair.close(); }
   });
 
+  // Polled rails (shared memory) sleep when idle: the sleep/wake contract.
+  const wokenWithin = (ms) => {
+    let fire;
+    const p = new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`not woken within ${ms} ms`)), ms);
+      fire = () => { clearTimeout(t); resolve(); };
+    });
+    return { wake: () => fire(), woken: p };
+  };
+
+  test(`${R.name}: a sleeping receiver is woken by a send; sleep() refuses when data already waits`, async (t) => {
+    const pair = await R.open(resolveParams());
+    try {
+      if (typeof pair.b.rail.sleep !== 'function' || pair.a === pair.b) { t.skip('not a polled rail between two sides'); return; }
+      const ep = pair.epAB();
+      ep.sendCopy(AM_MSG, hdrOf(0), 8, null);
+      await pair.b.until(() => pair.b.got.length === 1, 'first message (the ring is handed over)');
+      const w = wokenWithin(5000);
+      assert.equal(pair.b.rail.sleep(w.wake), true, 'nothing waits: the receiver may sleep');
+      ep.sendCopy(AM_MSG, hdrOf(1), 8, null);
+      await w.woken;
+      assert.equal(pair.b.rail.sleep(() => {}), false, 'a frame waits: no sleep');
+      await pair.b.until(() => pair.b.got.length === 2, 'second message');
+    } finally { await pair.close(); }
+  });
+
+  test(`${R.name}: a sender blocked on a full rail may sleep; the receiver wakes it when it frees room`, async (t) => {
+    const pair = await R.open(resolveParams({ tbsmRing: 65536 }));
+    try {
+      if (typeof pair.a.rail.sleep !== 'function' || pair.a === pair.b) { t.skip('not a polled rail between two sides'); return; }
+      const ep = pair.epAB();
+      ep.sendCopy(AM_MSG, hdrOf(0), 8, null);
+      await pair.b.until(() => pair.b.got.length === 1, 'first message');
+      const big = fill(8000, 2);
+      let n = 1;
+      while (ep.sendCopy(AM_MSG, hdrOf(n), 8, big) !== NO_RESOURCE) n++;
+      const w = wokenWithin(5000);
+      assert.equal(pair.a.rail.sleep(w.wake), true, 'blocked, and nothing to read: the sender may sleep');
+      assert.ok(pair.b.rail.poll(), 'the receiver drains');
+      await w.woken;
+      assert.ok(pair.a.rail.poll(), 'woken, the sender finds room (ready)');
+      assert.ok(pair.a.ready > 0);
+    } finally { await pair.close(); }
+  });
+
   if (R.name === 'tbsm') {
     test('tbsm: a full ring answers NO_RESOURCE, then ready() once the receiver drains it', async () => {
       const pair = await R.open(resolveParams({ tbsmRing: 65536 }));
