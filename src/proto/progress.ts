@@ -25,7 +25,7 @@ const TURN_MS = 0.05;
 const MICRO_PASSES = 1024;
 /** ...and at most this long (ms) between two event-loop turns. */
 const MICRO_MS = 1;
-/** Node's queueMicrotask costs ~0.8 us a call here (async-context wrapping); a native reaction far less. */
+/** queueMicrotask costs 0.43 us a call here, a resolved promise's reaction 0.23 (bench/node-facts.mjs). */
 const RESOLVED = Promise.resolve();
 
 export class Progress {

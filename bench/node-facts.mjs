@@ -1,0 +1,112 @@
+// Facts about Node and V8 on this machine that railcomm's design relies on,
+// each printed as a JSON line:
+//   - the floor between two worker threads: busy-polling a SharedArrayBuffer,
+//     synchronously and in the async/await shape (bench RESULTS, tbsm);
+//   - copies to and from shared memory at aligned and misaligned offsets
+//     (why tbsm ring payloads start 8-byte aligned);
+//   - what queueMicrotask, a promise reaction, performance.now() and an
+//     event-loop turn cost (why progress chains passes on a resolved promise
+//     and reads the clock rarely);
+//   - a tbsm Ring's copy-in + copy-out rate, in one thread and across two.
+// Usage: node bench/node-facts.mjs
+import { Worker, isMainThread, workerData, parentPort } from 'node:worker_threads';
+import { Ring } from '../dist/rail/tbsm/ring.js';
+
+const out = (o) => console.log(JSON.stringify(o));
+const rate = (bytes, ms) => +(bytes / ms / 1e6).toFixed(2);
+
+if (!isMainThread) {
+  const { kind } = workerData;
+  if (kind === 'pingpong') {
+    const { sab, i, mode } = workerData;
+    const a = new Int32Array(sab);
+    const me = i * 16, peer = (1 - i) * 16;
+    const N = 200000;
+    let seq = 0;
+    const t0 = performance.now();
+    if (mode === 'sync') {
+      for (let k = 0; k < N; k++) {
+        if (i === 0) { Atomics.store(a, me, ++seq); while (Atomics.load(a, peer) !== seq); }
+        else { ++seq; while (Atomics.load(a, peer) !== seq); Atomics.store(a, me, seq); }
+      }
+    } else {
+      const recv = (v) => new Promise((res) => { const poll = () => { if (Atomics.load(a, peer) >= v) res(v); else Promise.resolve().then(poll); }; poll(); });
+      const send = async (v) => { Atomics.store(a, me, v); return v; };
+      for (let k = 0; k < N; k++) {
+        if (i === 0) { await send(++seq); await recv(seq); } else { await recv(++seq); await send(seq); }
+      }
+    }
+    if (i === 0) parentPort.postMessage((performance.now() - t0) * 1000 / N / 2);
+  } else if (kind === 'ring') {
+    const ring = new Ring(workerData.sab);
+    const SIZE = 262144, N = 4000;
+    const payload = new Uint8Array(SIZE).fill(3), hdr = new Uint8Array(16), dst = new Uint8Array(SIZE);
+    if (workerData.i === 0) {
+      for (let k = 0; k < N; k++) while (!ring.write(2, hdr, 16, payload));
+    } else {
+      let got = 0;
+      const visit = (am, off, hl, pl) => { ring.data.copy(dst, 0, off + 16 + 16, off + 32 + pl); got++; };
+      const t0 = performance.now();
+      while (got < N) ring.drain(visit);
+      parentPort.postMessage(rate(SIZE * N, performance.now() - t0));
+    }
+  }
+  process.exit(0);
+}
+
+async function twoWorkers(data) {
+  const ws = [0, 1].map((i) => new Worker(new URL(import.meta.url), { workerData: { ...data, i } }));
+  const results = await Promise.all(ws.map((w) => new Promise((res) => { w.once('message', res); w.once('exit', () => res(undefined)); })));
+  return results.find((r) => r !== undefined);
+}
+
+for (const mode of ['sync', 'async']) {
+  const us = await twoWorkers({ kind: 'pingpong', sab: new SharedArrayBuffer(256), mode });
+  out({ fact: `SharedArrayBuffer ping-pong between 2 workers, ${mode}`, halfRoundTripUs: +us.toFixed(3) });
+}
+
+{
+  const N = 256 * 1024, R = 2000;
+  const src = new Uint8Array(N).fill(7), dst = new Uint8Array(N);
+  const shared = Buffer.from(new SharedArrayBuffer(N * 2), 128, N + 64);
+  for (const off of [0, 4, 8, 36, 40]) {
+    let t0 = performance.now();
+    for (let i = 0; i < R; i++) shared.set(src, off);
+    const into = rate(N * R, performance.now() - t0);
+    t0 = performance.now();
+    for (let i = 0; i < R; i++) shared.copy(dst, 0, off, off + N);
+    out({ fact: 'copy 256 KiB to / from shared memory', offset: off, intoGBs: into, outOfGBs: rate(N * R, performance.now() - t0) });
+  }
+}
+
+{
+  const N = 200000;
+  const noop = () => {};
+  let t0 = performance.now();
+  for (let i = 0; i < N; i++) queueMicrotask(noop);
+  await null;
+  out({ fact: 'queueMicrotask', usPerCall: +((performance.now() - t0) * 1000 / N).toFixed(3) });
+  const resolved = Promise.resolve();
+  t0 = performance.now();
+  for (let i = 0; i < N; i++) void resolved.then(noop);
+  await null;
+  out({ fact: 'promise reaction (resolved.then)', usPerCall: +((performance.now() - t0) * 1000 / N).toFixed(3) });
+  t0 = performance.now();
+  for (let i = 0; i < N; i++) performance.now();
+  out({ fact: 'performance.now()', usPerCall: +((performance.now() - t0) * 1000 / N).toFixed(3) });
+  t0 = performance.now();
+  for (let i = 0; i < N / 10; i++) await new Promise((r) => setImmediate(r));
+  out({ fact: 'event-loop turn (setImmediate)', usPerCall: +((performance.now() - t0) * 1000 / (N / 10)).toFixed(3) });
+}
+
+{
+  const ring = new Ring(1 << 20);
+  const SIZE = 262144, N = 4000;
+  const payload = new Uint8Array(SIZE).fill(3), hdr = new Uint8Array(16), dst = new Uint8Array(SIZE);
+  const visit = (am, off, hl, pl) => { ring.data.copy(dst, 0, off + 32, off + 32 + pl); };
+  const t0 = performance.now();
+  for (let k = 0; k < N; k++) { ring.write(2, hdr, 16, payload); ring.drain(visit); }
+  out({ fact: 'tbsm ring, 256 KiB frames, copy in + copy out, one thread', GBs: rate(SIZE * N, performance.now() - t0) });
+  const across = await twoWorkers({ kind: 'ring', sab: new Ring(1 << 20).sab });
+  out({ fact: 'tbsm ring, 256 KiB frames, producer and consumer on 2 workers', GBs: across });
+}
