@@ -4,6 +4,7 @@
 export { init, type InitOptions } from './comm/init.js';
 export { Communicator, type RequestOptions } from './comm/communicator.js';
 export { Message } from './comm/message.js';
+export { Window, type AtomicType, type AccumulateOp, type FetchOp, type LockMode } from './comm/window.js';
 export { waitAll, waitAny } from './comm/wait.js';
 export { Request, type Status } from './proto/request.js';
 export { ANY_SOURCE, ANY_TAG } from './proto/matching.js';

@@ -12,6 +12,7 @@ import type { Unexpected } from '../proto/p2p.js';
 import { checkRank, checkSignal, checkTag } from './checks.js';
 import { Message, type ClaimedReceiver } from './message.js';
 import { deserialize, serialize, type World } from './world.js';
+import { allocateWindow, exposeWindow, type Window } from './window.js';
 
 export interface RequestOptions {
   signal?: AbortSignal;
@@ -304,6 +305,23 @@ export class Communicator implements ClaimedReceiver {
   /** Complete outstanding sends, close every rail, release every handle. Idempotent. */
   finalize(): Promise<void> {
     return this.world.finalize();
+  }
+
+  // ---- one-sided ------------------------------------------------------------
+
+  /** Expose buf to one-sided operations of every rank. Collective. */
+  window(buf: ArrayBufferView): Promise<Window> {
+    return exposeWindow(this, buf);
+  }
+
+  /** A window of `bytes` zero-filled bytes railcomm allocates (shared memory where ranks share a host). Collective. */
+  allocWindow(bytes: number): Promise<Window> {
+    return allocateWindow(this, bytes);
+  }
+
+  /** @internal World rank of a rank of this communicator. */
+  worldRankOf(r: number): number {
+    return this.group[r]!;
   }
 
   /** Counters per rail and per peer. */

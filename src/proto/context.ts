@@ -15,6 +15,7 @@ import type { KeyValueStore } from '../boot/kv.js';
 import { AmRegistry } from './am.js';
 import { ProtoEndpoint, thresholdsFor } from './endpoint.js';
 import { PointToPoint } from './p2p.js';
+import { RmaEngine } from './rma/engine.js';
 import { channels } from './observe.js';
 import { Progress } from './progress.js';
 import os from 'node:os';
@@ -46,6 +47,7 @@ export class Context {
   readonly rails: Rail[] = [];
   readonly am = new AmRegistry();
   readonly p2p: PointToPoint;
+  readonly rma: RmaEngine;
   readonly progress: Progress;
   private readonly kv: KeyValueStore | null;
   private readonly endpoints: Array<ProtoEndpoint | undefined> = [];
@@ -61,6 +63,7 @@ export class Context {
     if (opts.launch.size > 1) this.log.setPrefix(`railcomm ${opts.launch.rank}`);
     this.p2p = new PointToPoint(this, this.am);
     this.progress = new Progress(this.oversubscribed ? 0 : params.spinUs);
+    this.rma = new RmaEngine(this, this.am, this.progress);
   }
 
   /** More ranks on this host than cores: spinning would steal the CPU ranks need to compute. */
@@ -253,6 +256,7 @@ export class Context {
     if (this.params.protoInfo) this.printProtoInfo(ep);
     if (channels.protocol.hasSubscribers) channels.protocol.publish({ rank: ep.rank, rail: lane.rail.name, thresholds: ep.th });
     this.p2p.drain(ep);
+    this.rma.laneReady(ep);
   }
 
   /** Look the peer's rail addresses up (wire-up) and pick the best common rail. */
@@ -303,6 +307,7 @@ export class Context {
     if (!graceful && !this.closed) this.log.warn(`peer rank ${ep.rank} failed: ${err.message}`);
     if (channels.peerFailed.hasSubscribers) channels.peerFailed.publish({ rank: ep.rank, graceful, message: e.message });
     this.p2p.peerFailed(ep, e, graceful);
+    this.rma.peerFailed(ep, e);
   }
 
   private printProtoInfo(ep: ProtoEndpoint): void {

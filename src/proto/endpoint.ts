@@ -3,7 +3,7 @@
 // sequence numbers, eager credits, and the queue of operations waiting for
 // resources (the rail answered "no resource", or the peer is not resolved yet).
 
-import type { RailEndpoint, RailCaps } from '../rail/api.js';
+import type { Completion, RailEndpoint, RailCaps } from '../rail/api.js';
 import { NO_RESOURCE } from '../rail/api.js';
 import type { Params } from '../core/params.js';
 import type { RailcommError } from '../core/errors.js';
@@ -50,6 +50,8 @@ export interface PendingOp {
   zcopy: boolean;
   /** Request finished by issuing this op (eager copy), or owning the zero-copy piece. */
   req: Request | null;
+  /** Told instead of req (one-sided operations): the op was issued, or failed. */
+  done: Completion | null;
 }
 
 export class ProtoEndpoint {
@@ -92,12 +94,12 @@ export class ProtoEndpoint {
   }
 
   deferSend(req: Request): void {
-    this.pending.push({ start: req, am: 0, hdr: null, hdrLen: 0, payload: null, zcopy: false, req: null });
+    this.pending.push({ start: req, am: 0, hdr: null, hdrLen: 0, payload: null, zcopy: false, req: null, done: null });
   }
 
   /** A rail operation that found no resource; the header is copied (scratch is reused). */
-  static op(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null, zcopy: boolean, req: Request | null): PendingOp {
-    return { start: null, am, hdr: hdr.slice(0, hdrLen), hdrLen, payload, zcopy, req };
+  static op(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null, zcopy: boolean, req: Request | null, done: Completion | null = null): PendingOp {
+    return { start: null, am, hdr: hdr.slice(0, hdrLen), hdrLen, payload, zcopy, req, done };
   }
 
   pushOp(op: PendingOp): void {
@@ -121,11 +123,14 @@ export class ProtoEndpoint {
         continue;
       }
       const st = op.zcopy
-        ? lane.sendZcopy(op.am, op.hdr!, op.hdrLen, op.payload!, op.req!)
+        ? lane.sendZcopy(op.am, op.hdr!, op.hdrLen, op.payload!, op.done ?? op.req!)
         : lane.sendCopy(op.am, op.hdr!, op.hdrLen, op.payload);
       if (st === NO_RESOURCE) return;
       this.pendingHead++;
-      if (!op.zcopy && op.req !== null) op.req.complete(op.req.source, op.req.tag, op.req.bytes);
+      if (!op.zcopy) {
+        if (op.done !== null) op.done.railComplete(null);
+        else if (op.req !== null) op.req.complete(op.req.source, op.req.tag, op.req.bytes);
+      }
     }
     this.pending.length = 0;
     this.pendingHead = 0;

@@ -493,7 +493,7 @@ export class PointToPoint implements Canceller {
    * contain it fail too.
    */
   peerFailed(ep: ProtoEndpoint, err: RailcommError, graceful: boolean): void {
-    for (const op of ep.takePending()) (op.start ?? op.req)?.fail(err);
+    for (const op of ep.takePending()) { (op.start ?? op.req)?.fail(err); op.done?.railComplete(err); }
     for (const r of ep.sendsActive) { if (r.rndvId !== 0) this.sendRndv.delete(r.rndvId); r.fail(err); }
     ep.sendsActive.clear();
     for (const r of ep.recvsActive) { this.recvRndv.delete(r.rndvId); r.fail(err); }

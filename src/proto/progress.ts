@@ -45,7 +45,10 @@ export class Progress {
   private readonly microTick = (): void => this.spin(true);
   private microPasses = 0;
   private microSince = 0;
-  private readonly wake = (): void => this.activity();
+  private readonly wake = (): void => this.woken();
+  /** Reasons to deliver what arrives even with nothing outstanding (passive-target windows). */
+  private serving = 0;
+  private idleArmed = false;
 
   /** spinUs: how long to keep polling after the last activity (0: never spin). */
   constructor(spinUs: number) {
@@ -79,6 +82,37 @@ export class Progress {
     }
   }
 
+  /**
+   * While serving, a polled rail's doorbell stays armed with nothing
+   * outstanding, and what arrives is delivered: one-sided operations and lock
+   * requests to this rank's windows need it (a target that only waits on a
+   * timer must still answer). Sleeping costs no CPU.
+   */
+  serve(on: boolean): void {
+    this.serving += on ? 1 : -1;
+    if (on && this.outstanding === 0 && !this.spinning) this.sleepIdle();
+  }
+
+  private woken(): void {
+    if (this.outstanding > 0 || this.serving === 0) { this.activity(); return; }
+    this.sleepIdle();
+  }
+
+  /** Nothing outstanding: deliver what waits, then arm the doorbells again. */
+  private sleepIdle(): void {
+    if (this.idleArmed) return;
+    for (let i = 0; i < 64 && this.pollAll(); i++) { /* drain */ }
+    if (this.outstanding > 0) { this.activity(); return; }
+    for (const p of this.pollers) {
+      if (!p.sleep(this.wake)) { this.idleArmed = true; setImmediate(this.idleRetry); return; }
+    }
+  }
+
+  private readonly idleRetry = (): void => {
+    this.idleArmed = false;
+    if (this.outstanding === 0 && this.serving > 0) this.sleepIdle();
+  };
+
   /** Rails that must be polled (shared-memory rings) register here. */
   addPoller(p: Poller): void {
     this.pollers.push(p);
@@ -96,7 +130,12 @@ export class Progress {
    * as a macrotask (nothing else queued) it may spin on the rings a moment.
    */
   private spin(micro: boolean): void {
-    if (this.outstanding === 0) { this.spinning = false; this.microPasses = 0; return; }
+    if (this.outstanding === 0) {
+      this.spinning = false;
+      this.microPasses = 0;
+      if (this.serving > 0) this.sleepIdle();
+      return;
+    }
     let any = false;
     if (this.pollers.length > 0) {
       any = this.pollAll();
@@ -161,5 +200,6 @@ export class Progress {
   dispose(): void {
     clearInterval(this.holder);
     this.outstanding = 0;
+    this.serving = 0;
   }
 }

@@ -1,0 +1,300 @@
+// One-sided communication windows (MPI-3 style, DESIGN section 4): memory each
+// rank exposes to the others, with put/get/accumulate/atomics inside epochs
+// (between fences, or between lock and unlock of a target). Arguments are
+// checked here, at the call; the protocol layer's RMA engine moves the bytes.
+
+import os from 'node:os';
+import fs from 'node:fs';
+import { RailcommError, ErrorCode } from '../core/errors.js';
+import { asBytes, describe } from '../core/bytes.js';
+import { checkRank } from './checks.js';
+import type { Communicator } from './communicator.js';
+import type { RmaEngine } from '../proto/rma/engine.js';
+import { ThreadShare } from '../proto/rma/thread-share.js';
+import {
+  RKEY_MAX, SHARE_HOST, SHARE_NONE, SHARE_THREADS, packRkey, unpackRkey, type Region, type RemoteRegion,
+} from '../proto/rma/region.js';
+import {
+  OP_CSWAP, OP_NAMES, OP_NO_OP, OP_REPLACE, T_F64, T_I32, T_I64, T_U32, T_U64, TYPE_SIZE, isBitwiseOp, isFloatType, typeOfArray,
+} from '../proto/rma/apply.js';
+import { LOCK_EXCLUSIVE, LOCK_SHARED } from '../proto/rma/wire.js';
+
+export type AtomicType = 'i32' | 'i64' | 'u32' | 'u64' | 'f64';
+export type AccumulateOp = 'sum' | 'prod' | 'min' | 'max' | 'band' | 'bor' | 'bxor' | 'land' | 'lor' | 'replace';
+export type FetchOp = 'sum' | 'min' | 'max' | 'band' | 'bor' | 'bxor' | 'replace' | 'no_op';
+export type LockMode = 'exclusive' | 'shared';
+
+const ATOMIC_TYPES: Record<string, number> = { i32: T_I32, u32: T_U32, i64: T_I64, u64: T_U64, f64: T_F64 };
+const FETCH_OPS: readonly string[] = ['sum', 'min', 'max', 'band', 'bor', 'bxor', 'replace', 'no_op'];
+const FLOAT_FETCH_OPS: readonly string[] = ['sum', 'min', 'max', 'replace', 'no_op'];
+const ACC_OPS: readonly string[] = ['sum', 'prod', 'min', 'max', 'band', 'bor', 'bxor', 'land', 'lor', 'replace'];
+
+let hostKeyCache: string | null = null;
+/** Same text on every process of this machine (boot id), different on other machines. */
+function hostKey(): string {
+  if (hostKeyCache === null) {
+    let boot = '';
+    try { boot = fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim(); } catch { /* not Linux */ }
+    hostKeyCache = `${os.hostname()}/${boot}`;
+  }
+  return hostKeyCache;
+}
+
+/** How the window's memory came to be (for allocWindow). */
+interface Allocation {
+  bytes: Uint8Array;
+  share: number;
+  segment: string | null;
+}
+
+export class Window {
+  /** This rank's window memory. */
+  readonly buffer: Uint8Array;
+  private readonly comm: Communicator;
+  private readonly rma: RmaEngine;
+  private readonly region: Region;
+  private readonly remote: RemoteRegion[];
+  private fenceOpen = false;
+  private readonly locked = new Map<number, LockMode>();
+  private freed = false;
+
+  /** @internal */
+  constructor(comm: Communicator, rma: RmaEngine, region: Region, remote: RemoteRegion[]) {
+    this.comm = comm;
+    this.rma = rma;
+    this.region = region;
+    this.remote = remote;
+    this.buffer = region.bytes;
+  }
+
+  /** How many targets this rank reaches directly through shared memory (the others go through the target). */
+  get directTargets(): number {
+    return this.remote.filter((r) => r.local !== null).length;
+  }
+
+  // ---- data movement -----------------------------------------------------
+
+  /** Write src's bytes into target's window at targetByteOffset. Resolves at local completion. */
+  put(src: ArrayBufferView, target: number, targetByteOffset: number): Promise<void> {
+    const bytes = asBytes(src, 'put: source');
+    const rr = this.access('put', target, targetByteOffset, bytes.byteLength, 1);
+    return this.rma.put(this.comm.worldRankOf(target), rr, targetByteOffset, bytes) as Promise<void>;
+  }
+
+  /** Read target's window at targetByteOffset into dst. Resolves once the bytes are in dst. */
+  get(dst: ArrayBufferView, target: number, targetByteOffset: number): Promise<void> {
+    const bytes = asBytes(dst, 'get: destination');
+    const rr = this.access('get', target, targetByteOffset, bytes.byteLength, 1);
+    return this.rma.get(this.comm.worldRankOf(target), rr, targetByteOffset, bytes) as Promise<void>;
+  }
+
+  /** Combine src element-wise into target's window (element type: src's), atomically per element. */
+  accumulate(src: ArrayBufferView, target: number, targetByteOffset: number, op: AccumulateOp): Promise<void> {
+    const type = typeOfArray(src);
+    if (type < 0) throw new RailcommError(ErrorCode.INVALID_ARG, `accumulate: source must be an integer, float or bigint typed array (not Uint8ClampedArray or DataView), got ${describe(src)}`);
+    const code = ACC_OPS.indexOf(op as string);
+    if (code < 0) throw new RailcommError(ErrorCode.INVALID_ARG, `accumulate: op must be one of ${ACC_OPS.join(', ')}, got ${String(op)}`);
+    const opCode = op === 'replace' ? OP_REPLACE : code;
+    if (isBitwiseOp(opCode) && isFloatType(type)) throw new RailcommError(ErrorCode.INVALID_ARG, `accumulate: bitwise op '${op}' is not defined on ${src.constructor.name}; use an integer array`);
+    const bytes = asBytes(src, 'accumulate: source');
+    const rr = this.access('accumulate', target, targetByteOffset, bytes.byteLength, TYPE_SIZE[type]!);
+    return this.rma.accumulate(this.comm.worldRankOf(target), rr, targetByteOffset, bytes, type, opCode) as Promise<void>;
+  }
+
+  /** Apply op with value to one element of target's window; resolves to the element's previous value. */
+  fetchAndOp(value: number | bigint, target: number, targetByteOffset: number, op: FetchOp, type: AtomicType): Promise<number | bigint> {
+    const t = this.atomicType('fetchAndOp', type);
+    const allowed = t === T_F64 ? FLOAT_FETCH_OPS : FETCH_OPS;
+    if (!allowed.includes(op as string)) throw new RailcommError(ErrorCode.INVALID_ARG, `fetchAndOp: op must be one of ${allowed.join(', ')} for ${type}, got ${String(op)}`);
+    const code = op === 'no_op' ? OP_NO_OP : OP_NAMES.indexOf(op);
+    const v = this.atomicValue('fetchAndOp', 'value', value, t, type);
+    const rr = this.access('fetchAndOp', target, targetByteOffset, TYPE_SIZE[t]!, TYPE_SIZE[t]!);
+    return this.rma.atomic(this.comm.worldRankOf(target), rr, targetByteOffset, t, code, v, v);
+  }
+
+  /** If target's element equals compare, write swap; resolves to the element's previous value either way. */
+  compareAndSwap(compare: number | bigint, swap: number | bigint, target: number, targetByteOffset: number, type: AtomicType): Promise<number | bigint> {
+    const t = this.atomicType('compareAndSwap', type);
+    const c = this.atomicValue('compareAndSwap', 'compare', compare, t, type);
+    const s = this.atomicValue('compareAndSwap', 'swap', swap, t, type);
+    const rr = this.access('compareAndSwap', target, targetByteOffset, TYPE_SIZE[t]!, TYPE_SIZE[t]!);
+    return this.rma.atomic(this.comm.worldRankOf(target), rr, targetByteOffset, t, OP_CSWAP, s, c);
+  }
+
+  // ---- synchronisation -----------------------------------------------------
+
+  /**
+   * Active-target synchronisation, collective: every operation this rank
+   * issued is complete at its target, and every operation issued to this
+   * rank before the other ranks' fence is visible here. Opens the next epoch.
+   */
+  async fence(): Promise<void> {
+    this.live('fence');
+    await this.flushAll();
+    await this.comm.barrier();
+    this.fenceOpen = true;
+  }
+
+  /** Start a passive-target epoch on target: resolves once its lock is granted (queued, first come first served). */
+  async lock(target: number, mode: LockMode = 'exclusive'): Promise<void> {
+    this.live('lock');
+    checkRank(target, this.comm.size, 'lock: target', false);
+    if (mode !== 'exclusive' && mode !== 'shared') throw new RailcommError(ErrorCode.INVALID_ARG, `lock: mode must be 'exclusive' or 'shared', got ${String(mode)}`);
+    if (this.locked.has(target)) throw new RailcommError(ErrorCode.INVALID_ARG, `lock: this rank already holds the lock of rank ${target}'s window; unlock it first`);
+    this.locked.set(target, mode);
+    try {
+      await this.rma.lock(this.comm.worldRankOf(target), this.remote[target]!.id, mode === 'exclusive' ? LOCK_EXCLUSIVE : LOCK_SHARED);
+    } catch (e) {
+      this.locked.delete(target);
+      throw e;
+    }
+  }
+
+  /** End the epoch on target: its operations are complete there, then the lock is released. */
+  async unlock(target: number): Promise<void> {
+    this.live('unlock');
+    checkRank(target, this.comm.size, 'unlock: target', false);
+    if (!this.locked.has(target)) throw new RailcommError(ErrorCode.INVALID_ARG, `unlock: this rank holds no lock on rank ${target}'s window`);
+    try {
+      await this.rma.unlock(this.comm.worldRankOf(target), this.remote[target]!.id);
+    } finally {
+      this.locked.delete(target);
+    }
+  }
+
+  /** Every operation this rank issued to target is complete there (the epoch stays open). */
+  async flush(target: number): Promise<void> {
+    this.live('flush');
+    checkRank(target, this.comm.size, 'flush: target', false);
+    await this.rma.flush(this.comm.worldRankOf(target));
+  }
+
+  /** Collective: complete everything, then release the window on every rank. */
+  async free(): Promise<void> {
+    this.live('free');
+    if (this.locked.size > 0) throw new RailcommError(ErrorCode.INVALID_ARG, `free: this rank still holds locks on ranks ${[...this.locked.keys()].join(', ')}; unlock them first`);
+    this.freed = true;
+    await this.flushAll();
+    await this.comm.barrier();
+    this.rma.regions.deregister(this.region);
+    if (this.region.share === SHARE_THREADS) this.rma.threadShare?.withdraw(this.comm.world.ctx.worldRank, this.region.id);
+    for (const r of this.remote) r.local = null;
+    this.rma.progress.serve(false);
+  }
+
+  private async flushAll(): Promise<void> {
+    const waits: Array<Promise<unknown>> = [];
+    for (let r = 0; r < this.comm.size; r++) waits.push(this.rma.flush(this.comm.worldRankOf(r)));
+    await Promise.all(waits);
+  }
+
+  // ---- checks --------------------------------------------------------------
+
+  private live(what: string): void {
+    this.comm.world.check(`window.${what}`);
+    if (this.freed) throw new RailcommError(ErrorCode.INVALID_ARG, `window.${what}: the window was freed`);
+  }
+
+  /** Checks an access: epoch, target, range and alignment; returns the target's region. */
+  private access(what: string, target: number, offset: number, len: number, align: number): RemoteRegion {
+    this.live(what);
+    checkRank(target, this.comm.size, `${what}: target`, false);
+    if (!this.fenceOpen && !this.locked.has(target)) {
+      throw new RailcommError(ErrorCode.INVALID_ARG, `${what}: outside an epoch; call fence() on every rank, or lock(${target}) first`);
+    }
+    const rr = this.remote[target]!;
+    if (!Number.isSafeInteger(offset) || offset < 0 || offset + len > rr.length) {
+      throw new RailcommError(ErrorCode.INVALID_ARG, `${what}: ${len} bytes at offset ${String(offset)} do not fit rank ${target}'s window of ${rr.length} bytes`);
+    }
+    if (align > 1 && (rr.align + offset) % align !== 0) {
+      throw new RailcommError(ErrorCode.INVALID_ARG, `${what}: offset ${offset} is not aligned to the ${align}-byte element in rank ${target}'s window`);
+    }
+    return rr;
+  }
+
+  private atomicType(what: string, type: unknown): number {
+    const t = typeof type === 'string' ? ATOMIC_TYPES[type] : undefined;
+    if (t === undefined) throw new RailcommError(ErrorCode.INVALID_ARG, `${what}: type must be one of ${Object.keys(ATOMIC_TYPES).join(', ')}, got ${String(type)}`);
+    return t;
+  }
+
+  private atomicValue(what: string, name: string, v: unknown, t: number, type: string): number | bigint {
+    if (t === T_I64 || t === T_U64) {
+      if (typeof v !== 'bigint') throw new RailcommError(ErrorCode.INVALID_ARG, `${what}: ${name} must be a bigint for type ${type}, got ${describe(v)}`);
+      return v;
+    }
+    if (typeof v !== 'number' || (t !== T_F64 && !Number.isInteger(v))) {
+      throw new RailcommError(ErrorCode.INVALID_ARG, `${what}: ${name} must be ${t === T_F64 ? 'a number' : 'an integer number'} for type ${type}, got ${describe(v)}`);
+    }
+    return v;
+  }
+}
+
+// ---- creation (collective) ---------------------------------------------------
+
+/** comm.window(buf): expose an existing buffer. */
+export async function exposeWindow(comm: Communicator, buf: ArrayBufferView): Promise<Window> {
+  comm.world.check('window');
+  const bytes = asBytes(buf, 'window buffer');
+  const threads = comm.world.ctx.launch.threads >= 2;
+  const share = threads && bytes.buffer instanceof SharedArrayBuffer ? SHARE_THREADS : SHARE_NONE;
+  return createWindow(comm, { bytes, share, segment: null });
+}
+
+/** comm.allocWindow(bytes): railcomm allocates zero-filled, 8-byte aligned memory, shared where ranks share a host. */
+export async function allocateWindow(comm: Communicator, size: number): Promise<Window> {
+  comm.world.check('allocWindow');
+  if (!Number.isSafeInteger(size) || size < 0) throw new RailcommError(ErrorCode.INVALID_ARG, `allocWindow(${String(size)}): expected a byte count >= 0`);
+  const ctx = comm.world.ctx;
+  const launch = ctx.launch;
+  const segs = ctx.rma.segments;
+  const otherProcessesHere = launch.localSize > launch.threads;
+  if (segs !== null && otherProcessesHere) {
+    const name = `railcomm-${launch.jobId}-w${launch.rank}-${process.pid}-${nextSegment++}`;
+    const sab = segs.shmCreate(name, Math.max(size, 8));
+    return createWindow(comm, { bytes: new Uint8Array(sab, 0, size), share: SHARE_HOST, segment: name });
+  }
+  if (launch.threads >= 2) return createWindow(comm, { bytes: new Uint8Array(new SharedArrayBuffer(size)), share: SHARE_THREADS, segment: null });
+  return createWindow(comm, { bytes: new Uint8Array(new ArrayBuffer(size)), share: SHARE_NONE, segment: null });
+}
+
+let nextSegment = 0;
+
+async function createWindow(comm: Communicator, a: Allocation): Promise<Window> {
+  const ctx = comm.world.ctx;
+  const rma = ctx.rma;
+  // Windows synchronise on a communicator of their own, so fences never meet the user's collectives.
+  const own = await comm.dup();
+  if (a.share === SHARE_THREADS) rma.threadShare ??= new ThreadShare(ctx.launch.jobId);
+  const region = rma.regions.register(a.bytes, a.share, a.segment);
+  const mine = new Uint8Array(RKEY_MAX);
+  mine.set(packRkey(region, hostKey()));
+  const all = new Uint8Array(RKEY_MAX * own.size);
+  await own.allgather(mine, all);
+  // Every rank's thread channel exists now (it was made before the allgather): offers reach them all.
+  if (a.share === SHARE_THREADS) rma.threadShare!.offer(ctx.worldRank, region.id, a.bytes);
+  const remote: RemoteRegion[] = [];
+  for (let r = 0; r < own.size; r++) {
+    const k = unpackRkey(all.subarray(r * RKEY_MAX, (r + 1) * RKEY_MAX));
+    const rr: RemoteRegion = { rank: r, id: k.id, length: k.length, align: k.align, local: null };
+    if (r === own.rank) rr.local = a.bytes;
+    else if (k.share === SHARE_THREADS && k.pid === process.pid && rma.threadShare !== null) {
+      rr.local = await rma.threadShare.take(own.worldRankOf(r), k.id, ctx.params.connectTimeout);
+    } else if (k.share === SHARE_HOST && k.hostKey === hostKey() && rma.segments !== null) {
+      try {
+        rr.local = new Uint8Array(rma.segments.shmOpen(k.segment), 0, k.length);
+      } catch (e) {
+        ctx.log.debug(`window: cannot map rank ${r}'s segment ${k.segment} (${(e as Error).message}); its operations go through rank ${r}`);
+      }
+    }
+    remote.push(rr);
+  }
+  // Everyone mapped what they could: the name is no longer needed.
+  await own.barrier();
+  if (a.segment !== null) {
+    rma.segments?.shmUnlink(a.segment);
+    region.segment = null;
+  }
+  rma.progress.serve(true);
+  return new Window(own, rma, region, remote);
+}

@@ -1,0 +1,272 @@
+// Applying one-sided updates to memory: accumulate (element-wise op) and the
+// single-element atomics (fetch-and-op, compare-and-swap). On shared memory
+// (a SharedArrayBuffer that other threads or processes map) every element is
+// updated with Atomics, so native and emulated access to one window stay atomic
+// with respect to each other; on private memory plain loads and stores suffice.
+
+export const T_I8 = 0, T_U8 = 1, T_I16 = 2, T_U16 = 3, T_I32 = 4, T_U32 = 5, T_F32 = 6, T_F64 = 7, T_I64 = 8, T_U64 = 9;
+export const TYPE_SIZE = [1, 1, 2, 2, 4, 4, 4, 8, 8, 8] as const;
+export const TYPE_NAMES = ['i8', 'u8', 'i16', 'u16', 'i32', 'u32', 'f32', 'f64', 'i64', 'u64'] as const;
+
+export const OP_SUM = 0, OP_PROD = 1, OP_MIN = 2, OP_MAX = 3, OP_BAND = 4, OP_BOR = 5, OP_BXOR = 6, OP_LAND = 7, OP_LOR = 8, OP_REPLACE = 9, OP_NO_OP = 10;
+export const OP_NAMES = ['sum', 'prod', 'min', 'max', 'band', 'bor', 'bxor', 'land', 'lor', 'replace', 'no_op'] as const;
+export const OP_CSWAP = 11;
+
+export const isFloatType = (t: number): boolean => t === T_F32 || t === T_F64;
+export const isBigType = (t: number): boolean => t === T_I64 || t === T_U64;
+export const isBitwiseOp = (op: number): boolean => op === OP_BAND || op === OP_BOR || op === OP_BXOR;
+
+type IntArray = Int8Array | Uint8Array | Int16Array | Uint16Array | Int32Array | Uint32Array;
+type AnyArray = IntArray | Float32Array | Float64Array | BigInt64Array | BigUint64Array;
+
+/** The element type code of a typed array (-1: not usable for one-sided arithmetic). */
+export function typeOfArray(a: ArrayBufferView): number {
+  if (a instanceof Int8Array) return T_I8;
+  if (a instanceof Uint8Array && !(a instanceof Uint8ClampedArray)) return T_U8;
+  if (a instanceof Int16Array) return T_I16;
+  if (a instanceof Uint16Array) return T_U16;
+  if (a instanceof Int32Array) return T_I32;
+  if (a instanceof Uint32Array) return T_U32;
+  if (a instanceof Float32Array) return T_F32;
+  if (a instanceof Float64Array) return T_F64;
+  if (a instanceof BigInt64Array) return T_I64;
+  if (a instanceof BigUint64Array) return T_U64;
+  return -1;
+}
+
+function view(type: number, buf: ArrayBufferLike, off: number, n: number): AnyArray {
+  switch (type) {
+    case T_I8: return new Int8Array(buf, off, n);
+    case T_U8: return new Uint8Array(buf, off, n);
+    case T_I16: return new Int16Array(buf, off, n);
+    case T_U16: return new Uint16Array(buf, off, n);
+    case T_I32: return new Int32Array(buf, off, n);
+    case T_U32: return new Uint32Array(buf, off, n);
+    case T_F32: return new Float32Array(buf, off, n);
+    case T_F64: return new Float64Array(buf, off, n);
+    case T_I64: return new BigInt64Array(buf, off, n);
+    default: return new BigUint64Array(buf, off, n);
+  }
+}
+
+function combineNum(op: number, a: number, b: number): number {
+  switch (op) {
+    case OP_SUM: return a + b;
+    case OP_PROD: return a * b;
+    case OP_MIN: return b < a ? b : a;
+    case OP_MAX: return b > a ? b : a;
+    case OP_BAND: return a & b;
+    case OP_BOR: return a | b;
+    case OP_BXOR: return a ^ b;
+    case OP_LAND: return a !== 0 && b !== 0 ? 1 : 0;
+    case OP_LOR: return a !== 0 || b !== 0 ? 1 : 0;
+    case OP_REPLACE: return b;
+    default: return a;
+  }
+}
+
+/** Integer elements: a product must wrap like the element, not lose bits in a double. */
+function combineInt(op: number, a: number, b: number): number {
+  return op === OP_PROD ? Math.imul(a, b) : combineNum(op, a, b);
+}
+
+function combineBig(op: number, a: bigint, b: bigint): bigint {
+  switch (op) {
+    case OP_SUM: return a + b;
+    case OP_PROD: return a * b;
+    case OP_MIN: return b < a ? b : a;
+    case OP_MAX: return b > a ? b : a;
+    case OP_BAND: return a & b;
+    case OP_BOR: return a | b;
+    case OP_BXOR: return a ^ b;
+    case OP_LAND: return a !== 0n && b !== 0n ? 1n : 0n;
+    case OP_LOR: return a !== 0n || b !== 0n ? 1n : 0n;
+    case OP_REPLACE: return b;
+    default: return a;
+  }
+}
+
+// Bit conversion for float compare-and-swap loops.
+const f64 = new Float64Array(1);
+const f64bits = new BigInt64Array(f64.buffer);
+const f32 = new Float32Array(1);
+const f32bits = new Int32Array(f32.buffer);
+
+/** dst[i] = dst[i] op src[i], element by element, atomically per element on shared memory. */
+function accumulateInto(dst: AnyArray, src: AnyArray, type: number, op: number, shared: boolean): void {
+  const n = src.length;
+  if (op === OP_NO_OP) return;
+  if (!shared) {
+    if (isBigType(type)) {
+      const d = dst as BigInt64Array, s = src as BigInt64Array;
+      for (let i = 0; i < n; i++) d[i] = combineBig(op, d[i]!, s[i]!);
+    } else {
+      const d = dst as Float64Array, s = src as Float64Array;
+      if (isFloatType(type)) for (let i = 0; i < n; i++) d[i] = combineNum(op, d[i]!, s[i]!);
+      else for (let i = 0; i < n; i++) d[i] = combineInt(op, d[i]!, s[i]!);
+    }
+    return;
+  }
+  if (type === T_F64) {
+    const bits = new BigInt64Array(dst.buffer, dst.byteOffset, n);
+    const s = src as Float64Array;
+    for (let i = 0; i < n; i++) {
+      for (;;) {
+        const old = Atomics.load(bits, i);
+        f64bits[0] = old;
+        f64[0] = combineNum(op, f64[0]!, s[i]!);
+        if (Atomics.compareExchange(bits, i, old, f64bits[0]!) === old) break;
+      }
+    }
+    return;
+  }
+  if (type === T_F32) {
+    const bits = new Int32Array(dst.buffer, dst.byteOffset, n);
+    const s = src as Float32Array;
+    for (let i = 0; i < n; i++) {
+      for (;;) {
+        const old = Atomics.load(bits, i);
+        f32bits[0] = old;
+        f32[0] = combineNum(op, f32[0]!, s[i]!);
+        if (Atomics.compareExchange(bits, i, old, f32bits[0]!) === old) break;
+      }
+    }
+    return;
+  }
+  if (isBigType(type)) {
+    const d = dst as BigInt64Array, s = src as BigInt64Array;
+    for (let i = 0; i < n; i++) {
+      const b = s[i]!;
+      switch (op) {
+        case OP_SUM: Atomics.add(d, i, b); break;
+        case OP_BAND: Atomics.and(d, i, b); break;
+        case OP_BOR: Atomics.or(d, i, b); break;
+        case OP_BXOR: Atomics.xor(d, i, b); break;
+        case OP_REPLACE: Atomics.store(d, i, b); break;
+        default:
+          for (;;) {
+            const old = Atomics.load(d, i);
+            if (Atomics.compareExchange(d, i, old, combineBig(op, old, b)) === old) break;
+          }
+      }
+    }
+    return;
+  }
+  const d = dst as Int32Array, s = src as Int32Array;
+  for (let i = 0; i < n; i++) {
+    const b = s[i]!;
+    switch (op) {
+      case OP_SUM: Atomics.add(d, i, b); break;
+      case OP_BAND: Atomics.and(d, i, b); break;
+      case OP_BOR: Atomics.or(d, i, b); break;
+      case OP_BXOR: Atomics.xor(d, i, b); break;
+      case OP_REPLACE: Atomics.store(d, i, b); break;
+      default:
+        for (;;) {
+          const old = Atomics.load(d, i);
+          // Typed-array stores wrap to the element width, so compare after storing.
+          if (Atomics.compareExchange(d, i, old, combineInt(op, old, b)) === old) break;
+        }
+    }
+  }
+}
+
+let aligned = new ArrayBuffer(4096);
+
+/**
+ * Accumulate `operand` (elements of `type`, any byte alignment) into
+ * region[offset..]. The caller has checked bounds, alignment and op/type.
+ */
+export function applyAccumulate(region: Uint8Array, offset: number, operand: Uint8Array, type: number, op: number): void {
+  const size = TYPE_SIZE[type]!;
+  const n = operand.byteLength / size;
+  let src: AnyArray;
+  if ((operand.byteOffset & 7) === 0) {
+    src = view(type, operand.buffer, operand.byteOffset, n);
+  } else {
+    if (aligned.byteLength < operand.byteLength) aligned = new ArrayBuffer(operand.byteLength);
+    new Uint8Array(aligned, 0, operand.byteLength).set(operand);
+    src = view(type, aligned, 0, n);
+  }
+  const dst = view(type, region.buffer, region.byteOffset + offset, n);
+  accumulateInto(dst, src, type, op, region.buffer instanceof SharedArrayBuffer);
+}
+
+/** Where the operand and result of a single-element atomic live (8 bytes each, little endian). */
+function readValue(v: DataView, o: number, type: number): number | bigint {
+  switch (type) {
+    case T_I32: return v.getInt32(o, true);
+    case T_U32: return v.getUint32(o, true);
+    case T_F64: return v.getFloat64(o, true);
+    case T_I64: return v.getBigInt64(o, true);
+    default: return v.getBigUint64(o, true);
+  }
+}
+
+export function writeValue(v: DataView, o: number, type: number, x: number | bigint): void {
+  switch (type) {
+    case T_I32: v.setInt32(o, x as number, true); v.setInt32(o + 4, 0, true); break;
+    case T_U32: v.setUint32(o, x as number, true); v.setUint32(o + 4, 0, true); break;
+    case T_F64: v.setFloat64(o, x as number, true); break;
+    case T_I64: v.setBigInt64(o, x as bigint, true); break;
+    default: v.setBigUint64(o, x as bigint, true); break;
+  }
+}
+
+export { readValue };
+
+/**
+ * One atomic on a single element of region[offset]: fetch-and-op (op) or
+ * compare-and-swap (OP_CSWAP: compare is the expected value). Returns the old value.
+ */
+export function applyAtomic(region: Uint8Array, offset: number, type: number, op: number, operand: number | bigint, compare: number | bigint): number | bigint {
+  const shared = region.buffer instanceof SharedArrayBuffer;
+  const base = region.byteOffset + offset;
+  if (type === T_F64) {
+    // Floats: compare-and-swap on the bit pattern.
+    const bits = new BigInt64Array(region.buffer, base, 1);
+    for (;;) {
+      const old = shared ? Atomics.load(bits, 0) : bits[0]!;
+      f64bits[0] = old;
+      const oldF = f64[0]!;
+      let next: number;
+      if (op === OP_CSWAP) {
+        f64[0] = compare as number;
+        if (f64bits[0] !== old) return oldF;
+        next = operand as number;
+      } else {
+        next = combineNum(op, oldF, operand as number);
+      }
+      f64[0] = next;
+      if (op === OP_NO_OP) return oldF;
+      if (!shared) { bits[0] = f64bits[0]!; return oldF; }
+      if (Atomics.compareExchange(bits, 0, old, f64bits[0]!) === old) return oldF;
+    }
+  }
+  const a = view(type, region.buffer, base, 1) as Int32Array | Uint32Array | BigInt64Array | BigUint64Array;
+  if (op === OP_CSWAP) {
+    if (shared) return Atomics.compareExchange(a as Int32Array, 0, compare as number, operand as number);
+    const old = a[0]!;
+    if (old === compare) a[0] = operand as never;
+    return old;
+  }
+  if (op === OP_NO_OP) return shared ? Atomics.load(a as Int32Array, 0) : a[0]!;
+  if (shared) {
+    switch (op) {
+      case OP_SUM: return Atomics.add(a as Int32Array, 0, operand as number);
+      case OP_BAND: return Atomics.and(a as Int32Array, 0, operand as number);
+      case OP_BOR: return Atomics.or(a as Int32Array, 0, operand as number);
+      case OP_BXOR: return Atomics.xor(a as Int32Array, 0, operand as number);
+      case OP_REPLACE: return Atomics.exchange(a as Int32Array, 0, operand as number);
+      default:
+        for (;;) {
+          const old = Atomics.load(a as Int32Array, 0);
+          const next = typeof old === 'bigint' ? combineBig(op, old, operand as bigint) : combineInt(op, old, operand as number);
+          if (Atomics.compareExchange(a as Int32Array, 0, old, next as number) === old) return old;
+        }
+    }
+  }
+  const old = a[0]!;
+  a[0] = (typeof old === 'bigint' ? combineBig(op, old, operand as bigint) : combineInt(op, old, operand as number)) as never;
+  return old;
+}

@@ -1,0 +1,488 @@
+// The one-sided engine: put, get, accumulate, atomics, flush and window locks
+// on registered regions. An operation on memory this rank can map (its own,
+// another thread's SharedArrayBuffer, a host segment) is done directly with
+// Atomics; otherwise it is an active message the target applies on arrival.
+// Lanes are ordered, so a FLUSH answered by the target covers everything sent
+// to it before; completion is counted per target endpoint.
+
+import type { AmHandler, Completion, RailEndpoint } from '../../rail/api.js';
+import { NO_RESOURCE } from '../../rail/api.js';
+import { RailcommError, ErrorCode } from '../../core/errors.js';
+import { ProtoEndpoint } from '../endpoint.js';
+import type { AmRegistry } from '../am.js';
+import type { Progress } from '../progress.js';
+import { LockTable, type LockRequest } from './locks.js';
+import { RegionTable, type Region, type RemoteRegion, type SharedSegments } from './region.js';
+import type { ThreadShare } from './thread-share.js';
+import { applyAccumulate, applyAtomic, readValue, writeValue, TYPE_SIZE, OP_CSWAP } from './apply.js';
+import {
+  AM_RMA_ACC, AM_RMA_ATOMIC, AM_RMA_FLUSH, AM_RMA_GET, AM_RMA_GET_DATA, AM_RMA_LOCK, AM_RMA_PUT, AM_RMA_REPLY, AM_RMA_UNLOCK,
+  ACC_HDR, ATOMIC_COMPARE, ATOMIC_HDR, ATOMIC_OPERAND, CTRL_HDR, GET_HDR, PUT_HDR, REPLY_HDR,
+  RMA_ERR_OP, RMA_ERR_RANGE, RMA_ERR_REGION, RMA_OK,
+  accOp, accType, atomicOp, atomicOpId, atomicType, ctrlMode, ctrlOpId, ctrlRegion, encodeAcc, encodeAtomic, encodeCtrl,
+  encodeGet, encodeReply, encodeTarget, getLength, getOpId, replyOffset, replyOpId, replyStatus, tgtOffset, tgtRegion,
+} from './wire.js';
+
+export interface RmaHost {
+  readonly worldRank: number;
+  endpointFor(world: number): ProtoEndpoint;
+}
+
+const K_PUT = 0, K_GET = 1, K_ACC = 2, K_ATOMIC = 3, K_FLUSH = 4, K_LOCK = 5, K_UNLOCK = 6;
+const KIND_NAMES = ['put', 'get', 'accumulate', 'atomic', 'flush', 'lock', 'unlock'];
+const STATUS_TEXT = ['', 'the target region is not registered (window freed?)', 'the range is outside the target region', 'the target refused the operation or element type'];
+
+/** Ignores completions nobody waits for (replies sent from window memory). */
+const NOOP: Completion = { railComplete(): void { /* nothing waits */ } };
+const RESOLVED: Promise<void> = Promise.resolve();
+
+/** One operation in flight: its parameters (it may wait for the lane) and what it still waits for. */
+class RmaOp implements Completion {
+  id = 0;
+  /** Local completions outstanding: rail operations queued or in flight. */
+  pieces = 0;
+  /** Reply bytes (get) or replies (atomic, control) still expected. */
+  awaiting = 0;
+  issued = false;
+  result: number | bigint = 0;
+  /** FLUSH: the count of operations it covers. */
+  mark = 0;
+  settled = false;
+  private resolveFn: ((v: number | bigint) => void) | null = null;
+  private rejectFn: ((e: RailcommError) => void) | null = null;
+  readonly promise: Promise<number | bigint>;
+
+  constructor(
+    readonly engine: RmaEngine,
+    readonly kind: number,
+    readonly target: number,
+    readonly region: number,
+    readonly offset: number,
+    readonly bytes: Uint8Array,
+    readonly type: number,
+    readonly code: number,
+    readonly operand: number | bigint,
+    readonly compare: number | bigint,
+  ) {
+    this.promise = new Promise((resolve, reject) => { this.resolveFn = resolve; this.rejectFn = reject; });
+  }
+
+  railComplete(err: RailcommError | null): void {
+    if (err !== null) { this.fail(err); return; }
+    this.pieces--;
+    this.check();
+  }
+
+  check(): void {
+    if (this.issued && this.pieces <= 0 && this.awaiting <= 0) this.finish();
+  }
+
+  finish(): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.engine.settled(this);
+    this.resolveFn!(this.kind === K_ATOMIC ? this.result : 0);
+  }
+
+  fail(err: RailcommError): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.engine.settled(this);
+    this.rejectFn!(err);
+  }
+}
+
+/** Per target: operations sent that only a FLUSH can confirm, and operations waiting for the lane. */
+interface TargetState {
+  issued: number;
+  flushed: number;
+  waitingLane: RmaOp[];
+}
+
+export class RmaEngine {
+  readonly regions = new RegionTable();
+  readonly locks = new LockTable();
+  /** Named shared-memory segments (native addon), where this build has them. */
+  segments: SharedSegments | null = null;
+  /** Hands SharedArrayBuffers between thread ranks; made by the first window in a thread job. */
+  threadShare: ThreadShare | null = null;
+  /** Counted protocol errors from peers (unknown op ids, bad ranges). */
+  protocolErrors = 0;
+  /** Operations done directly on mapped memory, and through the target. */
+  nativeOps = 0;
+  emulatedOps = 0;
+  private readonly host: RmaHost;
+  readonly progress: Progress;
+  private readonly ops = new Map<number, RmaOp>();
+  private readonly targets = new Map<number, TargetState>();
+  private nextOpId = 1;
+  private readonly hdr = new Uint8Array(64);
+  private readonly hv = new DataView(this.hdr.buffer);
+  private readonly val = new DataView(new ArrayBuffer(8));
+  private readonly valBytes = new Uint8Array(this.val.buffer);
+
+  constructor(host: RmaHost, am: AmRegistry, progress: Progress) {
+    this.host = host;
+    this.progress = progress;
+    am.register(AM_RMA_PUT, 'rma-put', this.putHandler);
+    am.register(AM_RMA_ACC, 'rma-acc', this.accHandler);
+    am.register(AM_RMA_GET, 'rma-get', this.getHandler);
+    am.register(AM_RMA_ATOMIC, 'rma-atomic', this.atomicHandler);
+    am.register(AM_RMA_FLUSH, 'rma-flush', this.ctrlHandler(AM_RMA_FLUSH));
+    am.register(AM_RMA_LOCK, 'rma-lock', this.ctrlHandler(AM_RMA_LOCK));
+    am.register(AM_RMA_UNLOCK, 'rma-unlock', this.ctrlHandler(AM_RMA_UNLOCK));
+    am.register(AM_RMA_REPLY, 'rma-reply', this.replyHandler);
+    am.register(AM_RMA_GET_DATA, 'rma-get-data', this.getDataHandler);
+  }
+
+  // ---- origin side -------------------------------------------------------
+
+  /** Copy src into the target region at offset. Resolves at local completion. */
+  put(target: number, rr: RemoteRegion, offset: number, src: Uint8Array): Promise<unknown> {
+    if (rr.local !== null) {
+      rr.local.set(src, offset);
+      this.nativeOps++;
+      return RESOLVED;
+    }
+    return this.start(new RmaOp(this, K_PUT, target, rr.id, offset, src, 0, 0, 0, 0));
+  }
+
+  /** Copy the target region at offset into dst. Resolves once the bytes are here. */
+  get(target: number, rr: RemoteRegion, offset: number, dst: Uint8Array): Promise<unknown> {
+    if (rr.local !== null) {
+      dst.set(rr.local.subarray(offset, offset + dst.byteLength));
+      this.nativeOps++;
+      return RESOLVED;
+    }
+    if (dst.byteLength === 0) return RESOLVED;
+    return this.start(new RmaOp(this, K_GET, target, rr.id, offset, dst, 0, 0, 0, 0));
+  }
+
+  /** target[offset + i] = target[offset + i] op src[i], atomically per element. */
+  accumulate(target: number, rr: RemoteRegion, offset: number, src: Uint8Array, type: number, op: number): Promise<unknown> {
+    if (rr.local !== null) {
+      applyAccumulate(rr.local, offset, src, type, op);
+      this.nativeOps++;
+      return RESOLVED;
+    }
+    return this.start(new RmaOp(this, K_ACC, target, rr.id, offset, src, type, op, 0, 0));
+  }
+
+  /** Fetch-and-op (op) or compare-and-swap (OP_CSWAP) on one element; resolves to the old value. */
+  atomic(target: number, rr: RemoteRegion, offset: number, type: number, op: number, operand: number | bigint, compare: number | bigint): Promise<number | bigint> {
+    if (rr.local !== null) {
+      this.nativeOps++;
+      return Promise.resolve(applyAtomic(rr.local, offset, type, op, operand, compare));
+    }
+    return this.start(new RmaOp(this, K_ATOMIC, target, rr.id, offset, EMPTY, type, op, operand, compare));
+  }
+
+  /** Every operation this rank issued to target so far is complete there. */
+  flush(target: number): Promise<unknown> {
+    const t = this.targets.get(target);
+    if (t === undefined || t.flushed >= t.issued) return RESOLVED;
+    const op = new RmaOp(this, K_FLUSH, target, 0, 0, EMPTY, 0, 0, 0, 0);
+    op.mark = t.issued;
+    return this.start(op);
+  }
+
+  /** Wait until the target grants its lock on the region (mode: LOCK_EXCLUSIVE / LOCK_SHARED). */
+  lock(target: number, region: number, mode: number): Promise<unknown> {
+    return this.start(new RmaOp(this, K_LOCK, target, region, 0, EMPTY, 0, mode, 0, 0));
+  }
+
+  /** Release the lock; resolves once every earlier operation to target is complete there. */
+  unlock(target: number, region: number): Promise<unknown> {
+    const op = new RmaOp(this, K_UNLOCK, target, region, 0, EMPTY, 0, 0, 0, 0);
+    op.mark = this.state(target).issued;
+    return this.start(op);
+  }
+
+  private state(target: number): TargetState {
+    let t = this.targets.get(target);
+    if (t === undefined) { t = { issued: 0, flushed: 0, waitingLane: [] }; this.targets.set(target, t); }
+    return t;
+  }
+
+  private start<T>(op: RmaOp): Promise<T> {
+    this.progress.hold();
+    const ep = this.host.endpointFor(op.target);
+    if (ep.failure !== null) { op.fail(ep.failure); return op.promise as Promise<T>; }
+    const t = this.state(op.target);
+    // Counted when started, not when issued: a flush must cover operations still waiting for the lane.
+    if (op.kind <= K_ATOMIC) t.issued++;
+    if (ep.lane === null) t.waitingLane.push(op);
+    else this.issue(ep, op);
+    return op.promise as Promise<T>;
+  }
+
+  /** The protocol endpoint to this peer got its lane: issue what waited for it. */
+  laneReady(ep: ProtoEndpoint): void {
+    const t = this.targets.get(ep.rank);
+    if (t === undefined || t.waitingLane.length === 0) return;
+    const w = t.waitingLane;
+    t.waitingLane = [];
+    for (const op of w) if (!op.settled) this.issue(ep, op);
+  }
+
+  private issue(ep: ProtoEndpoint, op: RmaOp): void {
+    const lane = ep.lane!;
+    const caps = lane.rail.caps;
+    this.emulatedOps++;
+    const v = this.hv;
+    switch (op.kind) {
+      case K_PUT:
+      case K_ACC: {
+        const src = op.bytes;
+        const elem = op.kind === K_ACC ? TYPE_SIZE[op.type]! : 1;
+        let piece = Math.max(elem, Math.min(caps.amZcopyMax, 1 << 20));
+        piece -= piece % elem;
+        // An accumulate is applied from a copy (the target must align it anyway).
+        if (op.kind === K_ACC) piece = Math.max(elem, Math.min(piece, caps.amCopyMax - (caps.amCopyMax % elem)));
+        let off = 0;
+        do {
+          const n = Math.min(piece, src.byteLength - off);
+          if (op.kind === K_PUT) { encodeTarget(v, op.region, op.offset + off); v.setUint32(12, 0, true); }
+          else encodeAcc(v, op.region, op.offset + off, op.code, op.type);
+          this.emit(ep, op.kind === K_PUT ? AM_RMA_PUT : AM_RMA_ACC, op.kind === K_PUT ? PUT_HDR : ACC_HDR,
+            n > 0 ? src.subarray(off, off + n) : null, op, op.kind === K_ACC || n <= Math.min(caps.amCopyMax, 65536));
+          off += n;
+          if (op.settled) return;
+        } while (off < src.byteLength);
+        break;
+      }
+      case K_GET:
+        op.id = this.track(op);
+        op.awaiting = op.bytes.byteLength;
+        encodeGet(v, op.region, op.offset, op.id, op.bytes.byteLength);
+        this.emit(ep, AM_RMA_GET, GET_HDR, null, op, true);
+        break;
+      case K_ATOMIC:
+        op.id = this.track(op);
+        op.awaiting = 1;
+        encodeAtomic(v, op.region, op.offset, op.id, op.code, op.type);
+        writeValue(v, ATOMIC_OPERAND, op.type, op.operand);
+        writeValue(v, ATOMIC_COMPARE, op.type, op.compare);
+        this.emit(ep, AM_RMA_ATOMIC, ATOMIC_HDR, null, op, true);
+        break;
+      default:
+        op.id = this.track(op);
+        op.awaiting = 1;
+        encodeCtrl(v, op.region, op.id, op.code);
+        this.emit(ep, op.kind === K_FLUSH ? AM_RMA_FLUSH : op.kind === K_LOCK ? AM_RMA_LOCK : AM_RMA_UNLOCK, CTRL_HDR, null, op, true);
+    }
+    op.issued = true;
+    op.check();
+  }
+
+  private track(op: RmaOp): number {
+    let id = this.nextOpId;
+    this.nextOpId = id >= 0xfffffffe ? 1 : id + 1;
+    while (this.ops.has(id)) id = id >= 0xfffffffe ? 1 : id + 1;
+    this.ops.set(id, op);
+    return id;
+  }
+
+  /** Hand one AM (header in this.hdr) to the lane, or queue it behind what waits; counted on op. */
+  private emit(ep: ProtoEndpoint, am: number, hdrLen: number, payload: Uint8Array | null, op: RmaOp | null, copy: boolean): void {
+    const lane = ep.lane!;
+    if (op !== null) op.pieces++;
+    if (!ep.hasPending) {
+      if (copy || payload === null) {
+        if (lane.sendCopy(am, this.hdr, hdrLen, payload) !== NO_RESOURCE) { if (op !== null) op.pieces--; return; }
+      } else if (lane.sendZcopy(am, this.hdr, hdrLen, payload, op ?? NOOP) !== NO_RESOURCE) {
+        return;
+      }
+    }
+    ep.pushOp(ProtoEndpoint.op(am, this.hdr, hdrLen, payload, !copy && payload !== null, null, op ?? NOOP));
+  }
+
+  /** Called by an op once it settled. */
+  settled(op: RmaOp): void {
+    if (op.id !== 0 && this.ops.get(op.id) === op) this.ops.delete(op.id);
+    this.progress.release();
+  }
+
+  // ---- target side -------------------------------------------------------
+
+  private originOf(rep: RailEndpoint): ProtoEndpoint | null {
+    return rep.owner as ProtoEndpoint | null;
+  }
+
+  /** The region and a checked range, or an RMA_ERR_* status. */
+  private lookup(id: number, offset: number, len: number): Region | number {
+    const r = this.regions.get(id);
+    if (r === undefined) return RMA_ERR_REGION;
+    if (offset + len > r.bytes.byteLength) return RMA_ERR_RANGE;
+    return r;
+  }
+
+  private readonly putHandler: AmHandler = {
+    place: (_rep, rx) => {
+      const r = this.lookup(tgtRegion(rx.view, rx.hdrOff), tgtOffset(rx.view, rx.hdrOff), rx.payLen);
+      if (typeof r === 'number') { this.protocolErrors++; return null; }
+      const off = tgtOffset(rx.view, rx.hdrOff);
+      return r.bytes.subarray(off, off + rx.payLen);
+    },
+    recv: (_rep, rx) => {
+      if (rx.placed !== null || rx.payLen === 0) return;
+      const off = tgtOffset(rx.view, rx.hdrOff);
+      const r = this.lookup(tgtRegion(rx.view, rx.hdrOff), off, rx.payLen);
+      if (typeof r === 'number') { this.protocolErrors++; return; }
+      r.bytes.set(rx.buf.subarray(rx.payOff, rx.payOff + rx.payLen), off);
+    },
+  };
+
+  private readonly accHandler: AmHandler = {
+    recv: (_rep, rx) => {
+      const off = tgtOffset(rx.view, rx.hdrOff);
+      const type = accType(rx.view, rx.hdrOff);
+      const op = accOp(rx.view, rx.hdrOff);
+      const r = this.lookup(tgtRegion(rx.view, rx.hdrOff), off, rx.payLen);
+      if (typeof r === 'number' || type >= TYPE_SIZE.length || op > 10 || (r.bytes.byteOffset + off) % TYPE_SIZE[type]! !== 0 || rx.payLen % TYPE_SIZE[type]! !== 0) {
+        this.protocolErrors++;
+        return;
+      }
+      applyAccumulate(r.bytes, off, rx.buf.subarray(rx.payOff, rx.payOff + rx.payLen), type, op);
+    },
+  };
+
+  private readonly getHandler: AmHandler = {
+    recv: (rep, rx) => {
+      const origin = this.originOf(rep);
+      if (origin === null || origin.lane === null) { this.protocolErrors++; return; }
+      const off = tgtOffset(rx.view, rx.hdrOff);
+      const len = getLength(rx.view, rx.hdrOff);
+      const opId = getOpId(rx.view, rx.hdrOff);
+      const r = this.lookup(tgtRegion(rx.view, rx.hdrOff), off, len);
+      if (typeof r === 'number') { this.reply(origin, opId, 0, r, null); return; }
+      const caps = origin.lane.rail.caps;
+      const piece = Math.max(1, Math.min(caps.amZcopyMax, 1 << 20));
+      for (let done = 0; done < len; done += piece) {
+        const n = Math.min(piece, len - done);
+        this.reply(origin, opId, done, RMA_OK, r.bytes.subarray(off + done, off + done + n), AM_RMA_GET_DATA);
+      }
+    },
+  };
+
+  private readonly atomicHandler: AmHandler = {
+    recv: (rep, rx) => {
+      const origin = this.originOf(rep);
+      if (origin === null || origin.lane === null) { this.protocolErrors++; return; }
+      const v = rx.view, o = rx.hdrOff;
+      const off = tgtOffset(v, o);
+      const type = atomicType(v, o);
+      const op = atomicOp(v, o);
+      const opId = atomicOpId(v, o);
+      const size = type < TYPE_SIZE.length ? TYPE_SIZE[type]! : 0;
+      const r = this.lookup(tgtRegion(v, o), off, size);
+      if (typeof r === 'number') { this.reply(origin, opId, 0, r, null); return; }
+      if (size < 4 || op > OP_CSWAP || (r.bytes.byteOffset + off) % size !== 0) { this.reply(origin, opId, 0, RMA_ERR_OP, null); return; }
+      const old = applyAtomic(r.bytes, off, type, op, readValue(v, o + ATOMIC_OPERAND, type), readValue(v, o + ATOMIC_COMPARE, type));
+      writeValue(this.val, 0, type, old);
+      this.reply(origin, opId, 0, RMA_OK, this.valBytes);
+    },
+  };
+
+  private ctrlHandler(am: number): AmHandler {
+    return {
+      recv: (rep, rx) => {
+        const origin = this.originOf(rep);
+        if (origin === null || origin.lane === null) { this.protocolErrors++; return; }
+        const region = ctrlRegion(rx.view, rx.hdrOff);
+        const opId = ctrlOpId(rx.view, rx.hdrOff);
+        if (am === AM_RMA_FLUSH) { this.reply(origin, opId, 0, RMA_OK, null); return; }
+        if (this.regions.get(region) === undefined) { this.reply(origin, opId, 0, RMA_ERR_REGION, null); return; }
+        if (am === AM_RMA_LOCK) {
+          this.sendGrants(this.locks.request(region, { rank: origin.rank, mode: ctrlMode(rx.view, rx.hdrOff), opId }));
+          return;
+        }
+        const granted = this.locks.release(region, origin.rank);
+        this.reply(origin, opId, 0, granted === null ? RMA_ERR_OP : RMA_OK, null);
+        if (granted !== null) this.sendGrants(granted);
+      },
+    };
+  }
+
+  private sendGrants(granted: LockRequest[]): void {
+    for (const g of granted) {
+      const ep = this.host.endpointFor(g.rank);
+      if (ep.failure === null && ep.lane !== null) this.reply(ep, g.opId, 0, RMA_OK, null);
+    }
+  }
+
+  private reply(ep: ProtoEndpoint, opId: number, offset: number, status: number, payload: Uint8Array | null, am = AM_RMA_REPLY): void {
+    if (ep.failure !== null || ep.lane === null) return;
+    encodeReply(this.hv, opId, offset, status);
+    const big = payload !== null && payload.byteLength > Math.min(ep.lane.rail.caps.amCopyMax, 65536);
+    this.emit(ep, am, REPLY_HDR, payload, null, !big);
+  }
+
+  private readonly getDataHandler: AmHandler = {
+    place: (_rep, rx) => {
+      const op = this.ops.get(replyOpId(rx.view, rx.hdrOff));
+      if (op === undefined || op.kind !== K_GET) { this.protocolErrors++; return null; }
+      const off = replyOffset(rx.view, rx.hdrOff);
+      if (off + rx.payLen > op.bytes.byteLength) { this.protocolErrors++; return null; }
+      return op.bytes.subarray(off, off + rx.payLen);
+    },
+    recv: (rep, rx) => this.replyHandler.recv(rep, rx),
+  };
+
+  private readonly replyHandler: AmHandler = {
+    recv: (_rep, rx) => {
+      const op = this.ops.get(replyOpId(rx.view, rx.hdrOff));
+      if (op === undefined) { this.protocolErrors++; return; }
+      const status = replyStatus(rx.view, rx.hdrOff);
+      if (status !== RMA_OK) {
+        op.fail(new RailcommError(ErrorCode.INVALID_ARG, `${KIND_NAMES[op.kind]} on rank ${op.target}: ${STATUS_TEXT[status] ?? `status ${status}`}`));
+        return;
+      }
+      switch (op.kind) {
+        case K_GET: {
+          const off = replyOffset(rx.view, rx.hdrOff);
+          if (off + rx.payLen > op.bytes.byteLength) { this.protocolErrors++; return; }
+          if (rx.placed === null) op.bytes.set(rx.buf.subarray(rx.payOff, rx.payOff + rx.payLen), off);
+          op.awaiting -= rx.payLen;
+          break;
+        }
+        case K_ATOMIC:
+          if (rx.payLen !== 8) { this.protocolErrors++; return; }
+          this.valBytes.set(rx.buf.subarray(rx.payOff, rx.payOff + 8));
+          op.result = readValue(this.val, 0, op.type);
+          op.awaiting = 0;
+          break;
+        case K_FLUSH:
+        case K_UNLOCK: {
+          const t = this.state(op.target);
+          if (op.mark > t.flushed) t.flushed = op.mark;
+          op.awaiting = 0;
+          break;
+        }
+        default:
+          op.awaiting = 0;
+      }
+      op.check();
+    },
+  };
+
+  // ---- failures ----------------------------------------------------------
+
+  /** The peer is gone: its operations fail, and it no longer holds or waits for locks here. */
+  peerFailed(ep: ProtoEndpoint, err: RailcommError): void {
+    const t = this.targets.get(ep.rank);
+    if (t !== undefined) {
+      for (const op of t.waitingLane) op.fail(err);
+      t.waitingLane = [];
+    }
+    for (const op of [...this.ops.values()]) if (op.target === ep.rank) op.fail(err);
+    for (const { granted } of this.locks.dropRank(ep.rank)) this.sendGrants(granted);
+  }
+
+  /** Operations still waiting (for the hang report). */
+  describePending(): string[] {
+    return [...this.ops.values()].map((op) => `${KIND_NAMES[op.kind]} to rank ${op.target} (op ${op.id}, awaiting ${op.awaiting})`);
+  }
+}
+
+const EMPTY = new Uint8Array(0);

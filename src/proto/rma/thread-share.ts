@@ -1,0 +1,57 @@
+// Hands registered SharedArrayBuffers between the worker-thread ranks of one
+// process, so that one-sided operations between them touch the memory directly.
+// A channel only hears what is posted after it exists: callers create it (open)
+// before a collective step and offer their buffers after it.
+
+import { BroadcastChannel } from 'node:worker_threads';
+
+interface Offer {
+  key: string;
+  sab?: SharedArrayBuffer;
+  off?: number;
+  len?: number;
+}
+
+export class ThreadShare {
+  private readonly chan: BroadcastChannel;
+  private readonly got = new Map<string, Uint8Array>();
+  private readonly waiters = new Map<string, (v: Uint8Array) => void>();
+
+  constructor(jobId: number) {
+    this.chan = new BroadcastChannel(`railcomm-rma-${jobId}-${process.pid}`);
+    this.chan.onmessage = (e: unknown) => this.onOffer((e as { data: Offer }).data);
+    this.chan.unref();
+  }
+
+  private onOffer(m: Offer): void {
+    if (m.sab === undefined) { this.got.delete(m.key); return; }
+    const bytes = new Uint8Array(m.sab, m.off ?? 0, m.len ?? 0);
+    const w = this.waiters.get(m.key);
+    if (w !== undefined) { this.waiters.delete(m.key); w(bytes); return; }
+    this.got.set(m.key, bytes);
+  }
+
+  offer(owner: number, id: number, bytes: Uint8Array): void {
+    if (!(bytes.buffer instanceof SharedArrayBuffer)) return;
+    this.chan.postMessage({ key: `${owner}/${id}`, sab: bytes.buffer, off: bytes.byteOffset, len: bytes.byteLength } satisfies Offer);
+  }
+
+  withdraw(owner: number, id: number): void {
+    this.chan.postMessage({ key: `${owner}/${id}` } satisfies Offer);
+  }
+
+  /** The peer's buffer, or null if it is not offered within timeoutMs. */
+  take(owner: number, id: number, timeoutMs: number): Promise<Uint8Array | null> {
+    const key = `${owner}/${id}`;
+    const have = this.got.get(key);
+    if (have !== undefined) { this.got.delete(key); return Promise.resolve(have); }
+    return new Promise((resolve) => {
+      const t = setTimeout(() => { this.waiters.delete(key); resolve(null); }, timeoutMs);
+      this.waiters.set(key, (v) => { clearTimeout(t); resolve(v); });
+    });
+  }
+
+  close(): void {
+    this.chan.close();
+  }
+}

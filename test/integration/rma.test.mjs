@@ -1,0 +1,47 @@
+// One-sided communication (windows) in real jobs: over tcp between processes,
+// natively between worker threads (tbsm, shared memory), mixed in a hybrid
+// job, on one rank, and with a target that dies.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { railcomm, jobScript, caseResults, linesWith } from './jobs.mjs';
+
+const CASES = 13;
+
+async function suite(args, ranks, env = {}) {
+  const job = await railcomm(['run', ...args, '--timeout', '150', jobScript('rma-suite.mjs')], { limitMs: 180_000, env: { RMA_STATS: '1', ...env } });
+  const res = caseResults(job.stdout);
+  assert.equal(res.size, CASES, `cases reported: ${[...res.keys()].join(', ')}\n${job.stdout.slice(-3000)}\n${job.stderr.slice(-2000)}`);
+  for (const [name, byRank] of res) for (let r = 0; r < ranks; r++) assert.equal(byRank.get(r), 'ok', `${name}, rank ${r}: ${byRank.get(r)}`);
+  assert.equal(job.code, 0, job.stderr.slice(-2000));
+  return linesWith(job.stdout, 'RMA').map(({ rank, rest }) => {
+    const m = /native (\d+) emulated (\d+)/.exec(rest);
+    return { rank, native: Number(m[1]), emulated: Number(m[2]) };
+  });
+}
+
+test('windows: 4 processes over tcp (emulated by active messages)', async () => {
+  const stats = await suite(['-n', '4'], 4);
+  assert.ok(stats.every((s) => s.emulated > 100), JSON.stringify(stats));
+});
+
+test('windows: 4 thread ranks (direct shared-memory access)', async () => {
+  const stats = await suite(['-n', '4', '--threads'], 4);
+  // Only lock/unlock/flush requests travel; data and atomics go straight to memory.
+  assert.ok(stats.every((s) => s.native > 150 && s.native > 3 * s.emulated), JSON.stringify(stats));
+});
+
+test('windows: 2 processes x 2 threads (direct inside a process, emulated across)', async () => {
+  const stats = await suite(['-n', '4', '--threads-per-process', '2'], 4);
+  assert.ok(stats.every((s) => s.native > 0 && s.emulated > 0), JSON.stringify(stats));
+});
+
+test('windows: a job of one rank', () => suite(['-n', '1'], 1));
+
+test('windows: a target that dies fails the origin\'s operations and releases its locks', async () => {
+  const job = await railcomm(['run', '-n', '3', '--timeout', '60', jobScript('rma-peer-exit.mjs')], { limitMs: 90_000 });
+  assert.equal(job.code, 3, `${job.stdout}\n${job.stderr}`);
+  const results = linesWith(job.stdout, 'RESULT').map((l) => `${l.rank} ${l.rest}`);
+  assert.ok(results.includes('0 ok ERR_PEER_FAILED'), `${job.stdout}\n${job.stderr}`);
+  assert.ok(results.includes('2 ok target'), `${job.stdout}\n${job.stderr}`);
+});

@@ -1,0 +1,40 @@
+// A one-sided target that dies: the origin's outstanding and later operations
+// on it fail with ERR_PEER_FAILED, and a lock queued behind the dead holder
+// is granted (the dead rank's lock is released). Run with 3 ranks.
+
+import { init, ErrorCode } from '../../dist/index.js';
+import { assert, rejectsWith } from './harness.mjs';
+
+// Survivors stay to report even though the launcher stops the job.
+process.on('SIGTERM', () => {});
+const comm = await init();
+const w = await comm.allocWindow(1 << 20);
+if (comm.rank === 1) {
+  // Hold rank 2's lock, then die without unlocking.
+  await w.lock(2, 'exclusive');
+  await comm.send(new Uint8Array(1), 0, 1);
+  await comm.recv(new Uint8Array(1), 0, 1); // rank 0 holds our lock now
+  process.exit(3);
+}
+if (comm.rank === 0) {
+  await comm.recv(new Uint8Array(1), 1, 1);
+  await w.lock(1, 'shared');
+  await comm.send(new Uint8Array(1), 1, 1);
+  // Rank 1 dies now: a large get on it fails, it does not hang.
+  const e = await rejectsWith(() => w.get(new Uint8Array(1 << 20), 1, 0), ErrorCode.PEER_FAILED);
+  await rejectsWith(() => w.put(new Uint8Array(1 << 20), 1, 0), ErrorCode.PEER_FAILED);
+  await rejectsWith(() => w.fetchAndOp(1, 1, 0, 'sum', 'i32'), ErrorCode.PEER_FAILED);
+  // Queued behind rank 1's exclusive lock; granted once rank 2 learns rank 1 died.
+  await w.lock(2, 'exclusive');
+  await w.put(new Uint8Array([9]), 2, 0);
+  await w.unlock(2);
+  await rejectsWith(() => w.unlock(1), ErrorCode.PEER_FAILED);
+  console.log(`RESULT ok ${e.code}`);
+  await comm.send(new Uint8Array(1), 2, 2);
+}
+if (comm.rank === 2) {
+  await comm.recv(new Uint8Array(1), 0, 2);
+  assert.equal(w.buffer[0], 9);
+  console.log('RESULT ok target');
+}
+await comm.finalize();
