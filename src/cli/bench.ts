@@ -6,20 +6,25 @@ import { startJob } from './run.js';
 
 const P2P = ['latency', 'bw'] as const;
 const COLL = ['allreduce', 'bcast', 'allgather', 'alltoall'] as const;
-const KINDS = [...P2P, ...COLL, 'wireup'] as const;
+const RMA = ['put', 'get', 'atomic'] as const;
+const KINDS = [...P2P, ...COLL, ...RMA, 'wireup'] as const;
 const COLL_SIZES = '8,64,1024,8192,65536,262144,1048576';
 const DEFAULT_SIZES: Record<string, string> = {
   latency: '0,1,8,64,512,4096,16384,65536,262144,1048576,4194304',
   bw: '8,1024,16384,65536,262144,1048576,4194304',
   allreduce: COLL_SIZES, bcast: COLL_SIZES, allgather: COLL_SIZES, alltoall: COLL_SIZES,
+  put: '8,1024,65536,1048576,4194304', get: '8,1024,65536,1048576,4194304', atomic: '8',
 };
 
-const USAGE = `railcomm bench latency|bw|allreduce|bcast|allgather|alltoall [-n N] [--threads] [--rails LIST] [--sizes LIST] [--iters N] [--window N] [--json]
+const USAGE = `railcomm bench latency|bw|allreduce|bcast|allgather|alltoall|put|get|atomic [-n N] [--threads] [--rails LIST] [--sizes LIST] [--iters N] [--window N] [--json]
   --threads: the ranks are worker threads of one process (tbsm rail)
   latency:   half round trip between ranks 0 and 1 (osu_latency style), microseconds
   bw:        windows of nonblocking sends then an ack (osu_bw style), MB/s = 10^6 bytes/s
   allreduce, bcast, allgather, alltoall: average microseconds per call over the ranks
              (osu_allreduce style); sizes in bytes (allreduce: doubles, size/8 of them)
+  put, get:  rank 0 on rank 1's window under a shared lock: latency of one put + flush (get: one get),
+             and bandwidth of windows of 64 operations then a flush (osu_put_latency / osu_get_bw style)
+  atomic:    fetch-and-op (sum, i64) latency and rate, and compare-and-swap latency
   wireup:    ms from a rank's start until it can exchange messages with all (init + barrier)`;
 
 export async function benchCommand(argv: string[]): Promise<number> {
@@ -63,9 +68,10 @@ export async function benchCommand(argv: string[]): Promise<number> {
     process.stderr.write(`railcomm bench: --sizes takes byte counts separated by commas\n`);
     return 2;
   }
-  const script = fileURLToPath(new URL(kind === 'wireup' ? '../bench/wireup.js' : isColl ? '../bench/coll.js' : '../bench/p2p.js', import.meta.url));
+  const isRma = (RMA as readonly string[]).includes(kind);
+  const script = fileURLToPath(new URL(kind === 'wireup' ? '../bench/wireup.js' : isColl ? '../bench/coll.js' : isRma ? '../bench/rma.js' : '../bench/p2p.js', import.meta.url));
   const job = await startJob({
-    np, command: isColl ? [script, kind, sizeList, String(iters === 2000 ? 1000 : iters)] : [script, kind, sizeList, String(iters), String(window)], capture: true,
+    np, command: isColl ? [script, kind, sizeList, String(iters === 2000 ? 1000 : iters)] : isRma ? [script, kind, sizeList, String(iters)] : [script, kind, sizeList, String(iters), String(window)], capture: true,
     ...(rails !== undefined ? { rails } : {}), ...(threads ? { threadsPerProcess: np } : {}), timeoutSec: 600,
   });
   const res = await job.wait();
@@ -84,6 +90,15 @@ export async function benchCommand(argv: string[]): Promise<number> {
   } else if (isColl) {
     process.stdout.write(`${'size'.padStart(10)} ${'avg us'.padStart(10)}\n`);
     for (const r of data.results) process.stdout.write(`${String(r['size']).padStart(10)} ${String(r['usec']).padStart(10)}\n`);
+  } else if (isRma) {
+    const cols = kind === 'atomic' ? ['size', 'usec', 'usec_median', 'ops_per_sec'] : ['size', 'usec', 'usec_median', 'mbps'];
+    const heads = kind === 'atomic' ? ['op', 'avg us', 'median us', 'ops/s'] : ['size', 'avg us', 'median us', 'MB/s'];
+    process.stdout.write(heads.map((c) => c.padStart(12)).join(' ') + '\n');
+    data.results.forEach((r, i) => {
+      const cells = cols.map((c) => String(r[c] ?? '-'));
+      if (kind === 'atomic') cells[0] = i === 0 ? 'fetch-add' : 'cswap';
+      process.stdout.write(cells.map((c) => c.padStart(12)).join(' ') + '\n');
+    });
   } else if (kind === 'latency') {
     const cols = ['size', 'usec', 'usec_median', 'usec_p90', 'usec_p99'];
     process.stdout.write(['size', 'avg us', 'median us', 'p90 us', 'p99 us'].map((c) => c.padStart(10)).join(' ') + '\n');

@@ -1,0 +1,90 @@
+// The rank program behind `railcomm bench put|get|atomic`: one-sided operations
+// from rank 0 on rank 1's window (osu_put_latency / osu_get_bw /
+// osu_atomic_latency style). Rank 0 holds a shared lock on rank 1 for the whole
+// run; rank 1 waits in a barrier. Rank 0 prints one JSON line.
+
+import { init } from '../index.js';
+
+interface Row { size: number; usec: number; usec_median: number; mbps?: number; ops_per_sec?: number; iters: number }
+
+const WINDOW = 64;
+
+function iterations(size: number, base: number): { iters: number; warmup: number } {
+  if (size <= 8192) return { iters: base, warmup: Math.max(1000, Math.ceil(base / 2)) };
+  if (size < 1 << 20) return { iters: Math.max(50, Math.ceil(base / 10)), warmup: 20 };
+  return { iters: Math.max(20, Math.ceil(base / 40)), warmup: 5 };
+}
+
+async function main(): Promise<void> {
+  const [kind = 'put', sizesText = '8', itersText = '2000'] = process.argv.slice(2);
+  const comm = await init();
+  if (comm.size < 2) throw new Error('the benchmark needs 2 ranks');
+  const sizes = kind === 'atomic' ? [8] : sizesText.split(',').filter(Boolean).map(Number);
+  const base = Number(itersText);
+  const maxSize = Math.max(...sizes, 8);
+  const win = await comm.allocWindow(maxSize * WINDOW);
+  const rows: Row[] = [];
+  if (comm.rank === 0) {
+    const buf = new Uint8Array(maxSize).fill(3);
+    await win.lock(1, 'shared');
+    for (const size of sizes) {
+      const { iters, warmup } = iterations(size, base);
+      const msg = buf.subarray(0, size);
+      const times: number[] = [];
+      let total = 0;
+      // Latency: one operation then its completion at the target.
+      for (let i = 0; i < warmup + iters; i++) {
+        const t0 = performance.now();
+        if (kind === 'put') { await win.put(msg, 1, 0); await win.flush(1); }
+        else if (kind === 'get') { await win.get(msg, 1, 0); }
+        else { await win.fetchAndOp(1n, 1, 0, 'sum', 'i64'); }
+        const dt = (performance.now() - t0) * 1000;
+        if (i >= warmup) { times.push(dt); total += dt; }
+      }
+      times.sort((a, b) => a - b);
+      const row: Row = { size, usec: round(total / iters), usec_median: round(times[times.length >> 1]!), iters };
+      if (kind === 'atomic') {
+        // Compare-and-swap latency, reported beside fetch-add's.
+        let cas = 0;
+        for (let i = 0; i < warmup + iters; i++) {
+          const t0 = performance.now();
+          await win.compareAndSwap(0n, 1n, 1, 8, 'i64');
+          if (i >= warmup) cas += (performance.now() - t0) * 1000;
+        }
+        row.ops_per_sec = Math.round(1e6 / (total / iters));
+        rows.push(row, { size: 8, usec: round(cas / iters), usec_median: 0, iters });
+        continue;
+      }
+      // Bandwidth: a window of operations to distinct offsets, then one flush.
+      const ops: Array<Promise<void>> = new Array<Promise<void>>(WINDOW);
+      const bwIters = Math.max(5, Math.ceil(iters / 10));
+      let t0 = 0n;
+      for (let i = 0; i < 2 + bwIters; i++) {
+        if (i === 2) t0 = process.hrtime.bigint();
+        for (let w = 0; w < WINDOW; w++) ops[w] = kind === 'put' ? win.put(msg, 1, w * size) : win.get(msg, 1, w * size);
+        await Promise.all(ops);
+        await win.flush(1);
+      }
+      row.mbps = round((size * WINDOW * bwIters) / (Number(process.hrtime.bigint() - t0) / 1e9) / 1e6);
+      rows.push(row);
+    }
+    await win.unlock(1);
+  }
+  await comm.barrier();
+  if (comm.rank === 0) {
+    const ep = comm.world.ctx.endpointFor(1);
+    const direct = win.directTargets > 1;
+    process.stdout.write(JSON.stringify({ benchmark: kind, rails: direct ? `${ep.lane?.rail.component ?? '?'} (direct memory access)` : ep.lane?.rail.component ?? 'unknown', ranks: comm.size, results: rows }) + '\n');
+  }
+  await win.free();
+  await comm.finalize();
+}
+
+function round(x: number): number {
+  return Math.round(x * 100) / 100;
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`bench: ${(e as Error)?.stack ?? String(e)}\n`);
+  process.exitCode = 1;
+});
