@@ -37,6 +37,8 @@ export interface LaunchInfo {
   jobKey: string;
   /** Ranks that are threads of this process (railcomm run --threads); 1 for a process rank. */
   threads: number;
+  /** World rank of the first thread rank of this process (this rank for a process rank). */
+  threadBase: number;
   /** False when no RAILCOMM_JOB_KEY was given and one was derived from public facts. */
   jobKeySecret: boolean;
   jobId: number;
@@ -93,7 +95,7 @@ function others(env: NodeJS.ProcessEnv, rankVar: string, sizeVar: string, launch
     : /^(127\.|localhost$|::1$)/.test(master.host) ? size : 1;
   const localRank = localRankVar !== undefined && env[localRankVar] !== undefined ? intVar(env, localRankVar, 0, size - 1) : 0;
   const { key, secret } = jobKeyFor(env, jobText);
-  return { launcher, why, rank, size, localRank, localSize, master, jobKey: key, jobKeySecret: secret, jobId: hash32(jobText), threads: 1 };
+  return { launcher, why, rank, size, localRank, localSize, master, jobKey: key, jobKeySecret: secret, jobId: hash32(jobText), threads: 1, threadBase: rank };
 }
 
 export function detectLaunch(env: NodeJS.ProcessEnv = process.env): LaunchInfo {
@@ -114,6 +116,7 @@ export function detectLaunch(env: NodeJS.ProcessEnv = process.env): LaunchInfo {
       jobKey, jobKeySecret: true,
       jobId: env[ENV.jobId] !== undefined ? intVar(env, ENV.jobId, 0, 0xffffffff) : 0,
       threads: env['RAILCOMM_THREADS'] !== undefined ? intVar(env, 'RAILCOMM_THREADS', 1, size) : 1,
+      threadBase: env['RAILCOMM_THREAD_BASE'] !== undefined ? intVar(env, 'RAILCOMM_THREAD_BASE', 0, size - 1) : rank,
     };
   }
   if (env['OMPI_COMM_WORLD_RANK'] !== undefined && env['OMPI_COMM_WORLD_SIZE'] !== undefined) {
@@ -150,6 +153,6 @@ export function detectLaunch(env: NodeJS.ProcessEnv = process.env): LaunchInfo {
   }
   return {
     launcher: 'singleton', why: 'no launcher variables found (RAILCOMM_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, RANK, SLURM_PROCID with SLURM_STEP_NUM_TASKS)',
-    rank: 0, size: 1, localRank: 0, localSize: 1, jobKey: '', jobKeySecret: true, jobId: 0, threads: 1,
+    rank: 0, size: 1, localRank: 0, localSize: 1, jobKey: '', jobKeySecret: true, jobId: 0, threads: 1, threadBase: 0,
   };
 }

@@ -8,12 +8,13 @@ import { describe } from '../core/bytes.js';
 import type { Params } from '../core/params.js';
 import type { Logger } from '../core/log.js';
 import { checkOp, isReduceArray, type Op, type ReduceArray } from './coll/ops.js';
-import type { CollComm } from './coll/engine.js';
+import { barrierDissemination, type CollComm } from './coll/engine.js';
 import { bcastBinomial, gatherBinomial, gatherDirect, reduceBinomial, scatterDirect } from './coll/tree.js';
 import { allreduceRecursiveDoubling, allreduceRing, reduceScatterRing } from './coll/allreduce.js';
 import { allgatherBruck, allgatherRing } from './coll/allgather.js';
 import { alltoallv } from './coll/alltoall.js';
 import { scanChain } from './coll/scan.js';
+import type { SharedCollectives } from './coll/shared.js';
 
 const invalid = (m: string): RailcommError => new RailcommError(ErrorCode.INVALID_ARG, m);
 
@@ -57,6 +58,8 @@ export class CollectivePlanner {
   private readonly params: Params;
   private readonly log: Logger | null;
   private readonly announced = new Set<string>();
+  /** The shared-memory path, when every rank of the communicator maps one segment. */
+  shared: SharedCollectives | null = null;
 
   constructor(rank: number, size: number, params: Params, log: Logger | null) {
     this.rank = rank;
@@ -74,22 +77,24 @@ export class CollectivePlanner {
     process.stderr.write(`[railcomm ${this.rank}] ${plan.name} on ${this.size} ranks: ${plan.algorithm}\n`);
   }
 
-  barrier(): CollPlan {
-    return { name: 'barrier', algorithm: 'dissemination', run: async (c) => {
-      const token = new Uint8Array(0);
-      for (let k = 1; k < c.size; k <<= 1) {
-        const r = c.recv(token, (c.rank - k + c.size) % c.size);
-        const s = c.send(token, (c.rank + k) % c.size);
-        await s.wait();
-        await r.wait();
-      }
-    } };
+  /** The shared path for a collective moving `bytes` per rank, if it applies. */
+  private viaShared(bytes: number): SharedCollectives | null {
+    return this.shared !== null && this.size > 1 && bytes <= this.params.collSharedMax ? this.shared : null;
   }
+
+  barrier(): CollPlan {
+    const sh = this.viaShared(0);
+    if (sh !== null) return { name: 'barrier', algorithm: 'shared memory', run: (c) => sh.run(c, () => sh.barrier()) };
+    return { name: 'barrier', algorithm: 'dissemination', run: barrierDissemination };
+  }
+
 
   bcast(buf: unknown, root: unknown): CollPlan {
     if (!ArrayBuffer.isView(buf)) throw invalid(`bcast: buf must be an ArrayBufferView, got ${describe(buf)}`);
     const rt = checkRoot(root, this.size, 'bcast');
     const bytes = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+    const sh = this.viaShared(bytes.byteLength);
+    if (sh !== null) return { name: 'bcast', algorithm: 'shared memory', run: (c) => sh.run(c, () => sh.bcast(bytes, rt)) };
     return { name: 'bcast', algorithm: 'binomial tree', run: (c) => bcastBinomial(c, bytes, rt) };
   }
 
@@ -103,6 +108,8 @@ export class CollectivePlanner {
       sameType(s, r, 'reduce');
       if (r.length !== s.length) throw invalid(`reduce: recv has ${r.length} elements, send has ${s.length}; they must match`);
     }
+    const sh = this.viaShared(s.byteLength);
+    if (sh !== null) return { name: 'reduce', algorithm: 'shared memory', run: (c) => sh.run(c, () => sh.reduce(s, this.rank === rt ? r : null, o, rt)) };
     return { name: 'reduce', algorithm: 'binomial tree', run: (c) => reduceBinomial(c, s, this.rank === rt ? r : null, o, rt) };
   }
 
@@ -112,6 +119,8 @@ export class CollectivePlanner {
     sameType(s, r, what);
     const o: Op = checkOp(op, s, what);
     if (r.length !== s.length) throw invalid(`${what}: recv has ${r.length} elements, send has ${s.length}; they must match`);
+    const sh = this.viaShared(s.byteLength);
+    if (sh !== null) return { name: what, algorithm: 'shared memory', run: (c) => sh.run(c, () => sh.reduce(s, r, o, -1)) };
     if (s.byteLength >= this.params.collAllreduceRing && s.length >= this.size && this.size > 1) {
       return { name: what, algorithm: 'ring reduce-scatter + ring allgather', run: (c) => allreduceRing(c, s, r, o) };
     }
@@ -177,6 +186,8 @@ export class CollectivePlanner {
     const r = checkArray(recv, 'allgather recv');
     sameType(s, r, 'allgather');
     if (r.length !== s.length * this.size) throw invalid(`allgather: recv needs ${s.length * this.size} elements (${this.size} x ${s.length}), has ${r.length}`);
+    const sh = this.viaShared(s.byteLength);
+    if (sh !== null) return { name: 'allgather', algorithm: 'shared memory', run: (c) => sh.run(c, () => sh.allgather(s, r)) };
     if (r.byteLength >= this.params.collAllgatherRing) {
       const counts = new Array<number>(this.size).fill(s.length);
       return { name: 'allgather', algorithm: 'ring', run: (c) => allgatherRing(c, s, r, counts) };

@@ -13,6 +13,7 @@ import { checkRank, checkSignal, checkTag } from './checks.js';
 import { Message, type ClaimedReceiver } from './message.js';
 import { deserialize, serialize, type World } from './world.js';
 import { allocateWindow, exposeWindow, type Window } from './window.js';
+import { sharedPathFor } from './coll/shared-host.js';
 
 export interface RequestOptions {
   signal?: AbortSignal;
@@ -43,6 +44,7 @@ export class Communicator implements ClaimedReceiver {
     world.ctx.p2p.registerContext(p2pCtx, group, false);
     world.ctx.p2p.registerContext(collCtx, group, true);
     this.planner = new CollectivePlanner(rank, this.size, world.ctx.params, world.ctx.log);
+    this.planner.shared = sharedPathFor(this, group, collCtx);
   }
 
   // ---- point-to-point ----------------------------------------------------

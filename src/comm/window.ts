@@ -177,7 +177,7 @@ export class Window {
     await this.flushAll();
     await this.comm.barrier();
     this.rma.regions.deregister(this.region);
-    if (this.region.share === SHARE_THREADS) this.rma.threadShare?.withdraw(this.comm.world.ctx.worldRank, this.region.id);
+    if (this.region.share === SHARE_THREADS) this.rma.threadShare?.withdraw(`${this.comm.world.ctx.worldRank}/${this.region.id}`);
     for (const r of this.remote) r.local = null;
     this.rma.progress.serve(false);
   }
@@ -272,14 +272,14 @@ async function createWindow(comm: Communicator, a: Allocation): Promise<Window> 
   const all = new Uint8Array(RKEY_MAX * own.size);
   await own.allgather(mine, all);
   // Every rank's thread channel exists now (it was made before the allgather): offers reach them all.
-  if (a.share === SHARE_THREADS) rma.threadShare!.offer(ctx.worldRank, region.id, a.bytes);
+  if (a.share === SHARE_THREADS) rma.threadShare!.offer(`${ctx.worldRank}/${region.id}`, a.bytes);
   const remote: RemoteRegion[] = [];
   for (let r = 0; r < own.size; r++) {
     const k = unpackRkey(all.subarray(r * RKEY_MAX, (r + 1) * RKEY_MAX));
     const rr: RemoteRegion = { rank: r, id: k.id, length: k.length, align: k.align, local: null };
     if (r === own.rank) rr.local = a.bytes;
     else if (k.share === SHARE_THREADS && k.pid === process.pid && rma.threadShare !== null) {
-      rr.local = await rma.threadShare.take(own.worldRankOf(r), k.id, ctx.params.connectTimeout);
+      rr.local = await rma.threadShare.take(`${own.worldRankOf(r)}/${k.id}`, ctx.params.connectTimeout);
     } else if (k.share === SHARE_HOST && k.hostKey === hostKey() && rma.segments !== null) {
       try {
         rr.local = new Uint8Array(rma.segments.shmOpen(k.segment), 0, k.length);

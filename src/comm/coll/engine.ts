@@ -42,6 +42,17 @@ export async function waitAllOrCancel(reqs: readonly Request[]): Promise<void> {
   }
 }
 
+/** Every rank has entered: dissemination over point-to-point, ceil(log2 p) rounds. */
+export async function barrierDissemination(c: CollComm): Promise<void> {
+  const token = new Uint8Array(0);
+  for (let k = 1; k < c.size; k <<= 1) {
+    const r = c.recv(token, (c.rank - k + c.size) % c.size);
+    const s = c.send(token, (c.rank + k) % c.size);
+    await s.wait();
+    await r.wait();
+  }
+}
+
 /** Prefix sums: displacement of each rank's block, in elements. */
 export function displacements(counts: readonly number[]): number[] {
   const d = new Array<number>(counts.length);

@@ -31,18 +31,18 @@ export class ThreadShare {
     this.got.set(m.key, bytes);
   }
 
-  offer(owner: number, id: number, bytes: Uint8Array): void {
+  /** Offer shared bytes under a key every thread of the job agrees on (e.g. `${owner rank}/${region id}`). */
+  offer(key: string, bytes: Uint8Array): void {
     if (!(bytes.buffer instanceof SharedArrayBuffer)) return;
-    this.chan.postMessage({ key: `${owner}/${id}`, sab: bytes.buffer, off: bytes.byteOffset, len: bytes.byteLength } satisfies Offer);
+    this.chan.postMessage({ key, sab: bytes.buffer, off: bytes.byteOffset, len: bytes.byteLength } satisfies Offer);
   }
 
-  withdraw(owner: number, id: number): void {
-    this.chan.postMessage({ key: `${owner}/${id}` } satisfies Offer);
+  withdraw(key: string): void {
+    this.chan.postMessage({ key } satisfies Offer);
   }
 
-  /** The peer's buffer, or null if it is not offered within timeoutMs. */
-  take(owner: number, id: number, timeoutMs: number): Promise<Uint8Array | null> {
-    const key = `${owner}/${id}`;
+  /** The bytes offered under key, or null if they are not offered within timeoutMs. */
+  take(key: string, timeoutMs: number): Promise<Uint8Array | null> {
     const have = this.got.get(key);
     if (have !== undefined) { this.got.delete(key); return Promise.resolve(have); }
     return new Promise((resolve) => {
