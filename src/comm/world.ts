@@ -37,7 +37,7 @@ export class World implements RequestWatcher {
     this.hangWatch = t > 0 ? new HangWatch({
       outstanding: () => ctx.progress.active,
       settledCount: () => this.settled,
-      describePending: () => ctx.p2p.describePending(),
+      describePending: () => [...ctx.p2p.describePending(), ...ctx.rma.describePending()],
     }, t, ctx.log, ctx.worldRank) : null;
   }
 

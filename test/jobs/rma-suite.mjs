@@ -278,6 +278,27 @@ const cases = [
     await w.free();
   }],
 
+  ['many operations in flight at once (queues behind full lanes keep their bytes)', async () => {
+    const big = 256 * 1024;
+    const w = await comm.allocWindow(big + 64);
+    w.buffer.set(pattern(big, me + 3));
+    await w.fence();
+    const gets = [];
+    const olds = [];
+    for (let i = 0; i < 24; i++) {
+      const dst = new Uint8Array(big);
+      gets.push(w.get(dst, next, 0).then(() => dst));
+      for (let j = 0; j < 20; j++) olds.push(w.fetchAndOp(1n, next, big, 'sum', 'i64'));
+    }
+    const got = await Promise.all(gets);
+    const values = (await Promise.all(olds)).map(Number).sort((a, b) => a - b);
+    await w.fence();
+    for (const g of got) assert.ok(samePattern(g, big, next + 3));
+    // Only this rank adds to the next rank's counter: old values are 0 .. n-1 exactly once.
+    if (p > 1) assert.deepEqual(values, values.map((_, i) => i));
+    await w.free();
+  }],
+
   ['random one-sided sequences with fences match a sequential model', async () => {
     const BYTES = 512;
     const seed = Number(process.env.RMA_SEED ?? 20261122);

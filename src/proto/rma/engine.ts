@@ -294,7 +294,9 @@ export class RmaEngine {
         return;
       }
     }
-    ep.pushOp(ProtoEndpoint.op(am, this.hdr, hdrLen, payload, !copy && payload !== null, null, op ?? NOOP));
+    // A queued reply keeps a copy: its payload may be scratch (an atomic's old value) or window memory that changes.
+    const keep = copy && op === null && payload !== null ? payload.slice() : payload;
+    ep.pushOp(ProtoEndpoint.op(am, this.hdr, hdrLen, keep, !copy && payload !== null, null, op ?? NOOP));
   }
 
   /** Called by an op once it settled. */
