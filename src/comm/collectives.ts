@@ -50,6 +50,8 @@ export interface CollPlan {
   name: string;
   algorithm: string;
   run: (c: CollComm) => Promise<void>;
+  /** Runs through shared memory: a blocking call needs no Request (and no progress passes). */
+  shared?: boolean;
 }
 
 export class CollectivePlanner {
@@ -84,7 +86,7 @@ export class CollectivePlanner {
 
   barrier(): CollPlan {
     const sh = this.viaShared(0);
-    if (sh !== null) return { name: 'barrier', algorithm: 'shared memory', run: (c) => sh.run(c, () => sh.barrier()) };
+    if (sh !== null) return { name: 'barrier', algorithm: 'shared memory', shared: true, run: (c) => sh.run(c, () => sh.barrier()) };
     return { name: 'barrier', algorithm: 'dissemination', run: barrierDissemination };
   }
 
@@ -94,7 +96,7 @@ export class CollectivePlanner {
     const rt = checkRoot(root, this.size, 'bcast');
     const bytes = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
     const sh = this.viaShared(bytes.byteLength);
-    if (sh !== null) return { name: 'bcast', algorithm: 'shared memory', run: (c) => sh.run(c, () => sh.bcast(bytes, rt)) };
+    if (sh !== null) return { name: 'bcast', algorithm: 'shared memory', shared: true, run: (c) => sh.run(c, () => sh.bcast(bytes, rt)) };
     return { name: 'bcast', algorithm: 'binomial tree', run: (c) => bcastBinomial(c, bytes, rt) };
   }
 
@@ -109,7 +111,7 @@ export class CollectivePlanner {
       if (r.length !== s.length) throw invalid(`reduce: recv has ${r.length} elements, send has ${s.length}; they must match`);
     }
     const sh = this.viaShared(s.byteLength);
-    if (sh !== null) return { name: 'reduce', algorithm: 'shared memory', run: (c) => sh.run(c, () => sh.reduce(s, this.rank === rt ? r : null, o, rt)) };
+    if (sh !== null) return { name: 'reduce', algorithm: 'shared memory', shared: true, run: (c) => sh.run(c, () => sh.reduce(s, this.rank === rt ? r : null, o, rt)) };
     return { name: 'reduce', algorithm: 'binomial tree', run: (c) => reduceBinomial(c, s, this.rank === rt ? r : null, o, rt) };
   }
 
@@ -120,7 +122,7 @@ export class CollectivePlanner {
     const o: Op = checkOp(op, s, what);
     if (r.length !== s.length) throw invalid(`${what}: recv has ${r.length} elements, send has ${s.length}; they must match`);
     const sh = this.viaShared(s.byteLength);
-    if (sh !== null) return { name: what, algorithm: 'shared memory', run: (c) => sh.run(c, () => sh.reduce(s, r, o, -1)) };
+    if (sh !== null) return { name: what, algorithm: 'shared memory', shared: true, run: (c) => sh.run(c, () => sh.reduce(s, r, o, -1)) };
     if (s.byteLength >= this.params.collAllreduceRing && s.length >= this.size && this.size > 1) {
       return { name: what, algorithm: 'ring reduce-scatter + ring allgather', run: (c) => allreduceRing(c, s, r, o) };
     }
@@ -187,7 +189,7 @@ export class CollectivePlanner {
     sameType(s, r, 'allgather');
     if (r.length !== s.length * this.size) throw invalid(`allgather: recv needs ${s.length * this.size} elements (${this.size} x ${s.length}), has ${r.length}`);
     const sh = this.viaShared(s.byteLength);
-    if (sh !== null) return { name: 'allgather', algorithm: 'shared memory', run: (c) => sh.run(c, () => sh.allgather(s, r)) };
+    if (sh !== null) return { name: 'allgather', algorithm: 'shared memory', shared: true, run: (c) => sh.run(c, () => sh.allgather(s, r)) };
     if (r.byteLength >= this.params.collAllgatherRing) {
       const counts = new Array<number>(this.size).fill(s.length);
       return { name: 'allgather', algorithm: 'ring', run: (c) => allgatherRing(c, s, r, counts) };

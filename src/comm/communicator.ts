@@ -223,6 +223,15 @@ export class Communicator implements ClaimedReceiver {
 
   private async done(r: Request): Promise<void> { await r.wait(); }
 
+  /** A blocking collective: through shared memory directly, otherwise as its nonblocking twin. */
+  private coll(what: string, plan: () => CollPlan): Promise<void> {
+    this.world.check(what);
+    const p = plan();
+    if (p.shared !== true) return this.done(this.startColl(what, () => p));
+    this.planner.announce(p);
+    return p.run(this.collComm());
+  }
+
   ibarrier(): Request { return this.startColl('barrier', () => this.planner.barrier()); }
   ibcast(buf: ArrayBufferView, root: number): Request { return this.startColl('bcast', () => this.planner.bcast(buf, root)); }
   ireduce(send: ArrayBufferView, recv: ArrayBufferView | null, op: string, root: number): Request { return this.startColl('reduce', () => this.planner.reduce(send, recv, op, root)); }
@@ -240,16 +249,16 @@ export class Communicator implements ClaimedReceiver {
   iexscan(send: ArrayBufferView, recv: ArrayBufferView, op: string): Request { return this.startColl('exscan', () => this.planner.scan(send, recv, op, true)); }
 
   /** Every rank waits until all ranks of the communicator have entered. */
-  barrier(): Promise<void> { return this.done(this.ibarrier()); }
-  bcast(buf: ArrayBufferView, root: number): Promise<void> { return this.done(this.ibcast(buf, root)); }
+  barrier(): Promise<void> { return this.coll('barrier', () => this.planner.barrier()); }
+  bcast(buf: ArrayBufferView, root: number): Promise<void> { return this.coll('bcast', () => this.planner.bcast(buf, root)); }
   /** recv matters at the root only (others may pass null). */
-  reduce(send: ArrayBufferView, recv: ArrayBufferView | null, op: string, root: number): Promise<void> { return this.done(this.ireduce(send, recv, op, root)); }
-  allreduce(send: ArrayBufferView, recv: ArrayBufferView, op: string): Promise<void> { return this.done(this.iallreduce(send, recv, op)); }
+  reduce(send: ArrayBufferView, recv: ArrayBufferView | null, op: string, root: number): Promise<void> { return this.coll('reduce', () => this.planner.reduce(send, recv, op, root)); }
+  allreduce(send: ArrayBufferView, recv: ArrayBufferView, op: string): Promise<void> { return this.coll('allreduce', () => this.planner.allreduce(send, recv, op)); }
   gather(send: ArrayBufferView, recv: ArrayBufferView | null, root: number): Promise<void> { return this.done(this.igather(send, recv, root)); }
   gatherv(send: ArrayBufferView, recv: ArrayBufferView | null, counts: ArrayLike<number>, root: number): Promise<void> { return this.done(this.igatherv(send, recv, counts, root)); }
   scatter(send: ArrayBufferView | null, recv: ArrayBufferView, root: number): Promise<void> { return this.done(this.iscatter(send, recv, root)); }
   scatterv(send: ArrayBufferView | null, counts: ArrayLike<number>, recv: ArrayBufferView, root: number): Promise<void> { return this.done(this.iscatterv(send, counts, recv, root)); }
-  allgather(send: ArrayBufferView, recv: ArrayBufferView): Promise<void> { return this.done(this.iallgather(send, recv)); }
+  allgather(send: ArrayBufferView, recv: ArrayBufferView): Promise<void> { return this.coll('allgather', () => this.planner.allgather(send, recv)); }
   allgatherv(send: ArrayBufferView, recv: ArrayBufferView, counts: ArrayLike<number>): Promise<void> { return this.done(this.iallgatherv(send, recv, counts)); }
   alltoall(send: ArrayBufferView, recv: ArrayBufferView): Promise<void> { return this.done(this.ialltoall(send, recv)); }
   alltoallv(send: ArrayBufferView, sendCounts: ArrayLike<number>, recv: ArrayBufferView, recvCounts: ArrayLike<number>): Promise<void> { return this.done(this.ialltoallv(send, sendCounts, recv, recvCounts)); }

@@ -65,14 +65,27 @@ export class Progress {
 
   /** A request started: hold the loop open and start polling. */
   hold(): void {
-    if (this.outstanding++ === 0) this.holder.ref();
+    if (this.outstanding++ === 0 && this.kept === 0) this.holder.ref();
     this.activity();
   }
 
   /** A request settled. */
   release(): void {
-    if (--this.outstanding === 0) this.holder.unref();
+    if (--this.outstanding === 0 && this.kept === 0) this.holder.unref();
   }
+
+  /**
+   * Hold the loop open for a wait that polls its own memory and sleeps on its
+   * own doorbell (shared-memory collectives): no progress passes for it.
+   */
+  keep(on: boolean): void {
+    const before = this.outstanding + this.kept;
+    this.kept += on ? 1 : -1;
+    const after = this.outstanding + this.kept;
+    if (before === 0 && after > 0) this.holder.ref();
+    else if (before > 0 && after === 0) this.holder.unref();
+  }
+  private kept = 0;
 
   /** Something happened (bytes arrived, a request started): keep polling a while longer. */
   activity(): void {

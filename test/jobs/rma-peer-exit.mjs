@@ -14,13 +14,17 @@ if (comm.rank === 1) {
   await w.lock(2, 'exclusive');
   await comm.send(new Uint8Array(1), 0, 1);
   await comm.recv(new Uint8Array(1), 0, 1); // rank 0 holds our lock now
+  // Busy (serving nothing) while rank 0's next operations arrive, then die.
+  const until = Date.now() + 500;
+  while (Date.now() < until) { /* compute */ }
   process.exit(3);
 }
 if (comm.rank === 0) {
   await comm.recv(new Uint8Array(1), 1, 1);
   await w.lock(1, 'shared');
   await comm.send(new Uint8Array(1), 1, 1);
-  // Rank 1 dies now: a large get on it fails, it does not hang.
+  await new Promise((r) => setTimeout(r, 100));
+  // Rank 1 is busy and dies before answering: the get in flight fails, it does not hang.
   const e = await rejectsWith(() => w.get(new Uint8Array(1 << 20), 1, 0), ErrorCode.PEER_FAILED);
   await rejectsWith(() => w.put(new Uint8Array(1 << 20), 1, 0), ErrorCode.PEER_FAILED);
   await rejectsWith(() => w.fetchAndOp(1, 1, 0, 'sum', 'i32'), ErrorCode.PEER_FAILED);

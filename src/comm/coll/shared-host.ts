@@ -32,6 +32,9 @@ export function sharedPathFor(comm: Communicator, group: readonly number[], coll
       }
       return seg;
     },
+    keep(on: boolean): void {
+      ctx.progress.keep(on);
+    },
     checkAlive(): void {
       for (const w of group) {
         const f = ctx.existingEndpoint(w)?.failure;

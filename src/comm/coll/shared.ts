@@ -31,6 +31,8 @@ export interface SharedHost {
   attach(c: CollComm, bytes: number): Promise<Uint8Array>;
   /** Throws ERR_PEER_FAILED if a member is known dead. */
   checkAlive(): void;
+  /** Hold the event loop open while a collective waits (true) or not (false). */
+  keep(on: boolean): void;
 }
 
 type Ctor = new (b: ArrayBufferLike, o: number, n: number) => ReduceArray;
@@ -43,8 +45,9 @@ export class SharedCollectives {
   private ctrl: Int32Array | null = null;
   private dataOff = 0;
   private seq = 0;
-  /** Shared-memory collectives run one at a time per communicator (phases must not interleave). */
-  private chain: Promise<unknown> = Promise.resolve();
+  /** Shared-memory collectives run one at a time per communicator; later ones wait here. */
+  private busy = false;
+  private readonly queue: Array<() => void> = [];
   private broken: RailcommError | null = null;
 
   constructor(host: SharedHost, rank: number, size: number) {
@@ -57,16 +60,46 @@ export class SharedCollectives {
     return this.host.slotBytes;
   }
 
-  /** Run f after the previous shared collective of this communicator, with the segment attached. */
+  /**
+   * Run f after the previous shared collective of this communicator (phases
+   * must not interleave), with the segment attached. The common case (idle,
+   * attached) calls f at once: every promise hop costs here.
+   */
   run(c: CollComm, f: () => Promise<void>): Promise<void> {
-    const go = async (): Promise<void> => {
-      if (this.broken !== null) throw this.broken;
-      if (this.seg === null) await this.setup(c);
-      await f();
-    };
-    const p = this.chain.then(go, go);
-    this.chain = p.catch(() => undefined);
-    return p;
+    if (!this.busy && this.seg !== null && this.broken === null) return this.exec(f);
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push(() => {
+        const go = async (): Promise<void> => {
+          if (this.broken !== null) throw this.broken;
+          if (this.seg === null) await this.setup(c);
+          await f();
+        };
+        this.exec(go).then(resolve, reject);
+      });
+      if (!this.busy) this.next();
+    });
+  }
+
+  private exec(f: () => Promise<void>): Promise<void> {
+    this.busy = true;
+    this.host.keep(true);
+    let p: Promise<void>;
+    try { p = f(); } catch (e) { p = Promise.reject(e); }
+    return p.then(this.doneOk, this.doneErr);
+  }
+
+  private readonly doneOk = (): void => { this.finish(); };
+  private readonly doneErr = (e: unknown): never => { this.finish(); throw e; };
+
+  private finish(): void {
+    this.busy = false;
+    this.host.keep(false);
+    this.next();
+  }
+
+  private next(): void {
+    const q = this.queue.shift();
+    if (q !== undefined) q();
   }
 
   private async setup(c: CollComm): Promise<void> {
@@ -81,8 +114,20 @@ export class SharedCollectives {
     return this.seg!.byteOffset + this.dataOff + ((phase & 1) * this.size + r) * this.host.slotBytes;
   }
 
-  private view(like: ReduceArray, r: number, phase: number, n: number): ReduceArray {
-    return new (like.constructor as Ctor)(this.seg!.buffer, this.slot(r, phase), n);
+  /** Views of every slot for one element type, made once (2 * size of them). */
+  private readonly views = new Map<Ctor, ReduceArray[]>();
+
+  /** Rank r's slot for phase, as elements like `like` (the whole slot; use the first n). */
+  private view(like: ReduceArray, r: number, phase: number): ReduceArray {
+    const C = like.constructor as Ctor;
+    let v = this.views.get(C);
+    if (v === undefined) {
+      v = [];
+      const per = Math.floor(this.host.slotBytes / like.BYTES_PER_ELEMENT);
+      for (let ph = 0; ph < 2; ph++) for (let q = 0; q < this.size; q++) v.push(new C(this.seg!.buffer, this.slot(q, ph), per));
+      this.views.set(C, v);
+    }
+    return v[(phase & 1) * this.size + r]!;
   }
 
   private arrive(): number {
@@ -100,7 +145,27 @@ export class SharedCollectives {
     return true;
   }
 
-  /** Wait until every rank arrived at phase s: spin a while (in bursts), then sleep on the doorbell. */
+  /**
+   * Arrive at the next phase and wait for every rank: spin a while (the
+   * first burst without leaving this call), then in bursts that let the event
+   * loop run, then sleep on the doorbell. Null when nothing had to be awaited.
+   */
+  private phase(): Promise<void> | null {
+    const s = this.arrive();
+    if (this.spinFor(s, BURST_MS)) return null;
+    return this.waitAll(s);
+  }
+
+  private spinFor(s: number, ms: number): boolean {
+    if (this.allArrived(s)) return true;
+    if (this.host.spinMs <= 0) return false;
+    const until = performance.now() + ms;
+    for (let i = 1; ; i++) {
+      if (this.allArrived(s)) return true;
+      if ((i & 63) === 0 && performance.now() > until) return false;
+    }
+  }
+
   private async waitAll(s: number): Promise<void> {
     if (this.allArrived(s)) return;
     const spinMs = this.host.spinMs;
@@ -135,7 +200,8 @@ export class SharedCollectives {
 
   /** One phase with nothing to exchange. */
   async barrier(): Promise<void> {
-    await this.waitAll(this.arrive());
+    const w = this.phase();
+    if (w !== null) await w;
   }
 
   /** root's bytes to everyone, a slot at a time. */
@@ -145,7 +211,8 @@ export class SharedCollectives {
       const n = Math.min(slot, bytes.byteLength - off);
       const phase = this.seq + 1;
       if (this.rank === root) new Uint8Array(this.seg!.buffer, this.slot(root, phase), n).set(bytes.subarray(off, off + n));
-      await this.waitAll(this.arrive());
+      const w = this.phase();
+      if (w !== null) await w;
       if (this.rank !== root) bytes.set(new Uint8Array(this.seg!.buffer, this.slot(root, phase), n), off);
       if (bytes.byteLength === 0) break;
     }
@@ -158,13 +225,13 @@ export class SharedCollectives {
     for (let at = 0; at < total || at === 0; at += per) {
       const n = Math.min(per, total - at);
       const phase = this.seq + 1;
-      const mine = this.view(send, this.rank, phase, n);
-      mine.set(send.subarray(at, at + n) as never);
-      await this.waitAll(this.arrive());
+      copyInto(this.view(send, this.rank, phase), 0, send, at, n);
+      const w = this.phase();
+      if (w !== null) await w;
       if (recv !== null && (root < 0 || root === this.rank) && n > 0) {
-        const out = recv.subarray(at, at + n) as ReduceArray;
-        out.set(this.view(send, 0, phase, n) as never);
-        for (let r = 1; r < this.size; r++) reduceInto(op, out, this.view(send, r, phase, n), n);
+        const out = at === 0 && n === recv.length ? recv : recv.subarray(at, at + n) as ReduceArray;
+        copyInto(out, 0, this.view(send, 0, phase), 0, n);
+        for (let r = 1; r < this.size; r++) reduceInto(op, out, this.view(send, r, phase), n);
       }
       if (total === 0) break;
     }
@@ -177,12 +244,23 @@ export class SharedCollectives {
     for (let at = 0; at < len || at === 0; at += per) {
       const n = Math.min(per, len - at);
       const phase = this.seq + 1;
-      this.view(send, this.rank, phase, n).set(send.subarray(at, at + n) as never);
-      await this.waitAll(this.arrive());
-      for (let r = 0; r < this.size; r++) recv.set(this.view(send, r, phase, n) as never, r * len + at);
+      copyInto(this.view(send, this.rank, phase), 0, send, at, n);
+      const w = this.phase();
+      if (w !== null) await w;
+      for (let r = 0; r < this.size; r++) copyInto(recv, r * len + at, this.view(send, r, phase), 0, n);
       if (len === 0) break;
     }
   }
+}
+
+/** dst[d .. d+n) = src[s .. s+n): a loop for a few elements (no view allocated), set() for more. */
+function copyInto(dst: ReduceArray, d: number, src: ReduceArray, s: number, n: number): void {
+  if (n <= 32) {
+    const a = dst as Float64Array, b = src as Float64Array;
+    for (let i = 0; i < n; i++) a[d + i] = b[s + i]!;
+    return;
+  }
+  dst.set((s === 0 && n === src.length ? src : src.subarray(s, s + n)) as never, d);
 }
 
 export function peerFailedError(rank: number, cause: RailcommError): RailcommError {
