@@ -21,7 +21,7 @@ const spec = <K extends Kind>(s: ParamSpec<K>): ParamSpec<K> => s;
 
 export const PARAMS = {
   rails: spec({ name: 'RAILS', kind: 'string', def: '', doc: 'comma-separated rails to use (self,tcp,...); empty chooses by job layout' }),
-  tcpDevices: spec({ name: 'TCP_DEVICES', kind: 'string', def: '', doc: 'network devices for tcp, comma-separated globs (lo, eth*); empty: loopback on one host, else the first routable device' }),
+  tcpDevices: spec({ name: 'TCP_DEVICES', kind: 'string', def: '', doc: 'network devices for tcp and udp, comma-separated globs (lo, eth*); empty: loopback on one host, else the first routable device' }),
   tcpPort: spec({ name: 'TCP_PORT', kind: 'int', def: 0, min: 0, doc: 'tcp listen port (0: any free port)' }),
   eagerLimit: spec({ name: 'EAGER_LIMIT', kind: 'size', def: 16384, min: 0, doc: 'largest message copied at send (the send completes at once, never waiting for the receiver)' }),
   rndvThreshold: spec({ name: 'RNDV_THRESHOLD', kind: 'size', def: 65536, min: 1, doc: 'messages of at least this many bytes use rendezvous (RTS, match, CTS or RGET, data straight into the receive buffer)' }),
@@ -32,6 +32,14 @@ export const PARAMS = {
   tcpSendHighWater: spec({ name: 'TCP_SEND_HIGH_WATER', kind: 'size', def: 16777216, min: 65536, doc: 'bytes queued on a socket before sends answer no-resource and wait' }),
   connectTimeout: spec({ name: 'CONNECT_TIMEOUT', kind: 'ms', def: 30000, min: 1, doc: 'how long to try to reach a peer before its requests fail' }),
   handshakeTimeout: spec({ name: 'HANDSHAKE_TIMEOUT', kind: 'ms', def: 10000, min: 1, doc: 'an incoming connection that has not proven the job key by then is closed' }),
+  udpMtu: spec({ name: 'UDP_MTU', kind: 'size', def: 0, min: 0, doc: 'udp: largest datagram on the data channel (0: from the device MTU minus 28 bytes of IP/UDP headers, at most 65507: about 64 KiB on loopback, 1472 on Ethernet)' }),
+  udpTinyMtu: spec({ name: 'UDP_TINY_MTU', kind: 'size', def: 768, min: 64, doc: 'udp: fragments whose AM header and payload fit in this many bytes travel on the priority channel, and go out at once when it is idle' }),
+  udpWindow: spec({ name: 'UDP_WINDOW', kind: 'int', def: 4096, min: 16, doc: 'udp: send and receive window in segments per peer (rounded up to a power of two); bytes in flight are further bounded by the socket buffers (credits)' }),
+  udpRtoMs: spec({ name: 'UDP_RTO_MS', kind: 'ms', def: 100, min: 1, doc: 'udp: initial retransmission timeout; adapts to measured round trips (floor 5 ms) and backs off on timeouts' }),
+  udpAckDelay: spec({ name: 'UDP_ACK_DELAY', kind: 'int', def: 1, min: 1, doc: 'udp: receive bursts / progress passes an ACK may wait for a segment to ride on before it is sent on its own (a 2 ms timer backs it up when idle)' }),
+  udpPeerTimeout: spec({ name: 'UDP_PEER_TIMEOUT', kind: 'int', def: 300, min: 1, doc: 'udp: seconds without any datagram from a peer we wait on before it is declared failed (generous: a peer computing without calling railcomm cannot answer)' }),
+  udpFaults: spec({ name: 'UDP_FAULTS', kind: 'string', def: '', doc: 'udp: fault injection for tests, per datagram on both channels, e.g. drop=0.05,dup=0.02,reorder=0.1,corrupt=0.001,delay=2ms' }),
+  udpSocketBuffer: spec({ name: 'UDP_SOCKET_BUFFER', kind: 'size', def: 4194304, min: 65536, doc: 'udp: send and receive socket buffer size asked of the kernel (capped by net.core.rmem_max / wmem_max); bytes in flight per peer stay within it' }),
   spinUs: spec({ name: 'SPIN_US', kind: 'int', def: 1000, min: 0, doc: 'while requests are outstanding, keep polling (no sleep) this many microseconds after the last activity; 0 never spins; ranks that outnumber the cores do not spin' }),
   hangTimeout: spec({ name: 'HANG_TIMEOUT', kind: 'ms', def: 0, min: 0, doc: 'when a wait exceeds this, print pending requests (0: never)' }),
   tbsmRing: spec({ name: 'TBSM_RING', kind: 'size', def: 1048576, min: 65536, doc: 'bytes of each shared-memory ring between two thread ranks (a power of two)' }),

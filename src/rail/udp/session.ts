@@ -1,0 +1,586 @@
+// Reliable, ordered delivery to one peer over datagrams, without sockets:
+// sequence numbers, the send window paced by the peer's credits, cumulative
+// ACKs (piggy-backed or explicit), retransmission through the hotel and the
+// retransmit list, the receive window and reassembly. The rail supplies the
+// sockets and clocks through SessionHost, so tests can drive it over a fake link.
+
+import type { Checkout, Guest, GuestList, Hotel } from '../../core/hotel.js';
+import type { TrafficCounters } from '../../core/counters.js';
+import type { AmHandler, Completion, RailEndpoint, RxFrame } from '../api.js';
+import type { RailcommError } from '../../core/errors.js';
+import type { UdpCounters } from './counters.js';
+import { Frag, SEG_OVERHEAD, Segment } from './segment.js';
+import { RttEstimator } from './rtt.js';
+import { checksum } from './checksum.js';
+import { seqAdd } from './seq.js';
+import {
+  AM_CONTROL, CHUNK_BYTES, FLAG_BYE, FRAG_BYTES, SUM_FROM, T_ACK, T_CHUNK, T_FRAG,
+  encodeChunk, encodeCommon, encodeFrag, getAck, getAm, getCredit, getFlags, getFragId, getHdrLen,
+  getOffset, getPayLen, getSeq, getType, setSeq, setSum, setToken, stampAck,
+} from './wire.js';
+
+export interface SessionLimits {
+  /** Largest AM header. */
+  readonly hdrMax: number;
+  /** Largest fragment payload (reassembly bound). */
+  readonly fragMax: number;
+  /** Largest datagram on the priority channel, and on the data channel. */
+  readonly tinyMax: number;
+  readonly dataMax: number;
+  /** Send and receive window in segments (a power of two). */
+  readonly window: number;
+  /** Initial retransmission timeout and its floor (ms). */
+  readonly rtoMs: number;
+  readonly rtoFloorMs: number;
+  /** Queued bytes past which sendCopy answers no-resource. */
+  readonly highWater: number;
+}
+
+export interface SessionHost {
+  readonly hotel: Hotel;
+  /** The rail's retransmit list (segments whose timer fired, or fast retransmits). */
+  readonly retx: GuestList;
+  readonly counters: UdpCounters;
+  readonly handlers: ReadonlyArray<AmHandler | undefined>;
+  readonly limits: SessionLimits;
+  now(): number;
+  segment(tiny: boolean): Segment;
+  frag(): Frag;
+  release(seg: Segment): void;
+  releaseFrag(f: Frag): void;
+  /** Put one datagram on the wire to the session's peer. */
+  transmit(s: Session, buf: Buffer, len: number, prio: boolean): void;
+  /** Whether a tiny segment may go out on the priority channel right now (it is idle). */
+  prioIdle(): boolean;
+  /** The session has queued segments that progress should post. */
+  wantPass(s: Session): void;
+  /** The session owes its peer an ACK (urgent: a duplicate or out-of-order arrival). */
+  wantAck(s: Session, urgent: boolean): void;
+  /** Credit to grant the peer (bytes it may have in flight to us). */
+  grant(s: Session): number;
+}
+
+/** What the session tells the endpoint that owns it. */
+export interface SessionOwner {
+  readonly endpoint: RailEndpoint;
+  readonly counters: TrafficCounters;
+  /** The peer's BYE arrived (it closed in order). */
+  bye(): void;
+  /** The peer sent something that cannot be true. */
+  protocolError(why: string): void;
+  /** Nothing queued and nothing unacknowledged. */
+  drained(): void;
+  /** Queued bytes fell back under the high-water mark after a no-resource answer. */
+  roomAgain(): void;
+}
+
+export class Session {
+  readonly host: SessionHost;
+  readonly owner: SessionOwner;
+  readonly rtt: RttEstimator;
+  /** Token stamped on everything sent to the peer (the peer chose it). */
+  token = 0;
+  /** Handshake done: segments may be posted. */
+  open = false;
+  dead = false;
+
+  // ---- send side
+  txNext = 0;
+  /** Oldest unacknowledged sequence number. */
+  txBase = 0;
+  private readonly txRing: Array<Segment | null>;
+  private readonly mask: number;
+  /** Weighted bytes in flight (payload plus kernel overhead per datagram). */
+  flight = 0;
+  /** Weighted bytes the peer lets us have in flight (its latest grant). */
+  credit = 262144;
+  private queue: Array<Segment | Frag> = [];
+  private qHead = 0;
+  queuedBytes = 0;
+  private wantRoom = false;
+  /** This session's segments on the rail's retransmit list. */
+  retxPending = 0;
+  private lastBackoff = 0;
+  private nextFragId = 1;
+
+  // ---- receive side
+  rxNext = 0;
+  private readonly rxRing: Array<Buffer | null>;
+  private readonly rxViews: Array<DataView | null>;
+  rxHeld = 0;
+  ackOwed = false;
+  ackUrgent = false;
+  ackListed = false;
+  /** On the rail's list of sessions with segments to post. */
+  readyListed = false;
+  /** Passes an owed ACK has waited. */
+  ackAge = 0;
+  lastHeard = 0;
+
+  // ---- reassembly of the fragment being received in chunks
+  private asmHandler: AmHandler | null = null;
+  private asmActive = false;
+  private asmFragId = 0;
+  private asmAm = 0;
+  private asmOff = 0;
+  private asmPayLen = 0;
+  private asmHdrLen = 0;
+  /** Placed: the handler's buffer; otherwise null and the bytes gather in asmBuf after the header. */
+  private asmTarget: Uint8Array | null = null;
+  private asmDiscard = false;
+  private asmBuf: Buffer | null = null;
+  private readonly savedHdr: Buffer;
+  private readonly savedHdrView: DataView;
+  private readonly rx: RxFrame;
+
+  constructor(host: SessionHost, owner: SessionOwner) {
+    this.host = host;
+    this.owner = owner;
+    const w = host.limits.window;
+    this.mask = w - 1;
+    this.txRing = new Array<Segment | null>(w).fill(null);
+    this.rxRing = new Array<Buffer | null>(w).fill(null);
+    this.rxViews = new Array<DataView | null>(w).fill(null);
+    this.rtt = new RttEstimator(host.limits.rtoMs, host.limits.rtoFloorMs);
+    this.savedHdr = Buffer.alloc(Math.max(8, host.limits.hdrMax));
+    this.savedHdrView = new DataView(this.savedHdr.buffer, this.savedHdr.byteOffset, this.savedHdr.byteLength);
+    this.rx = { buf: this.savedHdr, view: this.savedHdrView, hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null };
+    this.lastHeard = host.now();
+  }
+
+  /** Sequence numbers start where the handshake says (each side's token), so wrap-around is exercised. */
+  start(token: number, txStart: number, rxStart: number, credit: number): void {
+    this.token = token >>> 0;
+    this.txNext = this.txBase = txStart >>> 0;
+    this.rxNext = rxStart >>> 0;
+    this.credit = credit;
+    this.open = true;
+    this.lastHeard = this.host.now();
+    if (this.qHead < this.queue.length) this.host.wantPass(this);
+  }
+
+  get inflight(): number {
+    return (this.txNext - this.txBase) | 0;
+  }
+
+  get idle(): boolean {
+    return this.txNext === this.txBase && this.qHead === this.queue.length;
+  }
+
+  // ---- sending -------------------------------------------------------------
+
+  /**
+   * Queue (or post at once) one fragment. Copies unless `done` is given, in
+   * which case the payload is read as chunks are cut and `done` fires after the
+   * last one. Returns false (nothing taken) past the high-water mark.
+   */
+  send(am: number, flags: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null, done: Completion | null): boolean {
+    const payLen = payload === null ? 0 : payload.byteLength;
+    const lim = this.host.limits;
+    if (done === null && this.queuedBytes > lim.highWater) {
+      this.wantRoom = true;
+      this.owner.counters.pending++;
+      return false;
+    }
+    const whole = FRAG_BYTES + hdrLen + payLen;
+    if (whole <= lim.dataMax) {
+      const tiny = whole <= lim.tinyMax;
+      const seg = this.host.segment(tiny);
+      seg.owner = this;
+      const v = seg.view;
+      encodeCommon(v, T_FRAG, this.token, 0);
+      encodeFrag(v, am, flags, hdrLen, payLen);
+      const b = seg.buf;
+      for (let i = 0; i < hdrLen; i++) b[FRAG_BYTES + i] = hdr[i]!;
+      if (payload !== null) {
+        if (payLen <= 64) for (let i = 0; i < payLen; i++) b[FRAG_BYTES + hdrLen + i] = payload[i]!;
+        else b.set(payload, FRAG_BYTES + hdrLen);
+      }
+      seg.len = whole;
+      seg.weight = whole + SEG_OVERHEAD;
+      if (this.open && this.qHead === this.queue.length && this.retxPending === 0 && this.canPost(seg.weight)) {
+        this.post(seg, tiny && this.host.prioIdle());
+      } else {
+        this.queue.push(seg);
+        this.queuedBytes += whole;
+        if (this.open) this.host.wantPass(this);
+      }
+      if (done !== null) done.railComplete(null);
+      return true;
+    }
+    const f = this.host.frag();
+    f.am = am;
+    f.flags = flags;
+    f.hdr.set(hdr.subarray(0, hdrLen), 0);
+    f.hdrLen = hdrLen;
+    // A copy takes its bytes now; a zero-copy send is read as its chunks are cut.
+    f.payload = done === null ? Buffer.from(payload!) : payload!;
+    f.payLen = payLen;
+    f.off = 0;
+    f.fragId = this.nextFragId;
+    this.nextFragId = (this.nextFragId + 1) >>> 0 || 1;
+    f.done = done;
+    const first = this.qHead === this.queue.length;
+    this.queue.push(f);
+    this.queuedBytes += payLen;
+    if (this.open) {
+      if (first && this.retxPending === 0) this.pump();
+      if (this.qHead < this.queue.length) this.host.wantPass(this);
+    }
+    return true;
+  }
+
+  private canPost(weight: number): boolean {
+    return ((this.txNext - this.txBase) | 0) < this.host.limits.window && (this.flight === 0 || this.flight + weight <= this.credit);
+  }
+
+  /** Post what the window and credits allow, in order. True when the queue is empty. */
+  pump(): boolean {
+    const lim = this.host.limits;
+    while (this.qHead < this.queue.length && this.open && !this.dead) {
+      const item = this.queue[this.qHead]!;
+      if (item instanceof Segment) {
+        if (!this.canPost(item.weight)) return false;
+        this.queue[this.qHead++] = null as unknown as Segment;
+        this.queuedBytes -= item.len;
+        this.post(item, item.tiny && this.host.prioIdle());
+        continue;
+      }
+      const f = item;
+      const first = f.off === 0;
+      const room = lim.dataMax - CHUNK_BYTES - (first ? f.hdrLen : 0);
+      const n = Math.min(room, f.payLen - f.off);
+      const len = CHUNK_BYTES + (first ? f.hdrLen : 0) + n;
+      if (!this.canPost(len + SEG_OVERHEAD)) return false;
+      const seg = this.host.segment(false);
+      seg.owner = this;
+      const v = seg.view;
+      encodeCommon(v, T_CHUNK, this.token, 0);
+      encodeChunk(v, f.am, f.flags, f.hdrLen, f.payLen, f.fragId, f.off);
+      let at = CHUNK_BYTES;
+      if (first) { seg.buf.set(f.hdr.subarray(0, f.hdrLen), at); at += f.hdrLen; }
+      seg.buf.set(f.payload.subarray(f.off, f.off + n), at);
+      seg.len = len;
+      seg.weight = len + SEG_OVERHEAD;
+      f.off += n;
+      this.queuedBytes -= n;
+      this.post(seg, false);
+      if (f.off >= f.payLen) {
+        this.queue[this.qHead++] = null as unknown as Frag;
+        const done = f.done;
+        f.done = null;
+        f.payload = EMPTY;
+        this.host.releaseFrag(f);
+        if (done !== null) done.railComplete(null);
+      }
+    }
+    this.compact();
+    if (this.wantRoom && this.queuedBytes <= this.host.limits.highWater / 2) {
+      this.wantRoom = false;
+      this.owner.roomAgain();
+    }
+    return this.qHead === this.queue.length;
+  }
+
+  private compact(): void {
+    if (this.qHead === this.queue.length) { this.queue.length = 0; this.qHead = 0; }
+    else if (this.qHead > 1024 && this.qHead * 2 > this.queue.length) { this.queue.splice(0, this.qHead); this.qHead = 0; }
+  }
+
+  private post(seg: Segment, prio: boolean): void {
+    const seq = this.txNext;
+    this.txNext = seqAdd(seq, 1);
+    seg.seq = seq;
+    seg.sends = 0;
+    setSeq(seg.view, seq);
+    this.txRing[seq & this.mask] = seg;
+    this.flight += seg.weight;
+    this.transmit(seg, prio);
+  }
+
+  /** (Re)transmit a posted segment with the current ACK and credit, and check it into the hotel. */
+  transmit(seg: Segment, prio: boolean): void {
+    // Segments queued before the handshake finished learn the peer's token only now.
+    setToken(seg.view, this.token);
+    stampAck(seg.view, (this.rxNext - 1) >>> 0, this.host.grant(this));
+    setSum(seg.view, checksum(seg.buf, SUM_FROM, seg.len - SUM_FROM, seg.words));
+    const now = this.host.now();
+    seg.sentAt = now;
+    seg.sends++;
+    this.host.transmit(this, seg.buf, seg.len, prio);
+    this.host.counters.segsSent++;
+    this.host.hotel.checkIn(seg, now + this.rtt.rto);
+    this.ackSent();
+  }
+
+  /** An ACK went out (piggy-backed or explicit). */
+  ackSent(): void {
+    this.ackOwed = false;
+    this.ackUrgent = false;
+    this.ackAge = 0;
+  }
+
+  /** The hotel says this segment's time is up: move it to the retransmit list. */
+  expired(seg: Segment): void {
+    const now = this.host.now();
+    // Back off once per timeout period, not once per segment of a lost burst.
+    if (now - this.lastBackoff >= this.rtt.rto) { this.rtt.backoff(); this.lastBackoff = now; }
+    this.host.retx.push(seg);
+    this.retxPending++;
+    this.host.counters.timeouts++;
+  }
+
+  /** Called by progress for a segment taken off the retransmit list. */
+  resend(seg: Segment): void {
+    this.retxPending--;
+    if (this.dead) return;
+    this.host.counters.retransmits++;
+    this.owner.counters.retransmits++;
+    this.transmit(seg, false);
+  }
+
+  // ---- receiving -----------------------------------------------------------
+
+  /** A datagram for this session that passed the structural checks. */
+  receive(buf: Buffer, v: DataView, len: number): void {
+    const type = getType(v);
+    this.lastHeard = this.host.now();
+    this.onAck(getAck(v), getCredit(v), type === T_ACK);
+    if (type === T_ACK || this.dead) return;
+    const seq = getSeq(v);
+    const d = (seq - this.rxNext) | 0;
+    const c = this.host.counters;
+    c.segsRecv++;
+    if (d < 0) {
+      // Older than expected: its ACK was lost, so ACK again now.
+      c.dupSegs++;
+      this.host.wantAck(this, true);
+      return;
+    }
+    if (d >= this.host.limits.window) { c.dropWindow++; return; }
+    if (d > 0) {
+      const slot = seq & this.mask;
+      if (this.rxRing[slot] !== null) c.dupSegs++;
+      else { this.rxRing[slot] = buf; this.rxViews[slot] = v; this.rxHeld += len; c.outOfOrder++; }
+      this.host.wantAck(this, true);
+      return;
+    }
+    this.rxNext = seqAdd(this.rxNext, 1);
+    this.deliver(buf, v, len);
+    for (;;) {
+      if (this.dead) return;
+      const slot = this.rxNext & this.mask;
+      const b = this.rxRing[slot]!;
+      if (b === null) break;
+      const bv = this.rxViews[slot]!;
+      this.rxRing[slot] = null;
+      this.rxViews[slot] = null;
+      this.rxHeld -= b.length;
+      this.rxNext = seqAdd(this.rxNext, 1);
+      this.deliver(b, bv, b.length);
+    }
+    this.host.wantAck(this, false);
+  }
+
+  /** A cumulative ACK (every segment up to `ack` arrived) with the peer's credit. */
+  onAck(ack: number, credit: number, explicit: boolean): void {
+    this.credit = credit;
+    const n = (ack - this.txBase + 1) | 0;
+    const inflight = (this.txNext - this.txBase) | 0;
+    if (n > 0) {
+      if (n > inflight) { this.host.counters.dropProtocol++; return; }
+      const hotel = this.host.hotel;
+      const retx = this.host.retx;
+      let sampled: Segment | null = null;
+      for (let i = 0; i < n; i++) {
+        const slot = (this.txBase + i) & this.mask;
+        const seg = this.txRing[slot]!;
+        this.txRing[slot] = null;
+        if (seg.gList === retx) { retx.remove(seg); this.retxPending--; } else hotel.checkOut(seg);
+        this.flight -= seg.weight;
+        if (seg.sends === 1) {
+          if (sampled !== null) this.host.release(sampled);
+          sampled = seg;
+        } else {
+          this.host.release(seg);
+        }
+      }
+      if (sampled !== null) { this.rtt.sample(this.host.now() - sampled.sentAt); this.host.release(sampled); }
+      this.txBase = seqAdd(ack, 1);
+      if (this.qHead < this.queue.length) this.host.wantPass(this);
+      else if (this.txBase === this.txNext) this.owner.drained();
+      return;
+    }
+    if (explicit && n === 0 && inflight > 0) {
+      // The peer keeps receiving but still waits for txBase: send it again now.
+      this.host.counters.dupAcks++;
+      if (this.retxPending === 0) {
+        const seg = this.txRing[this.txBase & this.mask]!;
+        if (seg.gList !== this.host.retx && this.host.now() - seg.sentAt >= Math.max(1, this.rtt.srtt)) {
+          this.host.hotel.checkOut(seg);
+          this.host.retx.push(seg);
+          this.retxPending++;
+          this.host.counters.fastRetransmits++;
+          this.host.wantPass(this);
+        }
+      }
+    }
+  }
+
+  /** Deliver one in-order segment: a whole fragment, or a chunk of one. */
+  private deliver(buf: Buffer, v: DataView, len: number): void {
+    try {
+      if (getType(v) === T_FRAG) this.deliverFrag(buf, v);
+      else if (getType(v) === T_CHUNK) this.deliverChunk(buf, v, len);
+    } catch (e) {
+      this.owner.protocolError(`an active message handler threw: ${(e as Error)?.stack ?? String(e)}`);
+    }
+  }
+
+  private deliverFrag(buf: Buffer, v: DataView): void {
+    const am = getAm(v);
+    const hdrLen = getHdrLen(v);
+    const payLen = getPayLen(v);
+    if (am === AM_CONTROL) {
+      if (getFlags(v) & FLAG_BYE) this.owner.bye();
+      return;
+    }
+    if (this.asmActive) { this.owner.protocolError('a whole fragment arrived inside a fragment sent in chunks'); return; }
+    const h = this.host.handlers[am];
+    if (h === undefined) { this.host.counters.dropProtocol++; this.owner.protocolError(`unknown active message id ${am}`); return; }
+    const rx = this.rx;
+    rx.buf = buf; rx.view = v;
+    rx.hdrOff = FRAG_BYTES; rx.hdrLen = hdrLen;
+    rx.payOff = FRAG_BYTES + hdrLen; rx.payLen = payLen;
+    rx.placed = null;
+    this.count(payLen);
+    const ep = this.owner.endpoint;
+    if (h.place !== undefined && payLen > 0) {
+      const t = h.place(ep, rx);
+      if (t === null) return;
+      t.set(buf.subarray(rx.payOff, rx.payOff + payLen));
+      rx.placed = t;
+    }
+    h.recv(ep, rx);
+  }
+
+  private deliverChunk(buf: Buffer, v: DataView, len: number): void {
+    const off = getOffset(v);
+    const hdrLen = getHdrLen(v);
+    const payLen = getPayLen(v);
+    const fragId = getFragId(v);
+    let at = CHUNK_BYTES;
+    const ep = this.owner.endpoint;
+    if (off === 0) {
+      if (this.asmActive) { this.owner.protocolError('a new fragment started before the last one ended'); return; }
+      const am = getAm(v);
+      const h = this.host.handlers[am];
+      if (h === undefined || am === AM_CONTROL) { this.host.counters.dropProtocol++; this.owner.protocolError(`unknown active message id ${am}`); return; }
+      this.asmActive = true;
+      this.asmHandler = h;
+      this.asmFragId = fragId;
+      this.asmAm = am;
+      this.asmOff = 0;
+      this.asmPayLen = payLen;
+      this.asmHdrLen = hdrLen;
+      this.asmDiscard = false;
+      this.asmTarget = null;
+      buf.copy(this.savedHdr, 0, at, at + hdrLen);
+      if (h.place !== undefined) {
+        const rx = this.rx;
+        rx.buf = buf; rx.view = v; rx.hdrOff = at; rx.hdrLen = hdrLen; rx.payOff = at + hdrLen; rx.payLen = payLen; rx.placed = null;
+        const t = h.place(ep, rx);
+        if (t === null) this.asmDiscard = true; else this.asmTarget = t;
+      } else {
+        const need = hdrLen + payLen;
+        if (this.asmBuf === null || this.asmBuf.length < need) this.asmBuf = Buffer.allocUnsafeSlow(Math.max(need, 65536));
+        buf.copy(this.asmBuf, 0, at, at + hdrLen);
+      }
+      at += hdrLen;
+    } else if (!this.asmActive || fragId !== this.asmFragId || off !== this.asmOff || getAm(v) !== this.asmAm || payLen !== this.asmPayLen) {
+      this.owner.protocolError(`chunk of fragment ${fragId} at offset ${off} does not follow the fragment in progress`);
+      return;
+    }
+    const n = len - at;
+    if (this.asmTarget !== null) this.asmTarget.set(buf.subarray(at, len), off);
+    else if (!this.asmDiscard) buf.copy(this.asmBuf!, this.asmHdrLen + off, at, len);
+    this.asmOff = off + n;
+    if (this.asmOff < this.asmPayLen) return;
+    // The fragment is whole.
+    const h = this.asmHandler!;
+    this.asmActive = false;
+    this.asmHandler = null;
+    if (this.asmDiscard) return;
+    const rx = this.rx;
+    rx.hdrOff = 0; rx.hdrLen = this.asmHdrLen; rx.payOff = this.asmHdrLen; rx.payLen = this.asmPayLen;
+    if (this.asmTarget !== null) {
+      rx.buf = this.savedHdr; rx.view = this.savedHdrView; rx.placed = this.asmTarget;
+      this.asmTarget = null;
+    } else {
+      const b = this.asmBuf!;
+      rx.buf = b; rx.view = new DataView(b.buffer, b.byteOffset, b.byteLength); rx.placed = null;
+      // Keep large reassembly buffers only while they are in use (bounded memory per idle peer).
+      if (b.length > 1 << 20) this.asmBuf = null;
+    }
+    this.count(this.asmPayLen);
+    h.recv(ep, rx);
+  }
+
+  private count(payLen: number): void {
+    const a = this.owner.counters;
+    const b = this.host.counters;
+    a.msgsRecv++; a.bytesRecv += payLen;
+    b.msgsRecv++; b.bytesRecv += payLen;
+  }
+
+  // ---- ending --------------------------------------------------------------
+
+  /** Stop: free every segment, fail zero-copy sends still queued. */
+  kill(err: RailcommError): void {
+    if (this.dead) return;
+    this.dead = true;
+    this.open = false;
+    const hotel = this.host.hotel;
+    for (let i = 0; i < this.txRing.length; i++) {
+      const seg = this.txRing[i];
+      if (seg === null || seg === undefined) continue;
+      this.txRing[i] = null;
+      if (seg.gList === this.host.retx) this.host.retx.remove(seg); else hotel.checkOut(seg);
+      this.host.release(seg);
+    }
+    this.retxPending = 0;
+    this.flight = 0;
+    const q = this.queue;
+    this.queue = [];
+    for (let i = this.qHead; i < q.length; i++) {
+      const item = q[i]!;
+      if (item instanceof Segment) this.host.release(item);
+      else {
+        const done = item.done;
+        item.done = null;
+        item.payload = EMPTY;
+        this.host.releaseFrag(item);
+        if (done !== null) done.railComplete(err);
+      }
+    }
+    this.qHead = 0;
+    this.queuedBytes = 0;
+    this.rxRing.fill(null);
+    this.rxViews.fill(null);
+    this.rxHeld = 0;
+    this.asmBuf = null;
+    this.asmTarget = null;
+    this.asmActive = false;
+  }
+}
+
+const EMPTY = new Uint8Array(0);
+
+/** The rail's hotel checkout: expired segments go to their session's retransmit path. */
+export const expireToSession: Checkout = {
+  expired(g: Guest): void {
+    const seg = g as Segment;
+    const s = seg.owner as Session | null;
+    if (s !== null) s.expired(seg);
+  },
+};
