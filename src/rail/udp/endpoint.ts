@@ -328,10 +328,10 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
   }
 
   /** Build the explicit ACK datagram for this session in its own buffer. */
-  encodeAck(ack: number, credit: number): void {
+  encodeAck(ack: number, credit: number, hole: boolean): void {
     const v = this.ackView;
     encodeCommon(v, T_ACK, this.session.token, 0);
-    stampAck(v, ack, credit);
+    stampAck(v, ack, credit, hole);
     setSum(v, checksum(this.ackBuf, SUM_FROM, ACK_BYTES - SUM_FROM, this.ackWords));
   }
 }

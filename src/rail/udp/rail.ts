@@ -259,7 +259,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
 
   sendAck(s: Session): void {
     const ep = s.owner as UdpEndpoint;
-    ep.encodeAck((s.rxNext - 1) >>> 0, this.grant(s));
+    ep.encodeAck((s.rxNext - 1) >>> 0, this.grant(s), s.rxHeld > 0);
     this.transmitRaw(ep, ep.ackBuf, ACK_BYTES, true);
     this.counters.acksSent++;
     s.ackSent();

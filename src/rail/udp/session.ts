@@ -16,7 +16,7 @@ import { seqAdd } from './seq.js';
 import {
   AM_CONTROL, CHUNK_BYTES, FLAG_BYE, FRAG_BYTES, SUM_FROM, T_ACK, T_CHUNK, T_FRAG,
   encodeChunk, encodeCommon, encodeFrag, getAck, getAm, getCredit, getFlags, getFragId, getHdrLen,
-  getOffset, getPayLen, getSeq, getType, setSeq, setSum, setToken, stampAck,
+  getHole, getOffset, getPayLen, getSeq, getType, setSeq, setSum, setToken, stampAck,
 } from './wire.js';
 
 export interface SessionLimits {
@@ -100,7 +100,6 @@ export class Session {
   private wantRoom = false;
   /** This session's segments on the rail's retransmit list. */
   retxPending = 0;
-  private lastBackoff = 0;
   private nextFragId = 1;
 
   // ---- receive side
@@ -302,7 +301,7 @@ export class Session {
   transmit(seg: Segment, prio: boolean): void {
     // Segments queued before the handshake finished learn the peer's token only now.
     setToken(seg.view, this.token);
-    stampAck(seg.view, (this.rxNext - 1) >>> 0, this.host.grant(this));
+    stampAck(seg.view, (this.rxNext - 1) >>> 0, this.host.grant(this), this.rxHeld > 0);
     setSum(seg.view, checksum(seg.buf, SUM_FROM, seg.len - SUM_FROM, seg.words));
     const now = this.host.now();
     seg.sentAt = now;
@@ -320,14 +319,29 @@ export class Session {
     this.ackAge = 0;
   }
 
-  /** The hotel says this segment's time is up: move it to the retransmit list. */
+  /**
+   * The hotel says this segment's time is up. Only the oldest unacknowledged
+   * segment is sent again (as TCP does): the ACK that answers it tells us,
+   * through its HOLE bit or by leaving the next one overdue, what else is
+   * missing. The others wait another timeout.
+   */
   expired(seg: Segment): void {
     const now = this.host.now();
-    // Back off once per timeout period, not once per segment of a lost burst.
-    if (now - this.lastBackoff >= this.rtt.rto) { this.rtt.backoff(); this.lastBackoff = now; }
+    if (seg.seq !== this.txBase) {
+      this.host.hotel.checkIn(seg, now + this.rtt.rto);
+      return;
+    }
+    this.rtt.backoff();
+    this.toRetransmit(seg);
+    this.host.counters.timeouts++;
+  }
+
+  /** Move a posted segment from the hotel to the retransmit list (progress sends it). */
+  private toRetransmit(seg: Segment): void {
+    this.host.hotel.checkOut(seg);
     this.host.retx.push(seg);
     this.retxPending++;
-    this.host.counters.timeouts++;
+    this.host.wantPass(this);
   }
 
   /** Called by progress for a segment taken off the retransmit list. */
@@ -345,7 +359,7 @@ export class Session {
   receive(buf: Buffer, v: DataView, len: number): void {
     const type = getType(v);
     this.lastHeard = this.host.now();
-    this.onAck(getAck(v), getCredit(v), type === T_ACK);
+    this.onAck(getAck(v), getCredit(v), getHole(v), type === T_ACK);
     if (type === T_ACK || this.dead) return;
     const seq = getSeq(v);
     const d = (seq - this.rxNext) | 0;
@@ -382,48 +396,55 @@ export class Session {
     this.host.wantAck(this, false);
   }
 
-  /** A cumulative ACK (every segment up to `ack` arrived) with the peer's credit. */
-  onAck(ack: number, credit: number, explicit: boolean): void {
+  /**
+   * A cumulative ACK (every segment up to `ack` arrived) with the peer's
+   * credit; `hole`: the peer holds later segments, so the one after `ack` is
+   * missing. `explicit`: an ACK segment (a repeat of it is a duplicate ACK).
+   */
+  onAck(ack: number, credit: number, hole: boolean, explicit: boolean): void {
     this.credit = credit;
     const n = (ack - this.txBase + 1) | 0;
     const inflight = (this.txNext - this.txBase) | 0;
+    if (n > inflight) { this.host.counters.dropProtocol++; return; }
     if (n > 0) {
-      if (n > inflight) { this.host.counters.dropProtocol++; return; }
       const hotel = this.host.hotel;
       const retx = this.host.retx;
-      let sampled: Segment | null = null;
+      // Round trips are sampled only from ACKs that cover no retransmitted
+      // segment (Karn's rule, widened: segments that waited behind a lost one
+      // were acknowledged late, not slowly).
+      let clean = true;
+      let newestSent = 0;
       for (let i = 0; i < n; i++) {
         const slot = (this.txBase + i) & this.mask;
         const seg = this.txRing[slot]!;
         this.txRing[slot] = null;
         if (seg.gList === retx) { retx.remove(seg); this.retxPending--; } else hotel.checkOut(seg);
         this.flight -= seg.weight;
-        if (seg.sends === 1) {
-          if (sampled !== null) this.host.release(sampled);
-          sampled = seg;
-        } else {
-          this.host.release(seg);
-        }
+        if (seg.sends !== 1) clean = false;
+        newestSent = seg.sentAt;
+        this.host.release(seg);
       }
-      if (sampled !== null) { this.rtt.sample(this.host.now() - sampled.sentAt); this.host.release(sampled); }
+      if (clean) this.rtt.sample(this.host.now() - newestSent);
       this.txBase = seqAdd(ack, 1);
       if (this.qHead < this.queue.length) this.host.wantPass(this);
-      else if (this.txBase === this.txNext) this.owner.drained();
+      else if (this.txBase === this.txNext) { this.owner.drained(); return; }
+    } else if (explicit && inflight > 0) {
+      this.host.counters.dupAcks++;
+      hole = true;
+    }
+    if (!hole || this.retxPending > 0 || this.txBase === this.txNext) {
+      // Recovering from a timeout: the next segment is overdue too, so send it now rather than after another timeout.
+      if (n > 0 && this.retxPending === 0 && this.txBase !== this.txNext) {
+        const next = this.txRing[this.txBase & this.mask]!;
+        if (this.host.now() - next.sentAt >= this.rtt.rto) { this.toRetransmit(next); this.host.counters.fastRetransmits++; }
+      }
       return;
     }
-    if (explicit && n === 0 && inflight > 0) {
-      // The peer keeps receiving but still waits for txBase: send it again now.
-      this.host.counters.dupAcks++;
-      if (this.retxPending === 0) {
-        const seg = this.txRing[this.txBase & this.mask]!;
-        if (seg.gList !== this.host.retx && this.host.now() - seg.sentAt >= Math.max(1, this.rtt.srtt)) {
-          this.host.hotel.checkOut(seg);
-          this.host.retx.push(seg);
-          this.retxPending++;
-          this.host.counters.fastRetransmits++;
-          this.host.wantPass(this);
-        }
-      }
+    // The peer is missing txBase: send it again now, unless a copy is still on its way.
+    const seg = this.txRing[this.txBase & this.mask]!;
+    if (seg.sends === 1 || this.host.now() - seg.sentAt >= Math.max(2, Math.min(this.rtt.rto / 2, this.rtt.srtt * 2))) {
+      this.toRetransmit(seg);
+      this.host.counters.fastRetransmits++;
     }
   }
 

@@ -17,7 +17,8 @@
  *       +--------+--------+--------+--------+
  *    16 | cumulative ACK (u32): every segment up to this one arrived
  *       +--------+--------+--------+--------+
- *    20 | credit (u32): bytes the sender of this segment can take in flight
+ *    20 | credit (u32): bytes the sender of this segment can take in flight;
+ *       | its top bit (HOLE) says it holds later segments: the one after ACK is missing
  *       +--------+--------+--------+--------+
  *
  * FRAG (a whole fragment in one segment), 32 bytes, then AM header and payload:
@@ -57,7 +58,9 @@ export const getSum = (v: DataView): number => v.getUint32(4, true);
 export const getToken = (v: DataView): number => v.getUint32(8, true);
 export const getSeq = (v: DataView): number => v.getUint32(12, true);
 export const getAck = (v: DataView): number => v.getUint32(16, true);
-export const getCredit = (v: DataView): number => v.getUint32(20, true);
+export const HOLE = 0x80000000;
+export const getCredit = (v: DataView): number => v.getUint32(20, true) & 0x7fffffff;
+export const getHole = (v: DataView): boolean => (v.getUint32(20, true) & HOLE) !== 0;
 export const getAm = (v: DataView): number => v.getUint8(24);
 export const getFlags = (v: DataView): number => v.getUint8(25);
 export const getHdrLen = (v: DataView): number => v.getUint16(26, true);
@@ -78,9 +81,9 @@ export function encodeCommon(v: DataView, type: number, token: number, seq: numb
   v.setUint32(12, seq, true);
 }
 
-export function stampAck(v: DataView, ack: number, credit: number): void {
+export function stampAck(v: DataView, ack: number, credit: number, hole: boolean): void {
   v.setUint32(16, ack, true);
-  v.setUint32(20, credit, true);
+  v.setUint32(20, ((credit & 0x7fffffff) | (hole ? HOLE : 0)) >>> 0, true);
 }
 
 export function setToken(v: DataView, token: number): void {
