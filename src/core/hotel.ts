@@ -74,7 +74,11 @@ export class Hotel {
 
   /** Due at dueMs (never earlier than the next tick). */
   checkIn(g: Guest, dueMs: number): void {
-    g.gList?.remove(g);
+    const l = g.gList;
+    if (l !== null) {
+      l.remove(g);
+      if (l.tag === this) this.guests--;
+    }
     let due = Math.ceil(dueMs / this.tickMs);
     if (due <= this.tick) due = this.tick + 1;
     g.gDue = due;
