@@ -442,7 +442,8 @@ export class Session {
     }
     // The peer is missing txBase: send it again now, unless a copy is still on its way.
     const seg = this.txRing[this.txBase & this.mask]!;
-    if (seg.sends === 1 || this.host.now() - seg.sentAt >= Math.max(2, Math.min(this.rtt.rto / 2, this.rtt.srtt * 2))) {
+    // (A segment sent moments ago is more likely overtaken, by one on the other channel, than lost.)
+    if (this.host.now() - seg.sentAt >= Math.max(1, Math.min(this.rtt.rto / 2, this.rtt.srtt * 2))) {
       this.toRetransmit(seg);
       this.host.counters.fastRetransmits++;
     }
