@@ -306,7 +306,7 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
 
   private startLinger(): void {
     if (this.lingerTimer !== null) return;
-    this.lingerTimer = setTimeout(() => this.finishClose(), Math.max(LINGER_MS, 2 * this.session.rtt.rto));
+    this.lingerTimer = setTimeout(() => this.finishClose(), Math.min(4 * LINGER_MS, Math.max(LINGER_MS, 2 * this.session.rtt.base)));
   }
 
   private finishClose(): void {

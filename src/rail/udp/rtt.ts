@@ -1,10 +1,15 @@
 // Retransmission timeout from measured round trips, in the style of RFC 6298
 // (smoothed RTT and variance, Karn's rule at the caller), with a floor of a few
-// milliseconds instead of its one second, and exponential back-off on timeouts.
+// milliseconds instead of its one second, and exponential back-off on timeouts
+// that lasts only until the peer acknowledges something new.
 
 export class RttEstimator {
   srtt = 0;
   rttvar = 0;
+  /** The timeout from the samples alone. */
+  base: number;
+  /** Timeouts in a row since the last new acknowledgement. */
+  backoffs = 0;
   rto: number;
   private readonly floorMs: number;
   private readonly maxMs: number;
@@ -13,6 +18,7 @@ export class RttEstimator {
   constructor(initialMs: number, floorMs = 5, maxMs = 2000) {
     this.floorMs = floorMs;
     this.maxMs = Math.max(maxMs, initialMs);
+    this.base = initialMs;
     this.rto = initialMs;
   }
 
@@ -27,11 +33,28 @@ export class RttEstimator {
       this.rttvar = 0.75 * this.rttvar + 0.25 * Math.abs(this.srtt - ms);
       this.srtt = 0.875 * this.srtt + 0.125 * ms;
     }
-    this.rto = Math.min(this.maxMs, Math.max(this.floorMs, this.srtt + 4 * this.rttvar));
+    // The variance term is capped at about one more smoothed round trip: on a
+    // shared machine a descheduled peer makes rare huge samples, and a timeout
+    // that fires early costs one spurious segment (only the oldest is resent),
+    // while one that fires late stalls the whole stream.
+    this.base = Math.min(this.maxMs, Math.max(this.floorMs, Math.min(this.srtt + 4 * this.rttvar, 2 * this.srtt + this.floorMs)));
+    this.update();
   }
 
   /** A timeout fired: wait twice as long next time. */
   backoff(): void {
-    this.rto = Math.min(this.maxMs, this.rto * 2);
+    if (this.rto < this.maxMs) this.backoffs++;
+    this.update();
+  }
+
+  /** The peer acknowledged new data: it is alive and the path works again. */
+  progress(): void {
+    if (this.backoffs === 0) return;
+    this.backoffs = 0;
+    this.update();
+  }
+
+  private update(): void {
+    this.rto = Math.min(this.maxMs, this.base * 2 ** this.backoffs);
   }
 }

@@ -425,6 +425,7 @@ export class Session {
         this.host.release(seg);
       }
       if (clean) this.rtt.sample(this.host.now() - newestSent);
+      this.rtt.progress();
       this.txBase = seqAdd(ack, 1);
       if (this.qHead < this.queue.length) this.host.wantPass(this);
       else if (this.txBase === this.txNext) { this.owner.drained(); return; }
