@@ -101,6 +101,9 @@ export class Session {
   /** This session's segments on the rail's retransmit list. */
   retxPending = 0;
   private nextFragId = 1;
+  /** A hole the peer reported at holeSeq, to repair when its segment's copy had time to arrive. */
+  private holeSeq = 0;
+  private holeArmed = false;
 
   // ---- receive side
   rxNext = 0;
@@ -331,6 +334,13 @@ export class Session {
       this.host.hotel.checkIn(seg, now + this.rtt.rto);
       return;
     }
+    if (this.holeArmed && this.holeSeq === seg.seq) {
+      // Not a timeout: the peer reported this hole, and the copy we waited for did not fill it.
+      this.holeArmed = false;
+      this.toRetransmit(seg);
+      this.host.counters.fastRetransmits++;
+      return;
+    }
     this.rtt.backoff();
     this.toRetransmit(seg);
     this.host.counters.timeouts++;
@@ -426,6 +436,7 @@ export class Session {
       }
       if (clean) this.rtt.sample(this.host.now() - newestSent);
       this.rtt.progress();
+      this.holeArmed = false;
       this.txBase = seqAdd(ack, 1);
       if (this.qHead < this.queue.length) this.host.wantPass(this);
       else if (this.txBase === this.txNext) { this.owner.drained(); return; }
@@ -444,9 +455,18 @@ export class Session {
     // The peer is missing txBase: send it again now, unless a copy is still on its way.
     const seg = this.txRing[this.txBase & this.mask]!;
     // (A segment sent moments ago is more likely overtaken, by one on the other channel, than lost.)
-    if (this.host.now() - seg.sentAt >= Math.max(1, Math.min(this.rtt.rto / 2, this.rtt.srtt * 2))) {
+    // A first copy overtaken on the other channel arrives within a millisecond;
+    // a copy already sent again gets a round trip.
+    const wait = seg.sends === 1 ? 1 : Math.max(1, Math.min(this.rtt.rto / 2, this.rtt.srtt * 2));
+    if (this.host.now() - seg.sentAt >= wait) {
       this.toRetransmit(seg);
       this.host.counters.fastRetransmits++;
+    } else if (seg.gList !== this.host.retx) {
+      // Look again when that wait is over: no further ACK may come to say so
+      // (a sender out of credit sends nothing that would draw one).
+      this.holeSeq = seg.seq;
+      this.holeArmed = true;
+      this.host.hotel.checkIn(seg, seg.sentAt + wait);
     }
   }
 
