@@ -1,6 +1,7 @@
 // The datagram checksum: a Fletcher-style pair of 32-bit sums over the bytes
-// as Int32 words (little endian), so that flipped, swapped or zeroed words are
-// caught. Aligned buffers are read a word at a time; misaligned ones by bytes.
+// as Int32 words (little endian: the sum catches flipped bits, the running sum
+// of sums swapped words), mixed into 32 bits. Aligned buffers are read a word
+// at a time; misaligned ones by bytes.
 
 /**
  * Checksum of bytes[off, off + len). `words`, when given, is an Int32Array
@@ -33,5 +34,9 @@ export function checksum(bytes: Uint8Array, off: number, len: number, words?: In
     a = (a + bytes[off + i]!) | 0;
     b = (b + a) | 0;
   }
-  return (a ^ Math.imul(b, 0x9e3779b1)) >>> 0;
+  // Mix both sums through a multiply-xorshift finalizer: a plain combination
+  // such as a ^ b*k lets a flipped top bit of `a` and of `b` cancel out.
+  let h = Math.imul(a ^ (a >>> 16), 0x85ebca6b);
+  h ^= Math.imul(b ^ (b >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
 }
