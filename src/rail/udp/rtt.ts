@@ -14,6 +14,8 @@ export class RttEstimator {
   private readonly floorMs: number;
   private readonly maxMs: number;
   private sampled = false;
+  /** Samples ignored as outliers. */
+  outliers = 0;
 
   constructor(initialMs: number, floorMs = 5, maxMs = 2000) {
     this.floorMs = floorMs;
@@ -25,6 +27,10 @@ export class RttEstimator {
   /** A round trip of a segment that was sent once (never a retransmitted one). */
   sample(ms: number): void {
     if (ms < 0) return;
+    // Outliers (a segment that waited out a descheduled peer, or a stale
+    // cumulative ACK) would set the timeout for everything after them; one
+    // that fires early costs a single spurious segment, so ignore them.
+    if (this.sampled && ms > 4 * this.srtt + 50) { this.outliers++; return; }
     if (!this.sampled) {
       this.srtt = ms;
       this.rttvar = ms / 2;

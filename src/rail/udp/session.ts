@@ -94,6 +94,15 @@ export class Session {
   flight = 0;
   /** Weighted bytes the peer lets us have in flight (its latest grant). */
   credit = 262144;
+  /**
+   * Congestion window (weighted bytes), TCP style: halved when a segment is
+   * lost (at most once per round trip), regrown by each acknowledgement. The
+   * peer's credit is sized to its socket buffer; a lossy path behind a deep
+   * queue repairs each hole a queue later, so the queue is kept short then.
+   */
+  cwnd = 1 << 30;
+  private ssthresh = 1 << 30;
+  private lastCut = -1e9;
   private queue: Array<Segment | Frag> = [];
   private qHead = 0;
   queuedBytes = 0;
@@ -233,7 +242,25 @@ export class Session {
   }
 
   private canPost(weight: number): boolean {
-    return ((this.txNext - this.txBase) | 0) < this.host.limits.window && (this.flight === 0 || this.flight + weight <= this.credit);
+    return ((this.txNext - this.txBase) | 0) < this.host.limits.window && (this.flight === 0 || this.flight + weight <= Math.min(this.credit, this.cwnd));
+  }
+
+  /** A segment was lost: halve the congestion window, once per round trip. */
+  private lost(): void {
+    const now = this.host.now();
+    if (now - this.lastCut < Math.max(1, this.rtt.srtt)) return;
+    this.lastCut = now;
+    const floor = 4 * (this.host.limits.dataMax + SEG_OVERHEAD);
+    this.ssthresh = Math.max(floor, Math.min(this.flight, this.credit) / 2);
+    this.cwnd = this.ssthresh;
+  }
+
+  /** `w` weighted bytes were acknowledged: grow the window (fast below ssthresh, then by about a segment per window). */
+  private grow(w: number): void {
+    if (this.cwnd >= 1 << 30) return;
+    if (this.cwnd < this.ssthresh) this.cwnd += w;
+    else this.cwnd += Math.max(1, (w * (this.host.limits.dataMax + SEG_OVERHEAD)) / this.cwnd);
+    if (this.cwnd > 4 * this.credit) this.cwnd = 1 << 30; // no loss for long: back to credits alone
   }
 
   /** Post what the window and credits allow, in order. True when the queue is empty. */
@@ -338,10 +365,12 @@ export class Session {
       // Not a timeout: the peer reported this hole, and the copy we waited for did not fill it.
       this.holeArmed = false;
       this.toRetransmit(seg);
+      this.lost();
       this.host.counters.fastRetransmits++;
       return;
     }
     this.rtt.backoff();
+    this.lost();
     this.toRetransmit(seg);
     this.host.counters.timeouts++;
   }
@@ -424,6 +453,7 @@ export class Session {
       // were acknowledged late, not slowly).
       let clean = true;
       let newestSent = 0;
+      const before = this.flight;
       for (let i = 0; i < n; i++) {
         const slot = (this.txBase + i) & this.mask;
         const seg = this.txRing[slot]!;
@@ -436,6 +466,7 @@ export class Session {
       }
       if (clean) this.rtt.sample(this.host.now() - newestSent);
       this.rtt.progress();
+      this.grow(before - this.flight);
       this.holeArmed = false;
       this.txBase = seqAdd(ack, 1);
       if (this.qHead < this.queue.length) this.host.wantPass(this);
@@ -460,6 +491,7 @@ export class Session {
     const wait = seg.sends === 1 ? 1 : Math.max(1, Math.min(this.rtt.rto / 2, this.rtt.srtt * 2));
     if (this.host.now() - seg.sentAt >= wait) {
       this.toRetransmit(seg);
+      this.lost();
       this.host.counters.fastRetransmits++;
     } else if (seg.gList !== this.host.retx) {
       // Look again when that wait is over: no further ACK may come to say so
