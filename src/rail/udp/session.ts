@@ -472,8 +472,9 @@ export class Session {
       if (this.qHead < this.queue.length) this.host.wantPass(this);
       else if (this.txBase === this.txNext) { this.owner.drained(); return; }
     } else if (explicit && inflight > 0) {
+      // A duplicate ACK. It means a segment is missing only if the peer holds
+      // later ones (HOLE); otherwise it answers a copy we sent needlessly.
       this.host.counters.dupAcks++;
-      hole = true;
     }
     if (!hole || this.retxPending > 0 || this.txBase === this.txNext) {
       // Recovering from a timeout: the next segment is overdue too, so send it now rather than after another timeout.
