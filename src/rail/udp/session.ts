@@ -370,7 +370,8 @@ export class Session {
       return;
     }
     this.rtt.backoff();
-    this.lost();
+    // (A timeout alone does not shrink the congestion window: here it is as
+    // often a late ACK from a descheduled peer as a loss.)
     this.toRetransmit(seg);
     this.host.counters.timeouts++;
   }
