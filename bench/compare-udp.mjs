@@ -27,6 +27,7 @@ const figures = {
   'latency 8 B: railcomm udp (us, median)': { ...rc('latency', 'udp', '8', 3000), get: (o) => pick(o, 'usec_median') },
   'latency 8 B: raw dgram ping-pong (us, median)': { cmd: [raw, 'pingpong', '--size', '8', '--iters', '3000', '--json'], get: (o) => JSON.parse(o).usec_median },
   'bw 1 MiB: railcomm udp (MB/s)': { ...rc('bw', 'udp', String(MIB), 300), get: (o) => pick(o, 'mbps') },
+  'bw 1 MiB, RAILCOMM_UDP_CHECKSUM=0: railcomm udp (MB/s)': { ...rc('bw', 'udp', String(MIB), 300, { RAILCOMM_UDP_CHECKSUM: '0' }), get: (o) => pick(o, 'mbps') },
   'bw 1 MiB: railcomm tcp (MB/s)': { ...rc('bw', 'tcp', String(MIB), 300), get: (o) => pick(o, 'mbps') },
   'raw dgram intake, 60000 B datagrams (MB/s)': { cmd: [raw, 'intake', '--size', '60000', '--json'], get: (o) => JSON.parse(o).mbps },
   'bw 1 MiB, drop=0.01: railcomm udp (MB/s)': { ...rc('bw', 'udp', String(MIB), 200, { RAILCOMM_UDP_FAULTS: 'drop=0.01' }), get: (o) => pick(o, 'mbps') },
@@ -37,6 +38,7 @@ const figures = {
 const RATIOS = [
   ['udp 8 B latency / raw dgram', 'latency 8 B: railcomm udp (us, median)', 'latency 8 B: raw dgram ping-pong (us, median)', '<= 1.2'],
   ['udp 1 MiB bw / raw 60 KB intake', 'bw 1 MiB: railcomm udp (MB/s)', 'raw dgram intake, 60000 B datagrams (MB/s)', '>= 0.8'],
+  ['udp 1 MiB bw, header-only checksum / raw 60 KB intake', 'bw 1 MiB, RAILCOMM_UDP_CHECKSUM=0: railcomm udp (MB/s)', 'raw dgram intake, 60000 B datagrams (MB/s)', '(checksum cost)'],
   ['udp 1 MiB bw / tcp rail', 'bw 1 MiB: railcomm udp (MB/s)', 'bw 1 MiB: railcomm tcp (MB/s)', '>= 0.5'],
   ['udp drop 1% / udp no loss', 'bw 1 MiB, drop=0.01: railcomm udp (MB/s)', 'bw 1 MiB: railcomm udp (MB/s)', '>= 0.5'],
   ['udp drop 5% / udp no loss', 'bw 1 MiB, drop=0.05: railcomm udp (MB/s)', 'bw 1 MiB: railcomm udp (MB/s)', 'completes'],

@@ -39,6 +39,7 @@ export const PARAMS = {
   udpAckDelay: spec({ name: 'UDP_ACK_DELAY', kind: 'int', def: 1, min: 1, doc: 'udp: receive bursts / progress passes an ACK may wait for a segment to ride on before it is sent on its own (a 2 ms timer backs it up when idle)' }),
   udpPeerTimeout: spec({ name: 'UDP_PEER_TIMEOUT', kind: 'int', def: 300, min: 1, doc: 'udp: seconds without any datagram from a peer we wait on before it is declared failed (generous: a peer computing without calling railcomm cannot answer)' }),
   udpFaults: spec({ name: 'UDP_FAULTS', kind: 'string', def: '', doc: 'udp: fault injection for tests, per datagram on both channels, e.g. drop=0.05,dup=0.02,reorder=0.1,corrupt=0.001,delay=2ms' }),
+  udpChecksum: spec({ name: 'UDP_CHECKSUM', kind: 'bool', def: true, doc: 'udp: checksum every byte of every datagram (0: headers only, leaving payloads to the link\'s own UDP checksum; injected corruption of a payload then goes undetected)' }),
   udpSocketBuffer: spec({ name: 'UDP_SOCKET_BUFFER', kind: 'size', def: 4194304, min: 65536, doc: 'udp: send and receive socket buffer size asked of the kernel (capped by net.core.rmem_max / wmem_max); bytes in flight per peer stay within it' }),
   spinUs: spec({ name: 'SPIN_US', kind: 'int', def: 1000, min: 0, doc: 'while requests are outstanding, keep polling (no sleep) this many microseconds after the last activity; 0 never spins; ranks that outnumber the cores do not spin' }),
   hangTimeout: spec({ name: 'HANG_TIMEOUT', kind: 'ms', def: 0, min: 0, doc: 'when a wait exceeds this, print pending requests (0: never)' }),

@@ -16,7 +16,7 @@ import { seqAdd } from './seq.js';
 import {
   AM_CONTROL, CHUNK_BYTES, FLAG_BYE, FRAG_BYTES, SUM_FROM, T_ACK, T_CHUNK, T_FRAG,
   encodeChunk, encodeCommon, encodeFrag, getAck, getAm, getCredit, getFlags, getFragId, getHdrLen,
-  getHole, getOffset, getPayLen, getSeq, getType, setSeq, setSum, setToken, stampAck,
+  getHole, getOffset, getPayLen, getSeq, getType, markHeaderSum, setSeq, setSum, setToken, stampAck, sumLength,
 } from './wire.js';
 
 export interface SessionLimits {
@@ -34,6 +34,8 @@ export interface SessionLimits {
   readonly rtoFloorMs: number;
   /** Queued bytes past which sendCopy answers no-resource. */
   readonly highWater: number;
+  /** Checksum only the headers (RAILCOMM_UDP_CHECKSUM=0). */
+  readonly headerSumOnly?: boolean;
 }
 
 export interface SessionHost {
@@ -332,7 +334,8 @@ export class Session {
     // Segments queued before the handshake finished learn the peer's token only now.
     setToken(seg.view, this.token);
     stampAck(seg.view, (this.rxNext - 1) >>> 0, this.host.grant(this), this.rxHeld > 0);
-    setSum(seg.view, checksum(seg.buf, SUM_FROM, seg.len - SUM_FROM, seg.words));
+    if (this.host.limits.headerSumOnly === true) markHeaderSum(seg.view);
+    setSum(seg.view, checksum(seg.buf, SUM_FROM, sumLength(seg.view, seg.len), seg.words));
     const now = this.host.now();
     seg.sentAt = now;
     seg.sends++;

@@ -53,7 +53,18 @@ export const FLAG_BYE = 1;
 /** Largest UDP payload over IPv4. */
 export const UDP_MAX = 65507;
 
-export const getType = (v: DataView): number => v.getUint8(3);
+/**
+ * Set in the type byte when the checksum covers only the first CHUNK_BYTES
+ * (RAILCOMM_UDP_CHECKSUM=0: the payload is left to the link's own checksum).
+ */
+export const SUM_HEADER_ONLY = 0x80;
+export const getType = (v: DataView): number => v.getUint8(3) & 0x7f;
+/** How many bytes from SUM_FROM the checksum of this datagram covers. */
+export const sumLength = (v: DataView, len: number): number =>
+  ((v.getUint8(3) & SUM_HEADER_ONLY) !== 0 ? Math.min(len, CHUNK_BYTES) : len) - SUM_FROM;
+export function markHeaderSum(v: DataView): void {
+  v.setUint8(3, v.getUint8(3) | SUM_HEADER_ONLY);
+}
 export const getSum = (v: DataView): number => v.getUint32(4, true);
 export const getToken = (v: DataView): number => v.getUint32(8, true);
 export const getSeq = (v: DataView): number => v.getUint32(12, true);
@@ -197,7 +208,7 @@ export function encodeHandshake(b: Buffer, h: Handshake): void {
 
 export function decodeHandshake(b: Buffer): Handshake {
   return {
-    type: b[3]!, jobId: b.readUInt32LE(8), token: b.readUInt32LE(12),
+    type: b[3]! & 0x7f, jobId: b.readUInt32LE(8), token: b.readUInt32LE(12),
     from: b.readBigUInt64LE(16), to: b.readBigUInt64LE(24),
     nonce: Buffer.from(b.subarray(32, 48)),
     dataPort: b.readUInt16LE(48), prioPort: b.readUInt16LE(50), credit: b.readUInt32LE(52),
