@@ -249,10 +249,10 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
     this.fail(this.error(`the peer sent data that cannot be right (${why}); endpoint closed`), false);
   }
 
-  /** No datagram from the peer for RAILCOMM_UDP_PEER_TIMEOUT while we wait on it. */
-  timedOut(seconds: number): void {
+  /** No datagram from the peer for RAILCOMM_UDP_PEER_TIMEOUT (or the connect timeout, closing) while we wait on it. */
+  timedOut(seconds: number, which: string): void {
     if (this.state === State.CLOSING && this.peerBye) { this.finishClose(); return; }
-    this.fail(this.error(`no sign of life for ${seconds} s (RAILCOMM_UDP_PEER_TIMEOUT) while ${this.session.inflight} segments wait for its acknowledgement`), false);
+    this.fail(this.error(`no sign of life for ${seconds} s (${which}) while ${this.session.inflight} segments wait for its acknowledgement`), false);
   }
 
   error(msg: string): RailcommError {

@@ -380,9 +380,13 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
     }
     if (now - this.lastPeerCheck >= 100) {
       this.lastPeerCheck = now;
+      // A closing endpoint (finalize) waits for its last ACKs at most the
+      // connect timeout: a peer that died must not hold finalize for minutes.
+      const closingLimit = Math.min(this.peerTimeoutMs, this.env.params.connectTimeout);
       for (const ep of this.endpoints.values()) {
         const s = ep.session;
-        if (s.open && !s.idle && now - s.lastHeard > this.peerTimeoutMs) ep.timedOut(this.env.params.udpPeerTimeout);
+        const limit = ep.closing ? closingLimit : this.peerTimeoutMs;
+        if (s.open && !s.idle && now - s.lastHeard > limit) ep.timedOut(Math.round(limit / 1000), ep.closing ? 'RAILCOMM_CONNECT_TIMEOUT, while closing' : 'RAILCOMM_UDP_PEER_TIMEOUT');
       }
     }
     this.armTimer();
