@@ -1,22 +1,24 @@
 // Reliable, ordered delivery to one peer over datagrams, without sockets:
-// sequence numbers, the send window paced by the peer's credits, cumulative
-// ACKs (piggy-backed or explicit), retransmission through the hotel and the
-// retransmit list, the receive window and reassembly. The rail supplies the
+// sequence numbers, the send window paced by the peer's credits and a
+// congestion window, cumulative ACKs (piggy-backed or explicit), retransmission
+// through the hotel and the retransmit list, the receive window (then
+// reassembly.ts). The rail supplies the
 // sockets and clocks through SessionHost, so tests can drive it over a fake link.
 
 import type { Checkout, Guest, GuestList, Hotel } from '../../core/hotel.js';
 import type { TrafficCounters } from '../../core/counters.js';
-import type { AmHandler, Completion, RailEndpoint, RxFrame } from '../api.js';
+import type { AmHandler, Completion, RailEndpoint } from '../api.js';
 import type { RailcommError } from '../../core/errors.js';
 import type { UdpCounters } from './counters.js';
 import { Frag, SEG_OVERHEAD, Segment } from './segment.js';
 import { RttEstimator } from './rtt.js';
 import { checksum } from './checksum.js';
+import { Reassembler } from './reassembly.js';
 import { seqAdd } from './seq.js';
 import {
-  AM_CONTROL, CHUNK_BYTES, FLAG_BYE, FRAG_BYTES, SUM_FROM, T_ACK, T_CHUNK, T_FRAG,
-  encodeChunk, encodeCommon, encodeFrag, getAck, getAm, getCredit, getFlags, getFragId, getHdrLen,
-  getHole, getOffset, getPayLen, getSeq, getType, markHeaderSum, setSeq, setSum, setToken, stampAck, sumLength,
+  CHUNK_BYTES, FRAG_BYTES, SUM_FROM, T_ACK, T_CHUNK, T_FRAG,
+  encodeChunk, encodeCommon, encodeFrag, getAck, getCredit, getHole, getSeq, getType,
+  markHeaderSum, setSeq, setSum, setToken, stampAck, sumLength,
 } from './wire.js';
 
 export interface SessionLimits {
@@ -129,22 +131,9 @@ export class Session {
   /** Passes an owed ACK has waited. */
   ackAge = 0;
   lastHeard = 0;
+  /** Where in-order segments go: whole fragments up at once, chunks gathered. */
+  private readonly asm: Reassembler;
 
-  // ---- reassembly of the fragment being received in chunks
-  private asmHandler: AmHandler | null = null;
-  private asmActive = false;
-  private asmFragId = 0;
-  private asmAm = 0;
-  private asmOff = 0;
-  private asmPayLen = 0;
-  private asmHdrLen = 0;
-  /** Placed: the handler's buffer; otherwise null and the bytes gather in asmBuf after the header. */
-  private asmTarget: Uint8Array | null = null;
-  private asmDiscard = false;
-  private asmBuf: Buffer | null = null;
-  private readonly savedHdr: Buffer;
-  private readonly savedHdrView: DataView;
-  private readonly rx: RxFrame;
 
   constructor(host: SessionHost, owner: SessionOwner) {
     this.host = host;
@@ -155,9 +144,7 @@ export class Session {
     this.rxRing = new Array<Buffer | null>(w).fill(null);
     this.rxViews = new Array<DataView | null>(w).fill(null);
     this.rtt = new RttEstimator(host.limits.rtoMs, host.limits.rtoFloorMs);
-    this.savedHdr = Buffer.alloc(Math.max(8, host.limits.hdrMax));
-    this.savedHdrView = new DataView(this.savedHdr.buffer, this.savedHdr.byteOffset, this.savedHdr.byteLength);
-    this.rx = { buf: this.savedHdr, view: this.savedHdrView, hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null };
+    this.asm = new Reassembler(host.handlers, host.counters, owner, host.limits.hdrMax);
     this.lastHeard = host.now();
   }
 
@@ -423,7 +410,7 @@ export class Session {
       return;
     }
     this.rxNext = seqAdd(this.rxNext, 1);
-    this.deliver(buf, v, len);
+    this.asm.deliver(buf, v, len);
     for (;;) {
       if (this.dead) return;
       const slot = this.rxNext & this.mask;
@@ -434,7 +421,7 @@ export class Session {
       this.rxViews[slot] = null;
       this.rxHeld -= b.length;
       this.rxNext = seqAdd(this.rxNext, 1);
-      this.deliver(b, bv, b.length);
+      this.asm.deliver(b, bv, b.length);
     }
     this.host.wantAck(this, false);
   }
@@ -507,112 +494,6 @@ export class Session {
     }
   }
 
-  /** Deliver one in-order segment: a whole fragment, or a chunk of one. */
-  private deliver(buf: Buffer, v: DataView, len: number): void {
-    try {
-      if (getType(v) === T_FRAG) this.deliverFrag(buf, v);
-      else if (getType(v) === T_CHUNK) this.deliverChunk(buf, v, len);
-    } catch (e) {
-      this.owner.protocolError(`an active message handler threw: ${(e as Error)?.stack ?? String(e)}`);
-    }
-  }
-
-  private deliverFrag(buf: Buffer, v: DataView): void {
-    const am = getAm(v);
-    const hdrLen = getHdrLen(v);
-    const payLen = getPayLen(v);
-    if (am === AM_CONTROL) {
-      if (getFlags(v) & FLAG_BYE) this.owner.bye();
-      return;
-    }
-    if (this.asmActive) { this.owner.protocolError('a whole fragment arrived inside a fragment sent in chunks'); return; }
-    const h = this.host.handlers[am];
-    if (h === undefined) { this.host.counters.dropProtocol++; this.owner.protocolError(`unknown active message id ${am}`); return; }
-    const rx = this.rx;
-    rx.buf = buf; rx.view = v;
-    rx.hdrOff = FRAG_BYTES; rx.hdrLen = hdrLen;
-    rx.payOff = FRAG_BYTES + hdrLen; rx.payLen = payLen;
-    rx.placed = null;
-    this.count(payLen);
-    const ep = this.owner.endpoint;
-    if (h.place !== undefined && payLen > 0) {
-      const t = h.place(ep, rx);
-      if (t === null) return;
-      t.set(buf.subarray(rx.payOff, rx.payOff + payLen));
-      rx.placed = t;
-    }
-    h.recv(ep, rx);
-  }
-
-  private deliverChunk(buf: Buffer, v: DataView, len: number): void {
-    const off = getOffset(v);
-    const hdrLen = getHdrLen(v);
-    const payLen = getPayLen(v);
-    const fragId = getFragId(v);
-    let at = CHUNK_BYTES;
-    const ep = this.owner.endpoint;
-    if (off === 0) {
-      if (this.asmActive) { this.owner.protocolError('a new fragment started before the last one ended'); return; }
-      const am = getAm(v);
-      const h = this.host.handlers[am];
-      if (h === undefined || am === AM_CONTROL) { this.host.counters.dropProtocol++; this.owner.protocolError(`unknown active message id ${am}`); return; }
-      this.asmActive = true;
-      this.asmHandler = h;
-      this.asmFragId = fragId;
-      this.asmAm = am;
-      this.asmOff = 0;
-      this.asmPayLen = payLen;
-      this.asmHdrLen = hdrLen;
-      this.asmDiscard = false;
-      this.asmTarget = null;
-      buf.copy(this.savedHdr, 0, at, at + hdrLen);
-      if (h.place !== undefined) {
-        const rx = this.rx;
-        rx.buf = buf; rx.view = v; rx.hdrOff = at; rx.hdrLen = hdrLen; rx.payOff = at + hdrLen; rx.payLen = payLen; rx.placed = null;
-        const t = h.place(ep, rx);
-        if (t === null) this.asmDiscard = true; else this.asmTarget = t;
-      } else {
-        const need = hdrLen + payLen;
-        if (this.asmBuf === null || this.asmBuf.length < need) this.asmBuf = Buffer.allocUnsafeSlow(Math.max(need, 65536));
-        buf.copy(this.asmBuf, 0, at, at + hdrLen);
-      }
-      at += hdrLen;
-    } else if (!this.asmActive || fragId !== this.asmFragId || off !== this.asmOff || getAm(v) !== this.asmAm || payLen !== this.asmPayLen) {
-      this.owner.protocolError(`chunk of fragment ${fragId} at offset ${off} does not follow the fragment in progress`);
-      return;
-    }
-    const n = len - at;
-    if (this.asmTarget !== null) this.asmTarget.set(buf.subarray(at, len), off);
-    else if (!this.asmDiscard) buf.copy(this.asmBuf!, this.asmHdrLen + off, at, len);
-    this.asmOff = off + n;
-    if (this.asmOff < this.asmPayLen) return;
-    // The fragment is whole.
-    const h = this.asmHandler!;
-    this.asmActive = false;
-    this.asmHandler = null;
-    if (this.asmDiscard) return;
-    const rx = this.rx;
-    rx.hdrOff = 0; rx.hdrLen = this.asmHdrLen; rx.payOff = this.asmHdrLen; rx.payLen = this.asmPayLen;
-    if (this.asmTarget !== null) {
-      rx.buf = this.savedHdr; rx.view = this.savedHdrView; rx.placed = this.asmTarget;
-      this.asmTarget = null;
-    } else {
-      const b = this.asmBuf!;
-      rx.buf = b; rx.view = new DataView(b.buffer, b.byteOffset, b.byteLength); rx.placed = null;
-      // Keep large reassembly buffers only while they are in use (bounded memory per idle peer).
-      if (b.length > 1 << 20) this.asmBuf = null;
-    }
-    this.count(this.asmPayLen);
-    h.recv(ep, rx);
-  }
-
-  private count(payLen: number): void {
-    const a = this.owner.counters;
-    const b = this.host.counters;
-    a.msgsRecv++; a.bytesRecv += payLen;
-    b.msgsRecv++; b.bytesRecv += payLen;
-  }
-
   // ---- ending --------------------------------------------------------------
 
   /** Stop: free every segment, fail zero-copy sends still queued. */
@@ -648,9 +529,7 @@ export class Session {
     this.rxRing.fill(null);
     this.rxViews.fill(null);
     this.rxHeld = 0;
-    this.asmBuf = null;
-    this.asmTarget = null;
-    this.asmActive = false;
+    this.asm.reset();
   }
 }
 
