@@ -457,3 +457,20 @@ test('udp: back-pressure answers NO_RESOURCE past the queue limit, then ready()'
     pair.b.got.forEach((m, i) => assert.equal(m.hdr.readUInt32LE(0), i));
   } finally { await pair.close(); }
 });
+
+test('udp: simultaneous connects (and a lossy handshake) leave one session each way and lose nothing', async () => {
+  for (const faults of ['', 'drop=0.3']) {
+    const pair = await udpRail.open(resolveParams({ udpFaults: faults }));
+    try {
+      const ab = pair.epAB(), ba = pair.epBA();
+      for (let i = 0; i < 50; i++) { ab.sendCopy(AM_MSG, hdrOf(i), 8, fill(10, i)); ba.sendCopy(AM_MSG, hdrOf(i), 8, fill(10, i)); }
+      await pair.a.until(() => pair.a.got.length === 50, 'b -> a', 20_000);
+      await pair.b.until(() => pair.b.got.length === 50, 'a -> b', 20_000);
+      pair.a.got.forEach((m, i) => assert.equal(m.hdr.readUInt32LE(0), i));
+      pair.b.got.forEach((m, i) => assert.equal(m.hdr.readUInt32LE(0), i));
+      assert.ok(ab.open && ba.open);
+      assert.deepEqual(pair.a.failed, []);
+      assert.deepEqual(pair.b.failed, []);
+    } finally { await pair.close(); }
+  }
+});
