@@ -28,6 +28,11 @@ export async function infoCommand(argv: string[]): Promise<number> {
       out.push('', `${s.step}. ${s.title}`);
       for (const l of s.lines) out.push(`   ${l}`);
     }
+    // The counters each rail keeps (zero here: this process moved nothing);
+    // `railcomm run --stats` prints them per rank at finalize.
+    const rails = ctx.stats()['rails'] as Record<string, Record<string, number>>;
+    out.push('', 'rail counters (per rank at finalize with --stats):');
+    for (const [name, c] of Object.entries(rails)) out.push(`   ${name}: ${Object.entries(c).map(([k, v]) => `${k}=${v}`).join(' ')}`);
     if (showParams) {
       out.push('', 'parameters (init() options win over RAILCOMM_* variables, which win over defaults):');
       for (const p of describeParams(params)) {

@@ -140,7 +140,8 @@ export class Context {
     const oneHost = opts.launch.localSize === opts.launch.size;
     for (const [c, ds] of devices) {
       let pool = ds;
-      if (c.name === 'tcp') {
+      // udp picks its device the same way (and honours the same device globs).
+      if (c.name === 'tcp' || c.name === 'udp') {
         const globs = params.tcpDevices.split(',').map((s) => s.trim()).filter(Boolean);
         if (globs.length > 0) {
           const res = globs.map(globToRegExp);
@@ -155,14 +156,14 @@ export class Context {
           const via = opts.kv?.localAddress()?.replace(/^::ffff:/, '');
           const routed = via !== undefined ? ds.filter((d) => d.address === via && d.kind === 'network') : [];
           pool = routed.length > 0 ? routed : ds.filter((d) => d.kind === 'network');
-          if (routed.length > 0) l5.push(`tcp: ${routed[0]!.name} carries the connection to the wire-up service (${via})`);
+          if (routed.length > 0) l5.push(`${c.name}: ${routed[0]!.name} carries the connection to the wire-up service (${via})`);
         }
         if (pool.length === 0) pool = ds;
       }
       const d = pool[0];
       if (d === undefined) { l5.push(`${c.name}: no usable device`); continue; }
       picked.push([c, d]);
-      l5.push(`${c.name}: ${d.name}${d.address ? ' ' + d.address : ''}${oneHost && c.name === 'tcp' ? ' (all ranks on this host)' : ''}`);
+      l5.push(`${c.name}: ${d.name}${d.address ? ' ' + d.address : ''}${oneHost && (c.name === 'tcp' || c.name === 'udp') ? ' (all ranks on this host)' : ''}`);
     }
     say(5, 'filter devices', l5);
 

@@ -8,8 +8,10 @@ export const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.u
 export const jobScript = (name) => fileURLToPath(new URL(`../jobs/${name}`, import.meta.url));
 
 /** Run `railcomm <args>`; resolves with exit code, output and duration; kills it after limitMs. */
-export function railcomm(args, { limitMs = 120_000, env = {} } = {}) {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+export function railcomm(args, { limitMs = 120_000, env = {}, wrap = [] } = {}) {
+  // `wrap` runs the launcher under another command (ip netns exec NS).
+  const argv = [...wrap, process.execPath, CLI, ...args];
+  const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => { stdout += d; });

@@ -8,6 +8,8 @@ import assert from 'node:assert/strict';
 import { selfComponent } from '../../dist/rail/self/component.js';
 import { tcpComponent } from '../../dist/rail/tcp/component.js';
 import { tbsmComponent } from '../../dist/rail/tbsm/component.js';
+import { udpComponent } from '../../dist/rail/udp/component.js';
+import dgram from 'node:dgram';
 import { resolveParams } from '../../dist/core/params.js';
 import { Logger } from '../../dist/core/log.js';
 import { endpointId } from '../../dist/core/ids.js';
@@ -103,6 +105,22 @@ const RAILS = [
       const lo = tcpComponent.queryDevices(params).find((d) => d.kind === 'loopback');
       a.rail = await tcpComponent.open(lo, a.env);
       b.rail = await tcpComponent.open(lo, b.env);
+      return {
+        a, b, canFail: true,
+        epAB: () => a.rail.endpoint(b.id, b.rail.address()),
+        epBA: () => b.rail.endpoint(a.id, a.rail.address()),
+        close: async () => { await a.rail.close(); await b.rail.close(); },
+      };
+    },
+  },
+  {
+    name: 'udp',
+    async open(params) {
+      const a = makeSide(0, params);
+      const b = makeSide(1, params);
+      const lo = udpComponent.queryDevices(params).find((d) => d.kind === 'loopback');
+      a.rail = await udpComponent.open(lo, a.env);
+      b.rail = await udpComponent.open(lo, b.env);
       return {
         a, b, canFail: true,
         epAB: () => a.rail.endpoint(b.id, b.rail.address()),
@@ -323,3 +341,136 @@ for (const R of RAILS) {
     });
   }
 }
+
+// udp-specific behaviours: the datagram rail must survive what a stream rail never sees.
+const udpRail = RAILS.find((r) => r.name === 'udp');
+
+test('udp: a graceful close is reported as graceful', async () => {
+  const pair = await udpRail.open(resolveParams());
+  const ab = pair.epAB();
+  ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
+  await pair.b.until(() => pair.b.got.length === 1, 'connected');
+  await pair.a.rail.close();
+  await pair.b.until(() => pair.b.failed.length === 1, 'b learns a closed');
+  assert.deepEqual(pair.b.failed[0], { peer: pair.a.id, code: 'ERR_PEER_FAILED', graceful: true });
+  await pair.b.rail.close();
+});
+
+test('udp: a peer that goes silent fails its endpoint with ERR_PEER_FAILED after RAILCOMM_UDP_PEER_TIMEOUT', async () => {
+  const pair = await udpRail.open(resolveParams({ udpPeerTimeout: 1 }));
+  try {
+    const ab = pair.epAB();
+    ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
+    await pair.b.until(() => pair.b.got.length === 1, 'connected');
+    // b vanishes without a BYE, as a crashed process would (its sockets close).
+    const bRail = pair.b.rail;
+    await new Promise((r) => bRail.data.close(r));
+    await new Promise((r) => bRail.prio.close(r));
+    bRail.closed = true;
+    const t0 = Date.now();
+    ab.sendCopy(AM_MSG, hdrOf(1), 8, fill(100, 1));
+    await pair.a.until(() => pair.a.failed.length === 1, 'peer timeout', 10_000);
+    assert.equal(pair.a.failed[0].code, 'ERR_PEER_FAILED');
+    assert.equal(pair.a.failed[0].graceful, false);
+    assert.match(pair.a.messages[0], /no sign of life for 1 s/);
+    assert.ok(Date.now() - t0 >= 900, 'not before the timeout');
+  } finally { await pair.a.rail.close(); }
+});
+
+test('udp: malformed, foreign, corrupt and unknown-peer datagrams are counted and dropped; traffic goes on', async () => {
+  const pair = await udpRail.open(resolveParams());
+  try {
+    const ab = pair.epAB();
+    ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
+    await pair.b.until(() => pair.b.got.length === 1, 'connected');
+    const [ip, dataPort, prioPort] = pair.b.rail.address().split(':');
+    const s = dgram.createSocket('udp4');
+    const send = (buf, port) => new Promise((r) => s.send(buf, Number(port), ip, r));
+    const c0 = { ...pair.b.rail.counters.snapshot() };
+    await send(Buffer.alloc(3), dataPort); // short
+    await send(Buffer.from('GET / HTTP/1.1 and some more bytes to pass the size'), prioPort); // foreign
+    // A well-formed-looking header with a wrong checksum, and random bytes with the right magic.
+    const fake = Buffer.alloc(64); fake.writeUInt16LE(0x5552, 0); fake[2] = 1; fake[3] = 1;
+    await send(fake, dataPort);
+    for (let i = 0; i < 200; i++) { const r = Buffer.from(fill(24 + (i * 37) % 1000, i)); r.writeUInt16LE(0x5552, 0); r[2] = 1; await send(r, i % 2 ? dataPort : prioPort); }
+    // A valid ACK datagram (right checksum) with a token nobody holds.
+    const { checksum } = await import('../../dist/rail/udp/checksum.js');
+    const ack = Buffer.alloc(24); ack.writeUInt16LE(0x5552, 0); ack[2] = 1; ack[3] = 3; ack.writeUInt32LE(12345, 8);
+    ack.writeUInt32LE(checksum(ack, 8, 16), 4);
+    await send(ack, prioPort);
+    s.close();
+    await new Promise((r) => setTimeout(r, 100));
+    const c = pair.b.rail.counters.snapshot();
+    assert.ok(c.dropShort > c0.dropShort, 'short counted');
+    assert.ok(c.dropForeign > c0.dropForeign, 'foreign counted');
+    assert.ok(c.dropCorrupt > c0.dropCorrupt, 'corrupt counted');
+    assert.ok(c.dropUnknownPeer > c0.dropUnknownPeer, 'unknown peer counted');
+    const dropped = ['dropShort', 'dropForeign', 'dropCorrupt', 'dropType', 'dropLength', 'dropUnknownPeer'].reduce((n, k) => n + c[k] - c0[k], 0);
+    assert.equal(dropped, 204, 'every bad datagram is counted once (1 short, 1 foreign, 1 corrupt, 200 random, 1 unknown peer)');
+    for (let i = 1; i <= 100; i++) ab.sendCopy(AM_MSG, hdrOf(i), 8, fill(i * 10, i));
+    await pair.b.until(() => pair.b.got.length === 101, 'traffic after the garbage');
+    pair.b.got.forEach((m, i) => assert.equal(m.hdr.readUInt32LE(0), i));
+    assert.deepEqual(pair.b.failed, []);
+  } finally { await pair.close(); }
+});
+
+test('udp: under injected faults (drop, dup, reorder, corrupt) every message arrives once, in order, intact', async () => {
+  const pair = await udpRail.open(resolveParams({ udpFaults: 'drop=0.05,dup=0.05,reorder=0.1,corrupt=0.01' }));
+  try {
+    const ab = pair.epAB();
+    const sizes = [0, 8, 700, 1400, 9000, 70000, 200000];
+    const N = 300;
+    let i = 0;
+    while (i < N) {
+      // Keep a few messages outstanding: both rails share this thread.
+      if (i - pair.b.got.length >= 16) { await pair.b.until(() => i - pair.b.got.length < 16, 'progress', 20_000); continue; }
+      assert.equal(ab.sendCopy(AM_MSG, hdrOf(i), 8, fill(sizes[i % sizes.length], i)), DONE);
+      i++;
+    }
+    await pair.b.until(() => pair.b.got.length === N, 'everything', 30_000);
+    pair.b.got.forEach((m, k) => {
+      assert.equal(m.hdr.readUInt32LE(0), k, 'order');
+      assert.deepEqual(new Uint8Array(m.payload), fill(sizes[k % sizes.length], k));
+    });
+    const ca = pair.a.rail.counters.snapshot();
+    const cb = pair.b.rail.counters.snapshot();
+    assert.ok(ca.faultDrops > 0 && ca.retransmits > 0, 'faults were injected and repaired');
+    assert.ok(cb.dropCorrupt + ca.dropCorrupt >= 0);
+    assert.deepEqual(pair.b.failed, []);
+  } finally { await pair.close(); }
+});
+
+test('udp: back-pressure answers NO_RESOURCE past the queue limit, then ready()', async () => {
+  const pair = await udpRail.open(resolveParams());
+  try {
+    const ep = pair.epAB();
+    ep.sendCopy(AM_MSG, hdrOf(0), 8, null);
+    await pair.b.until(() => pair.b.got.length === 1, 'connected');
+    const big = fill(1 << 20, 3);
+    let sent = 1, st;
+    for (let i = 0; i < 200; i++) { st = ep.sendCopy(AM_MSG, hdrOf(sent), 8, big); if (st === NO_RESOURCE) break; sent++; }
+    assert.equal(st, NO_RESOURCE, 'a long queue says no resource');
+    await pair.a.until(() => pair.a.ready > 0, 'ready upcall', 20_000);
+    assert.equal(ep.sendCopy(AM_MSG, hdrOf(sent), 8, big), DONE);
+    sent++;
+    await pair.b.until(() => pair.b.got.length === sent, 'everything accepted arrives', 30_000);
+    pair.b.got.forEach((m, i) => assert.equal(m.hdr.readUInt32LE(0), i));
+  } finally { await pair.close(); }
+});
+
+test('udp: simultaneous connects (and a lossy handshake) leave one session each way and lose nothing', async () => {
+  for (const faults of ['', 'drop=0.3']) {
+    const pair = await udpRail.open(resolveParams({ udpFaults: faults }));
+    try {
+      const ab = pair.epAB(), ba = pair.epBA();
+      for (let i = 0; i < 50; i++) { ab.sendCopy(AM_MSG, hdrOf(i), 8, fill(10, i)); ba.sendCopy(AM_MSG, hdrOf(i), 8, fill(10, i)); }
+      await pair.a.until(() => pair.a.got.length === 50, 'b -> a', 20_000);
+      await pair.b.until(() => pair.b.got.length === 50, 'a -> b', 20_000);
+      pair.a.got.forEach((m, i) => assert.equal(m.hdr.readUInt32LE(0), i));
+      pair.b.got.forEach((m, i) => assert.equal(m.hdr.readUInt32LE(0), i));
+      assert.ok(ab.open && ba.open);
+      assert.deepEqual(pair.a.failed, []);
+      assert.deepEqual(pair.b.failed, []);
+    } finally { await pair.close(); }
+  }
+});

@@ -1,0 +1,42 @@
+// The datagram checksum: a Fletcher-style pair of 32-bit sums over the bytes
+// as Int32 words (little endian: the sum catches flipped bits, the running sum
+// of sums swapped words), mixed into 32 bits. Aligned buffers are read a word
+// at a time; misaligned ones by bytes.
+
+/**
+ * Checksum of bytes[off, off + len). `words`, when given, is an Int32Array
+ * over bytes.buffer starting at bytes.byteOffset (the caller's reused view);
+ * otherwise one is made here (one small object).
+ */
+export function checksum(bytes: Uint8Array, off: number, len: number, words?: Int32Array): number {
+  let a = len | 0;
+  let b = 0;
+  let i = 0;
+  if (((bytes.byteOffset + off) & 3) === 0 && len >= 32) {
+    const n = len >>> 2;
+    let w: Int32Array;
+    let k = 0;
+    if (words !== undefined && (bytes.byteOffset & 3) === 0) { w = words; k = off >>> 2; }
+    else w = new Int32Array(bytes.buffer, bytes.byteOffset + off, n);
+    const end = k + n;
+    for (; k < end; k++) {
+      a = (a + w[k]!) | 0;
+      b = (b + a) | 0;
+    }
+    i = n << 2;
+  }
+  for (; i + 4 <= len; i += 4) {
+    const p = off + i;
+    a = (a + (bytes[p]! | (bytes[p + 1]! << 8) | (bytes[p + 2]! << 16) | (bytes[p + 3]! << 24))) | 0;
+    b = (b + a) | 0;
+  }
+  for (; i < len; i++) {
+    a = (a + bytes[off + i]!) | 0;
+    b = (b + a) | 0;
+  }
+  // Mix both sums through a multiply-xorshift finalizer: a plain combination
+  // such as a ^ b*k lets a flipped top bit of `a` and of `b` cancel out.
+  let h = Math.imul(a ^ (a >>> 16), 0x85ebca6b);
+  h ^= Math.imul(b ^ (b >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}

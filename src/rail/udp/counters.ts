@@ -1,0 +1,56 @@
+// The udp rail's counters: the common traffic counters plus what a reliable
+// datagram protocol needs to be understood (segments, retransmissions,
+// duplicate ACKs, drops by reason, the current timeout and window occupancy).
+
+import { TrafficCounters } from '../../core/counters.js';
+
+export class UdpCounters extends TrafficCounters {
+  segsSent = 0;
+  segsRecv = 0;
+  acksSent = 0;
+  /** Retransmission timeouts (the hotel), and segments sent again early on a duplicate ACK (fast). */
+  timeouts = 0;
+  fastRetransmits = 0;
+  dupAcks = 0;
+  /** Segments received twice or older than expected (their ACK was lost). */
+  dupSegs = 0;
+  outOfOrder = 0;
+  dropShort = 0;
+  dropForeign = 0;
+  dropCorrupt = 0;
+  dropType = 0;
+  dropLength = 0;
+  /** Valid datagrams with a token no session has (a stale or foreign peer). */
+  dropUnknownPeer = 0;
+  /** Beyond the receive window. */
+  dropWindow = 0;
+  /** Consistent datagrams whose content is wrong (chunk out of place, unknown AM id). */
+  dropProtocol = 0;
+  /** Dropped, duplicated, reordered, corrupted by RAILCOMM_UDP_FAULTS. */
+  faultDrops = 0;
+  faultDups = 0;
+  faultReorders = 0;
+  faultCorrupts = 0;
+  /** Set by the rail when read: the largest current RTO, segments and bytes in flight. */
+  rtoMs = 0;
+  inflightSegs = 0;
+  inflightBytes = 0;
+  windowSegs = 0;
+  /** Updates the gauges above before a snapshot (set by the rail). */
+  refresh: (() => void) | null = null;
+
+  override snapshot(): Record<string, number> {
+    this.refresh?.();
+    return {
+      ...super.snapshot(),
+      segsSent: this.segsSent, segsRecv: this.segsRecv, acksSent: this.acksSent,
+      timeouts: this.timeouts, fastRetransmits: this.fastRetransmits,
+      dupAcks: this.dupAcks, dupSegs: this.dupSegs, outOfOrder: this.outOfOrder,
+      dropShort: this.dropShort, dropForeign: this.dropForeign, dropCorrupt: this.dropCorrupt,
+      dropType: this.dropType, dropLength: this.dropLength, dropUnknownPeer: this.dropUnknownPeer,
+      dropWindow: this.dropWindow, dropProtocol: this.dropProtocol,
+      faultDrops: this.faultDrops, faultDups: this.faultDups, faultReorders: this.faultReorders, faultCorrupts: this.faultCorrupts,
+      rtoMs: Math.round(this.rtoMs * 100) / 100, inflightSegs: this.inflightSegs, inflightBytes: this.inflightBytes, windowSegs: this.windowSegs,
+    };
+  }
+}

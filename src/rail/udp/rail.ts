@@ -1,0 +1,425 @@
+// The udp rail: two sockets on one device (priority: ACKs, handshakes and tiny
+// fragments; data: everything else and every retransmission), the sessions by
+// peer and by token, and progress: each receive burst ends with a pass that
+// sends retransmissions, then posts for ready endpoints, then explicit ACKs;
+// a coarse timer backs the hotel and delayed ACKs up while anything is pending.
+
+import dgram from 'node:dgram';
+import { randomInt } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { AmHandler, Device, Rail, RailCaps, RailEnv, RailUpcalls } from '../api.js';
+import { FreeList } from '../../core/freelist.js';
+import { GuestList, Hotel } from '../../core/hotel.js';
+import { RailcommError, ErrorCode } from '../../core/errors.js';
+import { formatId } from '../../core/ids.js';
+import { UdpCounters } from './counters.js';
+import { Frag, SEG_OVERHEAD, Segment } from './segment.js';
+import { Session, expireToSession, type SessionHost, type SessionLimits } from './session.js';
+import { UdpEndpoint } from './endpoint.js';
+import { checksum } from './checksum.js';
+import { FaultInjector, parseFaults, type FaultWire } from './faults.js';
+import {
+  ACK_BYTES, Bad, COMMON_BYTES, FRAG_BYTES, SUM_FROM, T_CHALLENGE, T_HELLO, T_PROOF,
+  checkDatagram, decodeHandshake, getToken, getType, sumLength,
+} from './wire.js';
+
+/** Largest AM header carried. */
+const HDR_MAX = 256;
+/** Largest fragment: one sendZcopy / sendCopy (rendezvous chunks are 1 MiB by default). */
+const FRAG_MAX = 4 << 20;
+const COPY_MAX = 1 << 20;
+/** Queued bytes per peer before sendCopy answers no-resource. */
+const HIGH_WATER = 16 << 20;
+/** The backstop timer's period (ms); the hotel's resolution is 1 ms. */
+const TICK_MS = 2;
+/** Lowest retransmission timeout (ms): Node's timers and pauses are millisecond-grained. */
+const RTO_FLOOR_MS = 5;
+/** Handshakes under way (bounds memory spent on unproven peers). */
+const MAX_HANDSHAKES = 256;
+
+export class UdpRail implements Rail, SessionHost, FaultWire {
+  readonly name: string;
+  readonly component = 'udp';
+  readonly device: Device;
+  readonly caps: RailCaps;
+  readonly counters = new UdpCounters();
+  readonly env: RailEnv;
+  readonly upcalls: RailUpcalls;
+  readonly handlers: ReadonlyArray<AmHandler | undefined>;
+  readonly hotel: Hotel;
+  readonly retx = new GuestList('retx');
+  readonly limits: SessionLimits;
+  dataPort = 0;
+  prioPort = 0;
+  private ip: string;
+  private readonly data: dgram.Socket;
+  private readonly prio: dgram.Socket;
+  private readonly endpoints = new Map<bigint, UdpEndpoint>();
+  private readonly byToken = new Map<number, UdpEndpoint>();
+  private readonly handshaking = new Set<UdpEndpoint>();
+  private readonly dataSegs: FreeList<Segment>;
+  private readonly tinySegs: FreeList<Segment>;
+  private readonly frags: FreeList<Frag>;
+  private ready: Session[] = [];
+  private readySpare: Session[] = [];
+  private acks: Session[] = [];
+  private acksSpare: Session[] = [];
+  private passScheduled = false;
+  private timer: NodeJS.Timeout | null = null;
+  private lastPeerCheck = 0;
+  private rxBudget = 1 << 20;
+  private openCount = 0;
+  private closing = false;
+  private closed = false;
+  private readonly faults: FaultInjector | null;
+  private readonly peerTimeoutMs: number;
+  private readonly ackDelay: number;
+  private readonly pass = (): void => this.runPass();
+  private readonly onTimer = (): void => this.tick();
+  private readonly onMessage = (msg: Buffer, rinfo: dgram.RemoteInfo): void => this.receive(msg, rinfo);
+
+  private constructor(device: Device, env: RailEnv, mtu: number) {
+    this.device = device;
+    this.env = env;
+    this.upcalls = env.upcalls;
+    this.handlers = env.upcalls.am;
+    this.name = `udp:${device.name}`;
+    this.ip = device.address ?? '127.0.0.1';
+    const p = env.params;
+    let w = 16;
+    while (w < p.udpWindow) w *= 2;
+    const tinyMax = Math.min(mtu, FRAG_BYTES + p.udpTinyMtu);
+    this.limits = {
+      hdrMax: HDR_MAX, fragMax: FRAG_MAX, tinyMax, dataMax: mtu, window: w,
+      rtoMs: p.udpRtoMs, rtoFloorMs: RTO_FLOOR_MS, highWater: HIGH_WATER, headerSumOnly: !p.udpChecksum,
+    };
+    this.caps = {
+      reliable: true,
+      ordered: true,
+      amHeaderMax: HDR_MAX,
+      amShortMax: Math.max(0, Math.min(1024, mtu - FRAG_BYTES - HDR_MAX)),
+      amCopyMax: COPY_MAX,
+      amZcopyMax: FRAG_MAX,
+      put: false,
+      get: false,
+      atomics: false,
+      latencyUs: device.kind === 'loopback' ? 40 : 60,
+      bandwidthMBps: device.kind === 'loopback' ? 1500 : 1000,
+    };
+    this.hotel = new Hotel(performance.now(), 1, 4096);
+    this.dataSegs = new FreeList(() => new Segment(mtu, false), 4096);
+    this.tinySegs = new FreeList(() => new Segment(tinyMax, true), 4096);
+    this.frags = new FreeList(() => new Frag(HDR_MAX), 1024);
+    this.counters.refresh = () => this.refreshGauges();
+    this.peerTimeoutMs = p.udpPeerTimeout * 1000;
+    this.ackDelay = p.udpAckDelay;
+    const f = parseFaults(p.udpFaults);
+    this.faults = f === null ? null : new FaultInjector(f, this, this.counters);
+    // IP literals only: answer the lookup synchronously (dns.lookup would defer every send by a tick).
+    const lookup = (address: string, _o: unknown, cb: (err: Error | null, a: string, family: number) => void): void => cb(null, address, 4);
+    const opts = { type: 'udp4' as const, lookup: lookup as never, recvBufferSize: p.udpSocketBuffer, sendBufferSize: p.udpSocketBuffer };
+    this.data = dgram.createSocket(opts);
+    this.prio = dgram.createSocket(opts);
+    for (const s of [this.data, this.prio]) {
+      s.on('message', this.onMessage);
+      s.on('error', (err) => env.log.warn(`udp: socket error on ${this.name}: ${err.message}`));
+    }
+  }
+
+  static async open(device: Device, env: RailEnv, mtu: number): Promise<UdpRail> {
+    const rail = new UdpRail(device, env, mtu);
+    const bind = (s: dgram.Socket): Promise<number> => new Promise<number>((resolve, reject) => {
+      s.once('error', reject);
+      s.bind({ address: rail.ip, port: 0, exclusive: true }, () => { s.off('error', reject); resolve(s.address().port); });
+    });
+    try {
+      rail.dataPort = await bind(rail.data);
+      rail.prioPort = await bind(rail.prio);
+    } catch (err) {
+      rail.data.close();
+      rail.prio.close();
+      throw new RailcommError(ErrorCode.NO_RAIL, `udp: cannot bind on ${rail.ip} (device ${device.name}): ${(err as Error).message}`, { cause: err });
+    }
+    // The kernel doubles what it grants for its own bookkeeping: half is ours.
+    rail.rxBudget = Math.max(4 * (mtu + SEG_OVERHEAD), Math.floor(rail.data.getRecvBufferSize() / 2));
+    // Sockets alone must not keep a finished rank alive.
+    rail.data.unref();
+    rail.prio.unref();
+    return rail;
+  }
+
+  address(): string {
+    return `${this.ip}:${this.dataPort}:${this.prioPort}`;
+  }
+
+  reaches(address: string): boolean {
+    return address.split(':').length === 3;
+  }
+
+  endpoint(peer: bigint, address: string): UdpEndpoint {
+    let ep = this.endpoints.get(peer);
+    if (ep === undefined) {
+      let token = 0;
+      while (token === 0 || this.byToken.has(token)) token = randomInt(1, 0xffffffff);
+      ep = new UdpEndpoint(this, peer, address, token);
+      this.endpoints.set(peer, ep);
+      this.byToken.set(token, ep);
+    } else {
+      ep.setAddress(address);
+    }
+    return ep;
+  }
+
+  forget(ep: UdpEndpoint): void {
+    if (this.endpoints.get(ep.peer) === ep) this.endpoints.delete(ep.peer);
+    if (this.byToken.get(ep.myToken) === ep) this.byToken.delete(ep.myToken);
+    if (ep.session.open) this.openCount = Math.max(0, this.openCount - 1);
+  }
+
+  handshakeStarted(ep: UdpEndpoint): void {
+    this.handshaking.add(ep);
+    this.armTimer();
+  }
+
+  handshakeDone(ep: UdpEndpoint): void {
+    if (this.handshaking.delete(ep) && ep.open) this.openCount++;
+  }
+
+  closingStarted(): void {
+    this.armTimer();
+  }
+
+  // ---- SessionHost -----------------------------------------------------------
+
+  now(): number {
+    return performance.now();
+  }
+
+  segment(tiny: boolean): Segment {
+    return tiny ? this.tinySegs.get() : this.dataSegs.get();
+  }
+
+  release(seg: Segment): void {
+    seg.owner = null;
+    (seg.tiny ? this.tinySegs : this.dataSegs).put(seg);
+  }
+
+  frag(): Frag {
+    return this.frags.get();
+  }
+
+  releaseFrag(f: Frag): void {
+    this.frags.put(f);
+  }
+
+  prioIdle(): boolean {
+    return this.prio.getSendQueueCount() === 0;
+  }
+
+  grant(_s: Session): number {
+    // The receive buffer is shared by every peer that may send at once.
+    return Math.max(2 * (this.limits.dataMax + SEG_OVERHEAD), Math.floor(this.rxBudget / Math.max(1, this.openCount)));
+  }
+
+  transmit(s: Session, buf: Buffer, len: number, prio: boolean): void {
+    this.transmitRaw(s.owner as UdpEndpoint, buf, len, prio);
+  }
+
+  transmitRaw(ep: UdpEndpoint, buf: Buffer, len: number, prio: boolean): void {
+    if (this.closed) return;
+    const port = prio ? ep.prioPort : ep.dataPort;
+    if (this.faults !== null) this.faults.send(buf, len, port, ep.ip, prio);
+    else (prio ? this.prio : this.data).send(buf, 0, len, port, ep.ip);
+    if (this.timer === null && this.hotel.guests > 0) this.armTimer();
+  }
+
+  /** FaultWire: where datagrams go after fault injection. */
+  put(buf: Uint8Array, len: number, port: number, ip: string, prio: boolean): void {
+    if (this.closed) return;
+    (prio ? this.prio : this.data).send(buf, 0, len, port, ip);
+  }
+
+  wantPass(s: Session): void {
+    if (!s.readyListed) { s.readyListed = true; this.ready.push(s); }
+    this.schedulePass();
+  }
+
+  wantAck(s: Session, urgent: boolean): void {
+    s.ackOwed = true;
+    if (urgent) s.ackUrgent = true;
+    if (!s.ackListed) { s.ackListed = true; this.acks.push(s); }
+    this.schedulePass();
+  }
+
+  private schedulePass(): void {
+    if (this.passScheduled || this.closed) return;
+    this.passScheduled = true;
+    setImmediate(this.pass);
+  }
+
+  sendAck(s: Session): void {
+    const ep = s.owner as UdpEndpoint;
+    ep.encodeAck((s.rxNext - 1) >>> 0, this.grant(s), s.rxHeld > 0);
+    this.transmitRaw(ep, ep.ackBuf, ACK_BYTES, true);
+    this.counters.acksSent++;
+    s.ackSent();
+  }
+
+  // ---- receiving -------------------------------------------------------------
+
+  private receive(msg: Buffer, rinfo: dgram.RemoteInfo): void {
+    const c = this.counters;
+    const len = msg.length;
+    if (len < COMMON_BYTES) { c.dropShort++; return; }
+    const v = new DataView(msg.buffer, msg.byteOffset, len);
+    const bad = checkDatagram(v, len, checksum(msg, SUM_FROM, sumLength(v, len)), HDR_MAX, FRAG_MAX);
+    if (bad !== Bad.OK) {
+      if (bad === Bad.SHORT) c.dropShort++;
+      else if (bad === Bad.FOREIGN) c.dropForeign++;
+      else if (bad === Bad.CORRUPT) c.dropCorrupt++;
+      else if (bad === Bad.TYPE) c.dropType++;
+      else c.dropLength++;
+      return;
+    }
+    const type = getType(v);
+    if (type >= T_HELLO) { this.handshake(msg, type, rinfo.address); return; }
+    const ep = this.byToken.get(getToken(v));
+    if (ep === undefined) { c.dropUnknownPeer++; return; }
+    if (!ep.session.open) { c.dropUnknownPeer++; ep.earlyData(); return; }
+    ep.session.receive(msg, v, len);
+    this.schedulePass();
+  }
+
+  private handshake(msg: Buffer, type: number, ip: string): void {
+    const h = decodeHandshake(msg);
+    const env = this.env;
+    if (h.jobId !== env.jobId || h.to !== env.self) {
+      this.counters.refused++;
+      return;
+    }
+    let ep = this.endpoints.get(h.from);
+    if (type === T_HELLO) {
+      if (ep === undefined) {
+        if (this.closing || this.handshaking.size >= MAX_HANDSHAKES) { this.counters.refused++; return; }
+        ep = this.endpoint(h.from, '');
+      }
+      ep.onHello(h, ip);
+    } else if (ep === undefined) {
+      this.counters.refused++;
+    } else if (type === T_CHALLENGE) {
+      ep.onChallenge(h);
+    } else if (type === T_PROOF) {
+      ep.onProof(h);
+    }
+    this.armTimer();
+  }
+
+  // ---- progress ----------------------------------------------------------------
+
+  /**
+   * One progress pass, at the end of a receive burst or after sends were
+   * queued: retransmissions first, then endpoints with segments to post, then
+   * ACKs that nothing carried.
+   */
+  private runPass(): void {
+    this.passScheduled = false;
+    if (this.closed) return;
+    this.hotel.advance(this.now(), expireToSession);
+    for (let g = this.retx.shift(); g !== null; g = this.retx.shift()) {
+      const seg = g as Segment;
+      (seg.owner as Session).resend(seg);
+    }
+    const ready = this.ready;
+    this.ready = this.readySpare;
+    for (let i = 0; i < ready.length; i++) {
+      const s = ready[i]!;
+      s.readyListed = false;
+      if (!s.dead) s.pump();
+    }
+    ready.length = 0;
+    this.readySpare = ready;
+    this.flushAcks(false);
+    this.upcalls.activity();
+    this.armTimer();
+  }
+
+  /** Send the ACKs that waited long enough (all of them when `all`). */
+  private flushAcks(all: boolean): void {
+    const acks = this.acks;
+    if (acks.length === 0) return;
+    this.acks = this.acksSpare;
+    for (let i = 0; i < acks.length; i++) {
+      const s = acks[i]!;
+      if (!s.ackOwed || s.dead || !s.open) { s.ackListed = false; continue; }
+      if (all || s.ackUrgent || ++s.ackAge >= this.ackDelay) { s.ackListed = false; this.sendAck(s); }
+      else this.acks.push(s);
+    }
+    acks.length = 0;
+    this.acksSpare = acks;
+  }
+
+  /** Keep the backstop timer running while anything waits on time; hold the loop open only for unacknowledged data. */
+  armTimer(): void {
+    if (this.closed) return;
+    const busy = this.hotel.guests > 0 || this.retx.size > 0 || this.handshaking.size > 0;
+    if (!busy && this.acks.length === 0) return;
+    if (this.timer === null) this.timer = setTimeout(this.onTimer, TICK_MS);
+    if (busy) this.timer.ref(); else this.timer.unref();
+  }
+
+  private tick(): void {
+    this.timer = null;
+    if (this.closed) return;
+    const now = this.now();
+    this.hotel.advance(now, expireToSession);
+    if (this.retx.size > 0) this.schedulePass();
+    this.flushAcks(true);
+    for (const ep of this.handshaking) {
+      if (now >= ep.hsDeadline) ep.handshakeExpired();
+      else if (now >= ep.hsNext) ep.sendHandshake();
+    }
+    if (now - this.lastPeerCheck >= 100) {
+      this.lastPeerCheck = now;
+      // A closing endpoint (finalize) waits for its last ACKs at most the
+      // connect timeout: a peer that died must not hold finalize for minutes.
+      const closingLimit = Math.min(this.peerTimeoutMs, this.env.params.connectTimeout);
+      for (const ep of this.endpoints.values()) {
+        const s = ep.session;
+        const limit = ep.closing ? closingLimit : this.peerTimeoutMs;
+        if (s.open && !s.idle && now - s.lastHeard > limit) ep.timedOut(Math.round(limit / 1000), ep.closing ? 'RAILCOMM_CONNECT_TIMEOUT, while closing' : 'RAILCOMM_UDP_PEER_TIMEOUT');
+      }
+    }
+    this.armTimer();
+  }
+
+  /** Current figures for --stats: the largest RTO, and what is in flight. */
+  refreshGauges(): void {
+    let rto = 0, segs = 0, bytes = 0;
+    for (const ep of this.endpoints.values()) {
+      const s = ep.session;
+      if (!s.open) continue;
+      rto = Math.max(rto, s.rtt.rto);
+      segs += s.inflight;
+      bytes += s.flight;
+    }
+    this.counters.rtoMs = rto;
+    this.counters.inflightSegs = segs;
+    this.counters.inflightBytes = bytes;
+    this.counters.windowSegs = this.limits.window;
+  }
+
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    await Promise.all([...this.endpoints.values()].map((ep) => ep.close()));
+    this.refreshGauges();
+    this.counters.refresh = null;
+    this.closed = true;
+    if (this.timer !== null) { clearTimeout(this.timer); this.timer = null; }
+    this.faults?.close();
+    await Promise.all([this.data, this.prio].map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+    this.env.log.debug(`udp: ${this.name} closed (${formatId(this.env.self)})`);
+  }
+}
+
+

@@ -1,0 +1,545 @@
+// Reliable, ordered delivery to one peer over datagrams, without sockets:
+// sequence numbers, the send window paced by the peer's credits and a
+// congestion window, cumulative ACKs (piggy-backed or explicit), retransmission
+// through the hotel and the retransmit list, the receive window (then
+// reassembly.ts). The rail supplies the
+// sockets and clocks through SessionHost, so tests can drive it over a fake link.
+
+import type { Checkout, Guest, GuestList, Hotel } from '../../core/hotel.js';
+import type { TrafficCounters } from '../../core/counters.js';
+import type { AmHandler, Completion, RailEndpoint } from '../api.js';
+import type { RailcommError } from '../../core/errors.js';
+import type { UdpCounters } from './counters.js';
+import { Frag, SEG_OVERHEAD, Segment } from './segment.js';
+import { RttEstimator } from './rtt.js';
+import { checksum } from './checksum.js';
+import { Reassembler } from './reassembly.js';
+import { seqAdd } from './seq.js';
+import {
+  CHUNK_BYTES, FRAG_BYTES, SUM_FROM, T_ACK, T_CHUNK, T_FRAG,
+  encodeChunk, encodeCommon, encodeFrag, getAck, getCredit, getHole, getSeq, getType,
+  markHeaderSum, setSeq, setSum, setToken, stampAck, sumLength,
+} from './wire.js';
+
+export interface SessionLimits {
+  /** Largest AM header. */
+  readonly hdrMax: number;
+  /** Largest fragment payload (reassembly bound). */
+  readonly fragMax: number;
+  /** Largest datagram on the priority channel, and on the data channel. */
+  readonly tinyMax: number;
+  readonly dataMax: number;
+  /** Send and receive window in segments (a power of two). */
+  readonly window: number;
+  /** Initial retransmission timeout and its floor (ms). */
+  readonly rtoMs: number;
+  readonly rtoFloorMs: number;
+  /** Queued bytes past which sendCopy answers no-resource. */
+  readonly highWater: number;
+  /** Checksum only the headers (RAILCOMM_UDP_CHECKSUM=0). */
+  readonly headerSumOnly?: boolean;
+}
+
+export interface SessionHost {
+  readonly hotel: Hotel;
+  /** The rail's retransmit list (segments whose timer fired, or fast retransmits). */
+  readonly retx: GuestList;
+  readonly counters: UdpCounters;
+  readonly handlers: ReadonlyArray<AmHandler | undefined>;
+  readonly limits: SessionLimits;
+  now(): number;
+  segment(tiny: boolean): Segment;
+  frag(): Frag;
+  release(seg: Segment): void;
+  releaseFrag(f: Frag): void;
+  /** Put one datagram on the wire to the session's peer. */
+  transmit(s: Session, buf: Buffer, len: number, prio: boolean): void;
+  /** Whether a tiny segment may go out on the priority channel right now (it is idle). */
+  prioIdle(): boolean;
+  /** The session has queued segments that progress should post. */
+  wantPass(s: Session): void;
+  /** The session owes its peer an ACK (urgent: a duplicate or out-of-order arrival). */
+  wantAck(s: Session, urgent: boolean): void;
+  /** Credit to grant the peer (bytes it may have in flight to us). */
+  grant(s: Session): number;
+}
+
+/** What the session tells the endpoint that owns it. */
+export interface SessionOwner {
+  readonly endpoint: RailEndpoint;
+  readonly counters: TrafficCounters;
+  /** The peer's BYE arrived (it closed in order). */
+  bye(): void;
+  /** The peer sent something that cannot be true. */
+  protocolError(why: string): void;
+  /** Nothing queued and nothing unacknowledged. */
+  drained(): void;
+  /** Queued bytes fell back under the high-water mark after a no-resource answer. */
+  roomAgain(): void;
+}
+
+export class Session {
+  readonly host: SessionHost;
+  readonly owner: SessionOwner;
+  readonly rtt: RttEstimator;
+  /** Token stamped on everything sent to the peer (the peer chose it). */
+  token = 0;
+  /** Handshake done: segments may be posted. */
+  open = false;
+  dead = false;
+
+  // ---- send side
+  txNext = 0;
+  /** Oldest unacknowledged sequence number. */
+  txBase = 0;
+  private readonly txRing: Array<Segment | null>;
+  private readonly mask: number;
+  /** Weighted bytes in flight (payload plus kernel overhead per datagram). */
+  flight = 0;
+  /** Weighted bytes the peer lets us have in flight (its latest grant). */
+  credit = 262144;
+  /**
+   * Congestion window (weighted bytes), TCP style: halved when a segment is
+   * lost (at most once per round trip), regrown by each acknowledgement. The
+   * peer's credit is sized to its socket buffer; a lossy path behind a deep
+   * queue repairs each hole a queue later, so the queue is kept short then.
+   */
+  cwnd = 1 << 30;
+  private ssthresh = 1 << 30;
+  private lastCut = -1e9;
+  private queue: Array<Segment | Frag> = [];
+  private qHead = 0;
+  queuedBytes = 0;
+  private wantRoom = false;
+  /** This session's segments on the rail's retransmit list. */
+  retxPending = 0;
+  private nextFragId = 1;
+  /** A hole the peer reported at holeSeq, to repair when its segment's copy had time to arrive. */
+  private holeSeq = 0;
+  private holeArmed = false;
+
+  // ---- receive side
+  rxNext = 0;
+  private readonly rxRing: Array<Buffer | null>;
+  private readonly rxViews: Array<DataView | null>;
+  rxHeld = 0;
+  ackOwed = false;
+  ackUrgent = false;
+  ackListed = false;
+  /** On the rail's list of sessions with segments to post. */
+  readyListed = false;
+  /** Passes an owed ACK has waited. */
+  ackAge = 0;
+  lastHeard = 0;
+  /** Where in-order segments go: whole fragments up at once, chunks gathered. */
+  private readonly asm: Reassembler;
+
+
+  constructor(host: SessionHost, owner: SessionOwner) {
+    this.host = host;
+    this.owner = owner;
+    const w = host.limits.window;
+    this.mask = w - 1;
+    this.txRing = new Array<Segment | null>(w).fill(null);
+    this.rxRing = new Array<Buffer | null>(w).fill(null);
+    this.rxViews = new Array<DataView | null>(w).fill(null);
+    this.rtt = new RttEstimator(host.limits.rtoMs, host.limits.rtoFloorMs);
+    this.asm = new Reassembler(host.handlers, host.counters, owner, host.limits.hdrMax);
+    this.lastHeard = host.now();
+  }
+
+  /** Sequence numbers start where the handshake says (each side's token), so wrap-around is exercised. */
+  start(token: number, txStart: number, rxStart: number, credit: number): void {
+    this.token = token >>> 0;
+    this.txNext = this.txBase = txStart >>> 0;
+    this.rxNext = rxStart >>> 0;
+    this.credit = credit;
+    this.open = true;
+    this.lastHeard = this.host.now();
+    if (this.qHead < this.queue.length) this.host.wantPass(this);
+  }
+
+  get inflight(): number {
+    return (this.txNext - this.txBase) | 0;
+  }
+
+  get idle(): boolean {
+    return this.txNext === this.txBase && this.qHead === this.queue.length;
+  }
+
+  // ---- sending -------------------------------------------------------------
+
+  /**
+   * Queue (or post at once) one fragment. Copies unless `done` is given, in
+   * which case the payload is read as chunks are cut and `done` fires after the
+   * last one. Returns false (nothing taken) past the high-water mark.
+   */
+  send(am: number, flags: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null, done: Completion | null): boolean {
+    const payLen = payload === null ? 0 : payload.byteLength;
+    const lim = this.host.limits;
+    if (done === null && this.queuedBytes > lim.highWater) {
+      this.wantRoom = true;
+      this.owner.counters.pending++;
+      return false;
+    }
+    const whole = FRAG_BYTES + hdrLen + payLen;
+    if (whole <= lim.dataMax) {
+      const tiny = whole <= lim.tinyMax;
+      const seg = this.host.segment(tiny);
+      seg.owner = this;
+      const v = seg.view;
+      encodeCommon(v, T_FRAG, this.token, 0);
+      encodeFrag(v, am, flags, hdrLen, payLen);
+      const b = seg.buf;
+      for (let i = 0; i < hdrLen; i++) b[FRAG_BYTES + i] = hdr[i]!;
+      if (payload !== null) {
+        if (payLen <= 64) for (let i = 0; i < payLen; i++) b[FRAG_BYTES + hdrLen + i] = payload[i]!;
+        else b.set(payload, FRAG_BYTES + hdrLen);
+      }
+      seg.len = whole;
+      seg.weight = whole + SEG_OVERHEAD;
+      if (this.open && this.qHead === this.queue.length && this.retxPending === 0 && this.canPost(seg.weight)) {
+        this.post(seg, tiny && this.host.prioIdle());
+      } else {
+        this.queue.push(seg);
+        this.queuedBytes += whole;
+        if (this.open) this.host.wantPass(this);
+      }
+      if (done !== null) done.railComplete(null);
+      return true;
+    }
+    const f = this.host.frag();
+    f.am = am;
+    f.flags = flags;
+    f.hdr.set(hdr.subarray(0, hdrLen), 0);
+    f.hdrLen = hdrLen;
+    // A copy takes its bytes now; a zero-copy send is read as its chunks are cut.
+    f.payload = done === null ? Buffer.from(payload!) : payload!;
+    f.payLen = payLen;
+    f.off = 0;
+    f.fragId = this.nextFragId;
+    this.nextFragId = (this.nextFragId + 1) >>> 0 || 1;
+    f.done = done;
+    const first = this.qHead === this.queue.length;
+    this.queue.push(f);
+    this.queuedBytes += payLen;
+    if (this.open) {
+      if (first && this.retxPending === 0) this.pump();
+      if (this.qHead < this.queue.length) this.host.wantPass(this);
+    }
+    return true;
+  }
+
+  private canPost(weight: number): boolean {
+    return ((this.txNext - this.txBase) | 0) < this.host.limits.window && (this.flight === 0 || this.flight + weight <= Math.min(this.credit, this.cwnd));
+  }
+
+  /** A segment was lost: halve the congestion window, once per round trip. */
+  private lost(): void {
+    const now = this.host.now();
+    if (now - this.lastCut < Math.max(1, this.rtt.srtt)) return;
+    this.lastCut = now;
+    const floor = 4 * (this.host.limits.dataMax + SEG_OVERHEAD);
+    this.ssthresh = Math.max(floor, Math.min(this.flight, this.credit) / 2);
+    this.cwnd = this.ssthresh;
+  }
+
+  /** `w` weighted bytes were acknowledged: grow the window (fast below ssthresh, then by about a segment per window). */
+  private grow(w: number): void {
+    if (this.cwnd >= 1 << 30) return;
+    if (this.cwnd < this.ssthresh) this.cwnd += w;
+    else this.cwnd += Math.max(1, (w * (this.host.limits.dataMax + SEG_OVERHEAD)) / this.cwnd);
+    if (this.cwnd > 4 * this.credit) this.cwnd = 1 << 30; // no loss for long: back to credits alone
+  }
+
+  /** Post what the window and credits allow, in order. True when the queue is empty. */
+  pump(): boolean {
+    const lim = this.host.limits;
+    while (this.qHead < this.queue.length && this.open && !this.dead) {
+      const item = this.queue[this.qHead]!;
+      if (item instanceof Segment) {
+        if (!this.canPost(item.weight)) return false;
+        this.queue[this.qHead++] = null as unknown as Segment;
+        this.queuedBytes -= item.len;
+        this.post(item, item.tiny && this.host.prioIdle());
+        continue;
+      }
+      const f = item;
+      const first = f.off === 0;
+      const room = lim.dataMax - CHUNK_BYTES - (first ? f.hdrLen : 0);
+      const n = Math.min(room, f.payLen - f.off);
+      const len = CHUNK_BYTES + (first ? f.hdrLen : 0) + n;
+      if (!this.canPost(len + SEG_OVERHEAD)) return false;
+      const seg = this.host.segment(false);
+      seg.owner = this;
+      const v = seg.view;
+      encodeCommon(v, T_CHUNK, this.token, 0);
+      encodeChunk(v, f.am, f.flags, f.hdrLen, f.payLen, f.fragId, f.off);
+      let at = CHUNK_BYTES;
+      if (first) { seg.buf.set(f.hdr.subarray(0, f.hdrLen), at); at += f.hdrLen; }
+      seg.buf.set(f.payload.subarray(f.off, f.off + n), at);
+      seg.len = len;
+      seg.weight = len + SEG_OVERHEAD;
+      f.off += n;
+      this.queuedBytes -= n;
+      this.post(seg, false);
+      if (f.off >= f.payLen) {
+        this.queue[this.qHead++] = null as unknown as Frag;
+        const done = f.done;
+        f.done = null;
+        f.payload = EMPTY;
+        this.host.releaseFrag(f);
+        if (done !== null) done.railComplete(null);
+      }
+    }
+    this.compact();
+    if (this.wantRoom && this.queuedBytes <= this.host.limits.highWater / 2) {
+      this.wantRoom = false;
+      this.owner.roomAgain();
+    }
+    return this.qHead === this.queue.length;
+  }
+
+  private compact(): void {
+    if (this.qHead === this.queue.length) { this.queue.length = 0; this.qHead = 0; }
+    else if (this.qHead > 1024 && this.qHead * 2 > this.queue.length) { this.queue.splice(0, this.qHead); this.qHead = 0; }
+  }
+
+  private post(seg: Segment, prio: boolean): void {
+    const seq = this.txNext;
+    this.txNext = seqAdd(seq, 1);
+    seg.seq = seq;
+    seg.sends = 0;
+    setSeq(seg.view, seq);
+    this.txRing[seq & this.mask] = seg;
+    this.flight += seg.weight;
+    this.transmit(seg, prio);
+  }
+
+  /** (Re)transmit a posted segment with the current ACK and credit, and check it into the hotel. */
+  transmit(seg: Segment, prio: boolean): void {
+    // Segments queued before the handshake finished learn the peer's token only now.
+    setToken(seg.view, this.token);
+    stampAck(seg.view, (this.rxNext - 1) >>> 0, this.host.grant(this), this.rxHeld > 0);
+    if (this.host.limits.headerSumOnly === true) markHeaderSum(seg.view);
+    setSum(seg.view, checksum(seg.buf, SUM_FROM, sumLength(seg.view, seg.len), seg.words));
+    const now = this.host.now();
+    seg.sentAt = now;
+    seg.sends++;
+    this.host.transmit(this, seg.buf, seg.len, prio);
+    this.host.counters.segsSent++;
+    this.host.hotel.checkIn(seg, now + this.rtt.rto);
+    this.ackSent();
+  }
+
+  /** An ACK went out (piggy-backed or explicit). */
+  ackSent(): void {
+    this.ackOwed = false;
+    this.ackUrgent = false;
+    this.ackAge = 0;
+  }
+
+  /**
+   * The hotel says this segment's time is up. Only the oldest unacknowledged
+   * segment is sent again (as TCP does): the ACK that answers it tells us,
+   * through its HOLE bit or by leaving the next one overdue, what else is
+   * missing. The others wait another timeout.
+   */
+  expired(seg: Segment): void {
+    const now = this.host.now();
+    if (seg.seq !== this.txBase) {
+      this.host.hotel.checkIn(seg, now + this.rtt.rto);
+      return;
+    }
+    if (this.holeArmed && this.holeSeq === seg.seq) {
+      // Not a timeout: the peer reported this hole, and the copy we waited for did not fill it.
+      this.holeArmed = false;
+      this.toRetransmit(seg);
+      this.lost();
+      this.host.counters.fastRetransmits++;
+      return;
+    }
+    this.rtt.backoff();
+    // (A timeout alone does not shrink the congestion window: here it is as
+    // often a late ACK from a descheduled peer as a loss.)
+    this.toRetransmit(seg);
+    this.host.counters.timeouts++;
+  }
+
+  /** Move a posted segment from the hotel to the retransmit list (progress sends it). */
+  private toRetransmit(seg: Segment): void {
+    this.host.hotel.checkOut(seg);
+    this.host.retx.push(seg);
+    this.retxPending++;
+    this.host.wantPass(this);
+  }
+
+  /** Called by progress for a segment taken off the retransmit list. */
+  resend(seg: Segment): void {
+    this.retxPending--;
+    if (this.dead) return;
+    this.host.counters.retransmits++;
+    this.owner.counters.retransmits++;
+    this.transmit(seg, false);
+  }
+
+  // ---- receiving -----------------------------------------------------------
+
+  /** A datagram for this session that passed the structural checks. */
+  receive(buf: Buffer, v: DataView, len: number): void {
+    const type = getType(v);
+    this.lastHeard = this.host.now();
+    this.onAck(getAck(v), getCredit(v), getHole(v), type === T_ACK);
+    if (type === T_ACK || this.dead) return;
+    const seq = getSeq(v);
+    const d = (seq - this.rxNext) | 0;
+    const c = this.host.counters;
+    c.segsRecv++;
+    if (d < 0) {
+      // Older than expected: its ACK was lost, so ACK again now.
+      c.dupSegs++;
+      this.host.wantAck(this, true);
+      return;
+    }
+    if (d >= this.host.limits.window) { c.dropWindow++; return; }
+    if (d > 0) {
+      const slot = seq & this.mask;
+      if (this.rxRing[slot] !== null) c.dupSegs++;
+      else { this.rxRing[slot] = buf; this.rxViews[slot] = v; this.rxHeld += len; c.outOfOrder++; }
+      this.host.wantAck(this, true);
+      return;
+    }
+    this.rxNext = seqAdd(this.rxNext, 1);
+    this.asm.deliver(buf, v, len);
+    for (;;) {
+      if (this.dead) return;
+      const slot = this.rxNext & this.mask;
+      const b = this.rxRing[slot]!;
+      if (b === null) break;
+      const bv = this.rxViews[slot]!;
+      this.rxRing[slot] = null;
+      this.rxViews[slot] = null;
+      this.rxHeld -= b.length;
+      this.rxNext = seqAdd(this.rxNext, 1);
+      this.asm.deliver(b, bv, b.length);
+    }
+    this.host.wantAck(this, false);
+  }
+
+  /**
+   * A cumulative ACK (every segment up to `ack` arrived) with the peer's
+   * credit; `hole`: the peer holds later segments, so the one after `ack` is
+   * missing. `explicit`: an ACK segment (a repeat of it is a duplicate ACK).
+   */
+  onAck(ack: number, credit: number, hole: boolean, explicit: boolean): void {
+    this.credit = credit;
+    const n = (ack - this.txBase + 1) | 0;
+    const inflight = (this.txNext - this.txBase) | 0;
+    if (n > inflight) { this.host.counters.dropProtocol++; return; }
+    if (n > 0) {
+      const hotel = this.host.hotel;
+      const retx = this.host.retx;
+      // Round trips are sampled only from ACKs that cover no retransmitted
+      // segment (Karn's rule, widened: segments that waited behind a lost one
+      // were acknowledged late, not slowly).
+      let clean = true;
+      let newestSent = 0;
+      const before = this.flight;
+      for (let i = 0; i < n; i++) {
+        const slot = (this.txBase + i) & this.mask;
+        const seg = this.txRing[slot]!;
+        this.txRing[slot] = null;
+        if (seg.gList === retx) { retx.remove(seg); this.retxPending--; } else hotel.checkOut(seg);
+        this.flight -= seg.weight;
+        if (seg.sends !== 1) clean = false;
+        newestSent = seg.sentAt;
+        this.host.release(seg);
+      }
+      if (clean) this.rtt.sample(this.host.now() - newestSent);
+      this.rtt.progress();
+      this.grow(before - this.flight);
+      this.holeArmed = false;
+      this.txBase = seqAdd(ack, 1);
+      if (this.qHead < this.queue.length) this.host.wantPass(this);
+      else if (this.txBase === this.txNext) { this.owner.drained(); return; }
+    } else if (explicit && inflight > 0) {
+      // A duplicate ACK. It means a segment is missing only if the peer holds
+      // later ones (HOLE); otherwise it answers a copy we sent needlessly.
+      this.host.counters.dupAcks++;
+    }
+    if (!hole || this.retxPending > 0 || this.txBase === this.txNext) {
+      // Recovering from a timeout: the next segment is overdue too, so send it now rather than after another timeout.
+      if (n > 0 && this.retxPending === 0 && this.txBase !== this.txNext) {
+        const next = this.txRing[this.txBase & this.mask]!;
+        if (this.host.now() - next.sentAt >= this.rtt.rto) { this.toRetransmit(next); this.host.counters.fastRetransmits++; }
+      }
+      return;
+    }
+    // The peer is missing txBase: send it again now, unless a copy is still on its way.
+    const seg = this.txRing[this.txBase & this.mask]!;
+    // (A segment sent moments ago is more likely overtaken, by one on the other channel, than lost.)
+    // A first copy overtaken on the other channel arrives within a millisecond;
+    // a copy already sent again gets a round trip.
+    const wait = seg.sends === 1 ? 1 : Math.max(1, Math.min(this.rtt.rto / 2, this.rtt.srtt * 2));
+    if (this.host.now() - seg.sentAt >= wait) {
+      this.toRetransmit(seg);
+      this.lost();
+      this.host.counters.fastRetransmits++;
+    } else if (seg.gList !== this.host.retx) {
+      // Look again when that wait is over: no further ACK may come to say so
+      // (a sender out of credit sends nothing that would draw one).
+      this.holeSeq = seg.seq;
+      this.holeArmed = true;
+      this.host.hotel.checkIn(seg, seg.sentAt + wait);
+    }
+  }
+
+  // ---- ending --------------------------------------------------------------
+
+  /** Stop: free every segment, fail zero-copy sends still queued. */
+  kill(err: RailcommError): void {
+    if (this.dead) return;
+    this.dead = true;
+    this.open = false;
+    const hotel = this.host.hotel;
+    for (let i = 0; i < this.txRing.length; i++) {
+      const seg = this.txRing[i];
+      if (seg === null || seg === undefined) continue;
+      this.txRing[i] = null;
+      if (seg.gList === this.host.retx) this.host.retx.remove(seg); else hotel.checkOut(seg);
+      this.host.release(seg);
+    }
+    this.retxPending = 0;
+    this.flight = 0;
+    const q = this.queue;
+    this.queue = [];
+    for (let i = this.qHead; i < q.length; i++) {
+      const item = q[i]!;
+      if (item instanceof Segment) this.host.release(item);
+      else {
+        const done = item.done;
+        item.done = null;
+        item.payload = EMPTY;
+        this.host.releaseFrag(item);
+        if (done !== null) done.railComplete(err);
+      }
+    }
+    this.qHead = 0;
+    this.queuedBytes = 0;
+    this.rxRing.fill(null);
+    this.rxViews.fill(null);
+    this.rxHeld = 0;
+    this.asm.reset();
+  }
+}
+
+const EMPTY = new Uint8Array(0);
+
+/** The rail's hotel checkout: expired segments go to their session's retransmit path. */
+export const expireToSession: Checkout = {
+  expired(g: Guest): void {
+    const seg = g as Segment;
+    const s = seg.owner as Session | null;
+    if (s !== null) s.expired(seg);
+  },
+};
