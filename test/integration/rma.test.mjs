@@ -1,4 +1,4 @@
-// One-sided communication (windows) in real jobs: over tcp between processes,
+// One-sided communication (windows) in real jobs: over tcp and udp between processes,
 // natively between worker threads (tbsm, shared memory), mixed in a hybrid
 // job, on one rank, and with a target that dies.
 
@@ -24,6 +24,13 @@ test('windows: 4 processes over tcp (emulated by active messages)', async () => 
   // A small socket high-water mark makes lanes answer "no resource", so operations and replies queue.
   const stats = await suite(['-n', '4', '--rails', 'tcp'], 4, { RAILCOMM_TCP_SEND_HIGH_WATER: '65536' });
   assert.ok(stats.every((s) => s.emulated > 100), JSON.stringify(stats));
+});
+
+test('windows: 3 processes over udp, clean and with injected faults', async () => {
+  for (const faults of ['', 'drop=0.05,dup=0.02,reorder=0.1,corrupt=0.001']) {
+    const stats = await suite(['-n', '3'], 3, { RAILCOMM_RAILS: 'udp,self', RAILCOMM_UDP_FAULTS: faults });
+    assert.ok(stats.every((s) => s.emulated > 100), JSON.stringify(stats));
+  }
 });
 
 test('windows: 4 thread ranks (direct shared-memory access)', async () => {
