@@ -110,6 +110,7 @@ export class Context {
       if (opts.launch.size === 1) return 'a world of one rank needs only self';
       if (c.reach === 'process' && opts.launch.threads < 2) return 'no other rank is a thread of this process';
       if (c.reach !== 'process' && opts.launch.threads >= opts.launch.size) return 'every rank is a thread of this process';
+      if (c.reach === 'host' && opts.launch.localSize <= opts.launch.threads) return 'no other process of this job on this host';
       return null;
     };
     const chosen = usable.filter((c) => {
@@ -174,6 +175,7 @@ export class Context {
     const env: RailEnv = {
       self: ctx.self, jobId: opts.launch.jobId, jobKey: opts.launch.jobKey || newJobKey(),
       params, log: ctx.log, upcalls,
+      hostPeers: Math.max(0, opts.launch.localSize - opts.launch.threads),
     };
     const l6: string[] = [];
     for (const [c, d] of picked) {

@@ -5,5 +5,6 @@ import type { Component } from './api.js';
 import { selfComponent } from './self/component.js';
 import { tcpComponent } from './tcp/component.js';
 import { tbsmComponent } from './tbsm/component.js';
+import { shmComponent } from './shm/component.js';
 
-export const COMPONENTS: readonly Component[] = [selfComponent, tbsmComponent, tcpComponent];
+export const COMPONENTS: readonly Component[] = [selfComponent, tbsmComponent, shmComponent, tcpComponent];
