@@ -3,7 +3,7 @@
 // single-copy reads and CRC32C. Returns null, with the reason, when it is absent.
 
 import { createRequire } from 'node:module';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, unlinkSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { RailcommError, ErrorCode } from '../core/errors.js';
@@ -95,4 +95,20 @@ export function loadNative(): NativeAddon | null {
 export function nativeWhy(): string {
   loadNative();
   return why;
+}
+
+/**
+ * Remove what a job left in /dev/shm (ranks killed before they could unlink):
+ * plain file removal, so it works without the addon. Returns how many went.
+ */
+export function removeJobSegments(jobId: number, dir = '/dev/shm'): number {
+  const prefix = shmJobPrefix(jobId);
+  let names: string[];
+  try { names = readdirSync(dir); } catch { return 0; }
+  let n = 0;
+  for (const name of names) {
+    if (!name.startsWith(prefix)) continue;
+    try { unlinkSync(path.join(dir, name)); n++; } catch { /* gone meanwhile */ }
+  }
+  return n;
 }

@@ -70,6 +70,7 @@ export class Context {
 
   get worldRank(): number { return this.launch.rank; }
   get eagerLimit(): number { return this.params.eagerLimit; }
+  get singleCopy(): boolean { return this.params.shmSingleCopy; }
   get worldSize(): number { return this.launch.size; }
 
   static async create(opts: ContextOptions): Promise<Context> {

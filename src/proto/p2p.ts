@@ -11,8 +11,13 @@ import type { Linked, List } from './list.js';
 import { Request, KIND_PROBE, KIND_SEND, PENDING, type Canceller } from './request.js';
 import { ProtoEndpoint, type PendingOp } from './endpoint.js';
 import type { AmRegistry } from './am.js';
+import { IpcNegotiation, IpcPeer, type IpcLink } from './ipc.js';
 import {
-  AM_CREDIT, AM_CTS, AM_DATA, AM_EAGER, AM_RTS, CREDIT_HDR, CTS_DISCARD, CTS_HDR, DATA_HDR, EAGER_HDR, EAGER_OVERHEAD, RTS_HDR,
+  AM_IPC_ACK, AM_IPC_REQ, AM_RTS_RGET, IPC_ACK_HDR, IPC_NO, IPC_REQ_HDR, RTS_RGET_HDR,
+  encodeIpcAck, encodeIpcReq, encodeRgetAddress, ipcAckStatus, ipcReqAddress, ipcReqCookie, rgetAddress,
+} from './ipc-wire.js';
+import {
+  AM_CREDIT, AM_CTS, AM_DATA, AM_EAGER, AM_FIN, AM_RTS, FIN_HDR, CREDIT_HDR, CTS_DISCARD, CTS_HDR, DATA_HDR, EAGER_HDR, EAGER_OVERHEAD, RTS_HDR,
   ctsCredits, ctsFlags, ctsRecvId, ctsSendId, dataOffset, dataRecvId, encodeCts, encodeData, encodeMatchHeader, encodeRts,
   encodeU32, hdrCredits, hdrCtx, hdrSeq, hdrSrc, hdrTag, readU32, rtsSendId, rtsSize,
 } from './wire.js';
@@ -30,6 +35,8 @@ export class Unexpected implements Arrived {
   readonly data: Buffer | null;
   readonly size: number;
   readonly sendId: number;
+  /** Rendezvous by RGET: where the sender's buffer is in its process (0n: the ring path). */
+  remote = 0n;
 
   constructor(ep: ProtoEndpoint, src: number, tag: number, data: Buffer | null, size: number, sendId: number) {
     this.ep = ep; this.src = src; this.tag = tag; this.data = data; this.size = size; this.sendId = sendId;
@@ -54,6 +61,8 @@ export interface P2pHost {
   readonly worldSize: number;
   /** Sends up to this size complete at once, never waiting for the receiver. */
   readonly eagerLimit: number;
+  /** Large messages may be read by the receiver straight from the sender's memory where a lane can. */
+  readonly singleCopy?: boolean;
   endpointFor(world: number): ProtoEndpoint;
   /** The endpoint if this rank ever used that peer (no lookup started). */
   existingEndpoint(world: number): ProtoEndpoint | undefined;
@@ -75,6 +84,12 @@ export class PointToPoint implements Canceller {
   /** Counted protocol errors from peers (bad ids, out-of-range data). */
   protocolErrors = 0;
   private readonly startSendFn = (ep: ProtoEndpoint, r: Request): PendingOp | null => this.startSend(ep, r);
+  /** Single-copy negotiation per peer (proto/ipc.ts) and what it moved. */
+  private readonly ipc = new IpcNegotiation();
+  private readonly ipcPeers = new Map<ProtoEndpoint, { peer: IpcPeer; link: IpcLink }>();
+  private readonly ipcScratch = new Uint8Array(8);
+  rgetMsgs = 0;
+  rgetBytes = 0;
 
   constructor(host: P2pHost, am: AmRegistry) {
     this.host = host;
@@ -83,6 +98,10 @@ export class PointToPoint implements Canceller {
     am.register(AM_CTS, 'cts', this.ctsHandler);
     am.register(AM_DATA, 'data', this.dataHandler);
     am.register(AM_CREDIT, 'credit', this.creditHandler);
+    am.register(AM_RTS_RGET, 'rts-rget', this.matchedHandler(AM_RTS_RGET));
+    am.register(AM_FIN, 'fin', this.finHandler);
+    am.register(AM_IPC_REQ, 'ipc-req', this.ipcReqHandler);
+    am.register(AM_IPC_ACK, 'ipc-ack', this.ipcAckHandler);
   }
 
   registerContext(ctx: number, group: readonly number[], collective: boolean): void {
@@ -156,15 +175,20 @@ export class PointToPoint implements Canceller {
       // the receiver): a copy of the bytes goes by rendezvous instead.
       req = this.detachEager(req);
     }
-    // Rendezvous: announce, and wait for the receiver to match and ask for the data.
+    // Rendezvous: announce, and wait for the receiver to match and ask for the
+    // data, or to read it itself (RGET) when the peer agreed to (asked here first).
+    const rget = len > ep.th.zcopy && this.host.singleCopy === true && lane.ipc != null && this.ipc.want(this.ipcOf(ep).peer, this.ipcOf(ep).link);
     const id = this.nextSendId;
     this.nextSendId = (id + 1) >>> 0 || 1;
     req.rndvId = id;
     this.sendRndv.set(id, req);
     ep.sendsActive.add(req);
     encodeRts(v, req.ctx, req.source, req.tag, seq, ep.takeOwed(), id, len);
-    const st = lane.sendCopy(AM_RTS, this.scratch, RTS_HDR, null);
-    if (st === NO_RESOURCE) return ProtoEndpoint.op(AM_RTS, this.scratch, RTS_HDR, null, false, null);
+    const am = rget ? AM_RTS_RGET : AM_RTS;
+    const hdrLen = rget ? RTS_RGET_HDR : RTS_HDR;
+    if (rget) encodeRgetAddress(v, lane.ipc!.addressOf(req.buf));
+    const st = lane.sendCopy(am, this.scratch, hdrLen, null);
+    if (st === NO_RESOURCE) return ProtoEndpoint.op(am, this.scratch, hdrLen, null, false, null);
     return null;
   }
 
@@ -220,11 +244,11 @@ export class PointToPoint implements Canceller {
       req.complete(u.src, u.tag, u.size);
       return;
     }
-    this.acceptRndv(req, ep, u.sendId, u.size, u.src, u.tag);
+    this.acceptRndv(req, ep, u.sendId, u.size, u.src, u.tag, u.remote);
   }
 
   /** Matched a rendezvous announcement: ask for the data (or refuse it on truncation). */
-  private acceptRndv(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number): void {
+  private acceptRndv(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number, remote: bigint): void {
     if (ep.failure !== null) { req.fail(ep.failure); return; }
     if (size > req.buf.byteLength) {
       encodeCts(this.scratchView, sendId, 0, CTS_DISCARD, ep.takeOwed());
@@ -232,6 +256,7 @@ export class PointToPoint implements Canceller {
       req.fail(truncated(size, req.buf.byteLength, src, tag));
       return;
     }
+    if (remote !== 0n && size > 0 && this.rget(req, ep, sendId, size, src, tag, remote)) return;
     const id = this.nextRecvId;
     this.nextRecvId = (id + 1) >>> 0 || 1;
     req.rndvId = id;
@@ -245,6 +270,47 @@ export class PointToPoint implements Canceller {
     encodeCts(this.scratchView, sendId, id, 0, ep.takeOwed());
     this.control(ep, AM_CTS, CTS_HDR);
     if (size === 0) { this.recvRndv.delete(id); ep.recvsActive.delete(req); req.complete(src, tag, 0); }
+  }
+
+  /**
+   * RGET: read the sender's buffer straight into the receive buffer (one copy),
+   * then FIN. False when the read was refused: the ring path (CTS) follows.
+   */
+  private rget(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number, remote: bigint): boolean {
+    const reader = ep.lane?.ipc ?? null;
+    if (reader === null) return false;
+    const r = reader.read(req.buf.subarray(0, size), remote);
+    if (r === -3) { req.fail(new RailcommError(ErrorCode.PEER_FAILED, `rank ${ep.rank} vanished while a ${size}-byte message was read from it`)); return true; }
+    if (r !== 0) { const x = this.ipcOf(ep); this.ipc.onReadFailed(x.peer, x.link); return false; }
+    this.rgetMsgs++;
+    this.rgetBytes += size;
+    this.ipcOf(ep).peer.rgets++;
+    encodeU32(this.scratchView, sendId);
+    this.control(ep, AM_FIN, FIN_HDR);
+    req.complete(src, tag, size);
+    return true;
+  }
+
+  /** The negotiation state with a peer, and how it talks to it. */
+  private ipcOf(ep: ProtoEndpoint): { peer: IpcPeer; link: IpcLink } {
+    let x = this.ipcPeers.get(ep);
+    if (x === undefined) {
+      const link: IpcLink = {
+        get reader() { return ep.lane?.ipc ?? null; },
+        sendRequest: (address, cookie, attempt) => { encodeIpcReq(this.scratchView, address, cookie, attempt); this.control(ep, AM_IPC_REQ, IPC_REQ_HDR); },
+        sendAck: (status) => { encodeIpcAck(this.scratchView, status); this.control(ep, AM_IPC_ACK, IPC_ACK_HDR); },
+      };
+      x = { peer: new IpcPeer(), link };
+      this.ipcPeers.set(ep, x);
+    }
+    return x;
+  }
+
+  /** Single-copy negotiation state per peer rank (tests, stats). */
+  ipcStates(): Record<string, { tx: number; rx: number; tries: number; rgets: number; fallbacks: number }> {
+    const out: Record<string, { tx: number; rx: number; tries: number; rgets: number; fallbacks: number }> = {};
+    for (const [ep, { peer }] of this.ipcPeers) out[String(ep.rank)] = { tx: peer.tx, rx: peer.rx, tries: peer.tries, rgets: peer.rgets, fallbacks: peer.fallbacks };
+    return out;
   }
 
   cancel(r: Request): boolean {
@@ -342,7 +408,7 @@ export class PointToPoint implements Canceller {
 
   private onMatched(ep: ProtoEndpoint, am: number, v: DataView, o: number, buf: Buffer, payOff: number, payLen: number): void {
     if (am === AM_EAGER) this.onEager(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), buf, payOff, payLen);
-    else this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o));
+    else this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o), am === AM_RTS_RGET ? rgetAddress(v, o) : 0n);
   }
 
   private onEager(ep: ProtoEndpoint, ctx: number, src: number, tag: number, buf: Buffer, off: number, len: number): void {
@@ -360,11 +426,12 @@ export class PointToPoint implements Canceller {
     if (st.probes.length > 0) this.checkProbes(st, u);
   }
 
-  private onRts(ep: ProtoEndpoint, ctx: number, src: number, tag: number, sendId: number, size: number): void {
+  private onRts(ep: ProtoEndpoint, ctx: number, src: number, tag: number, sendId: number, size: number, remote: bigint): void {
     const st = this.state(ctx);
     const r = st.queues.matchPosted(src, tag);
-    if (r !== null) { this.acceptRndv(r, ep, sendId, size, src, tag); return; }
+    if (r !== null) { this.acceptRndv(r, ep, sendId, size, src, tag, remote); return; }
     const u = new Unexpected(ep, src, tag, null, size, sendId);
+    u.remote = remote;
     st.queues.pushArrived(u);
     if (st.probes.length > 0) this.checkProbes(st, u);
   }
@@ -471,6 +538,36 @@ export class PointToPoint implements Canceller {
     },
   };
 
+  /** The receiver read the data itself (RGET): the send is complete. */
+  private readonly finHandler: AmHandler = {
+    recv: (rep, rx) => {
+      const ep = this.owner(rep);
+      const sendId = readU32(rx.view, rx.hdrOff);
+      const req = this.sendRndv.get(sendId);
+      if (req === undefined || req.peerWorld !== ep.rank) { this.peerLied(rep, `FIN for unknown send ${sendId}`); return; }
+      this.sendRndv.delete(sendId);
+      ep.sendsActive.delete(req);
+      req.complete(req.source, req.tag, req.buf.byteLength);
+    },
+  };
+
+  private readonly ipcReqHandler: AmHandler = {
+    recv: (rep, rx) => {
+      const x = this.ipcOf(this.owner(rep));
+      const addr = ipcReqAddress(rx.view, rx.hdrOff);
+      const cookie = ipcReqCookie(rx.view, rx.hdrOff);
+      // Refuse when single copy is switched off here: the peer then stops asking.
+      if (this.host.singleCopy !== true) { x.link.sendAck(IPC_NO); return; }
+      this.ipc.onRequest(x.peer, x.link, addr, cookie, this.ipcScratch);
+    },
+  };
+
+  private readonly ipcAckHandler: AmHandler = {
+    recv: (rep, rx) => {
+      this.ipc.onAck(this.ipcOf(this.owner(rep)).peer, ipcAckStatus(rx.view, rx.hdrOff));
+    },
+  };
+
   private readonly creditHandler: AmHandler = {
     recv: (rep, rx) => {
       this.owner(rep).credits += readU32(rx.view, rx.hdrOff);
@@ -548,14 +645,14 @@ export class PointToPoint implements Canceller {
   }
 
   /** Counts for `railcomm info`, stats and hang reports. */
-  snapshot(): { posted: number; unexpected: number; unexpectedBytes: number; rndvSends: number; rndvRecvs: number; protocolErrors: number } {
+  snapshot(): { posted: number; unexpected: number; unexpectedBytes: number; rndvSends: number; rndvRecvs: number; protocolErrors: number; rgetMsgs: number; rgetBytes: number } {
     let posted = 0, unexpected = 0, unexpectedBytes = 0;
     for (const st of this.contexts.values()) {
       posted += st.queues.postedCount;
       unexpected += st.queues.arrivedCount;
       for (const u of st.queues.allArrived()) if (u.data !== null) unexpectedBytes += u.size;
     }
-    return { posted, unexpected, unexpectedBytes, rndvSends: this.sendRndv.size, rndvRecvs: this.recvRndv.size, protocolErrors: this.protocolErrors };
+    return { posted, unexpected, unexpectedBytes, rndvSends: this.sendRndv.size, rndvRecvs: this.recvRndv.size, protocolErrors: this.protocolErrors, rgetMsgs: this.rgetMsgs, rgetBytes: this.rgetBytes };
   }
 }
 

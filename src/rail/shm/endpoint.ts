@@ -37,7 +37,11 @@ export class ShmEndpoint implements RingPeer {
     const self = this;
     this.ipc = {
       addressOf: (buf) => native.addressOf(buf),
-      read(dst, address) { return self.pid === 0 ? -3 : native.cmaRead(self.pid, address, dst); },
+      read(dst, address) {
+        if (self.pid === 0) return -3;
+        const n = native.cmaRead(self.pid, address, dst);
+        return n < 0 ? n : n === dst.byteLength ? 0 : -5;
+      },
     };
   }
 

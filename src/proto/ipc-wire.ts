@@ -1,0 +1,41 @@
+// Wire formats of single-copy rendezvous (RGET) and its lazy negotiation:
+// the RTS that carries the sender's buffer address, FIN, and the IPC
+// request/answer pair. Little endian; nothing else reads these offsets.
+
+import { RTS_HDR } from './wire.js';
+
+/*
+ * Ids from the top of the AM space, away from the ones the protocol grows upwards.
+ *
+ * RTS_RGET (40 bytes), no payload: an RTS (proto/wire.ts, 32 bytes), then
+ *  32 address of the sender's buffer in the sender's process u64
+ *
+ * FIN (proto/wire.ts AM_FIN, 4 bytes): 0 send request id u32 (the receiver read the data itself)
+ *
+ * IPC_REQ (16 bytes): may you read my memory? Read 4 bytes here and compare.
+ *   0 cookie address u64 | 8 cookie u32 | 12 attempt u32
+ *
+ * IPC_ACK (4 bytes): 0 status u32 (IPC_YES, IPC_NO: never, IPC_LATER: not ready, ask again)
+ */
+export const AM_IPC_REQ = 28;
+export const AM_IPC_ACK = 29;
+export const AM_RTS_RGET = 30;
+export const RTS_RGET_HDR = RTS_HDR + 8;
+export const IPC_REQ_HDR = 16;
+export const IPC_ACK_HDR = 4;
+export const IPC_YES = 1;
+export const IPC_NO = 2;
+export const IPC_LATER = 3;
+
+export const encodeRgetAddress = (v: DataView, address: bigint): void => v.setBigUint64(RTS_HDR, address, true);
+export const rgetAddress = (v: DataView, o: number): bigint => v.getBigUint64(o + RTS_HDR, true);
+
+export function encodeIpcReq(v: DataView, address: bigint, cookie: number, attempt: number): void {
+  v.setBigUint64(0, address, true);
+  v.setUint32(8, cookie, true);
+  v.setUint32(12, attempt, true);
+}
+export const ipcReqAddress = (v: DataView, o: number): bigint => v.getBigUint64(o, true);
+export const ipcReqCookie = (v: DataView, o: number): number => v.getUint32(o + 8, true);
+export const encodeIpcAck = (v: DataView, status: number): void => v.setUint32(0, status, true);
+export const ipcAckStatus = (v: DataView, o: number): number => v.getUint32(o, true);
