@@ -57,6 +57,7 @@ function root(): string {
 /** Wrap the raw functions so that failures are RailcommErrors with codes. */
 function wrap(raw: NativeAddon): NativeAddon {
   const fail = (what: string, e: unknown): never => {
+    if (e instanceof TypeError) throw e; // a bad argument: a bug in the caller, not the system
     const r = e as RawError;
     const hint = r.code === 'ENOSPC' ? ' (/dev/shm is full: free space there, or raise its size, or run with RAILCOMM_RAILS without shm)' : '';
     throw new RailcommError(ErrorCode.NO_RAIL, `${what}: ${r.message ?? String(e)}${hint}`, { cause: e });
