@@ -3,6 +3,8 @@
 #include "common.h"
 #include <cerrno>
 #include <cstring>
+#include <dlfcn.h>
+#include <mutex>
 
 namespace railcomm {
 
@@ -43,9 +45,25 @@ bool BytesOf(Local<Value> v, char** data, size_t* len) {
   return false;
 }
 
+/**
+ * Node unloads an addon when the last environment using it (a worker thread)
+ * ends, but V8 frees that worker's SharedArrayBuffers later, calling our unmap
+ * deleter: the code must stay. Pin the library for the life of the process.
+ */
+void PinLibrary() {
+  static std::once_flag once;  // workers may load the addon at the same moment
+  std::call_once(once, [] {
+    Dl_info info;
+    if (dladdr(reinterpret_cast<void*>(&PinLibrary), &info) != 0 && info.dli_fname != nullptr) {
+      dlopen(info.dli_fname, RTLD_NOW | RTLD_NODELETE);
+    }
+  });
+}
+
 }  // namespace railcomm
 
 NODE_MODULE_INIT(/* exports, module, context */) {
+  railcomm::PinLibrary();
   railcomm::InitShm(exports, context);
   railcomm::InitDoorbell(exports, context);
   railcomm::InitCma(exports, context);
