@@ -33,6 +33,8 @@ export interface NativeAddon {
   addressOf(view: ArrayBufferView | ArrayBuffer | SharedArrayBuffer): bigint;
   /** Read dst.byteLength bytes at `address` of process `pid` (process_vm_readv): bytes read, or -errno (EPERM: not allowed). */
   cmaRead(pid: number, address: bigint, dst: ArrayBufferView): number;
+  /** Write src into process `pid` at `address` (process_vm_writev): bytes written, or -errno. */
+  cmaWrite(pid: number, address: bigint, src: ArrayBufferView): number;
   /** CRC32C (Castagnoli) of the view, chained from `seed` (default 0). */
   crc32c(view: ArrayBufferView, seed?: number): number;
   /** Whether crc32c uses the CPU's instruction (SSE4.2). */

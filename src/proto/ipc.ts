@@ -21,6 +21,16 @@ export const IPC_STATE_NAMES = ['INIT', 'SENT', 'ACKING', 'ACKED', 'OK', 'BAD'] 
 
 export const IPC_MAX_TRIES = 5;
 
+/**
+ * From this size, a single-copy rendezvous is split: the receiver reads the
+ * first part while the sender writes the rest into the receive buffer, so
+ * both cores copy at once (each byte is still copied once).
+ */
+export const SPLIT_MIN = 262144;
+
+/** Where the receiver's part ends: half, on a page boundary. */
+export const splitPoint = (size: number): number => Math.floor(size / 8192) * 4096;
+
 const EPERM = 1;
 const EACCES = 13;
 const ENOSYS = 38;

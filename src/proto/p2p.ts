@@ -11,10 +11,11 @@ import type { Linked, List } from './list.js';
 import { Request, KIND_PROBE, KIND_SEND, PENDING, type Canceller } from './request.js';
 import { ProtoEndpoint, type PendingOp } from './endpoint.js';
 import type { AmRegistry } from './am.js';
-import { IpcNegotiation, IpcPeer, type IpcLink } from './ipc.js';
+import { IpcNegotiation, IpcPeer, SPLIT_MIN, splitPoint, type IpcLink } from './ipc.js';
 import {
-  AM_IPC_ACK, AM_IPC_REQ, AM_RTS_RGET, IPC_ACK_HDR, IPC_NO, IPC_REQ_HDR, RTS_RGET_HDR,
-  encodeIpcAck, encodeIpcReq, encodeRgetAddress, ipcAckStatus, ipcReqAddress, ipcReqCookie, rgetAddress,
+  AM_CTS_PUT, AM_IPC_ACK, AM_IPC_REQ, AM_PUT_DONE, AM_RTS_RGET, CTS_PUT_HDR, IPC_ACK_HDR, IPC_NO, IPC_REQ_HDR, PUT_DONE_HDR, RTS_RGET_HDR,
+  ctsPutAddress, ctsPutRecvId, ctsPutSendId, ctsPutSplit, encodeCtsPut, encodeIpcAck, encodeIpcReq, encodePutDone, encodeRgetAddress,
+  ipcAckStatus, ipcReqAddress, ipcReqCookie, putDoneBytes, putDoneRecvId, rgetAddress,
 } from './ipc-wire.js';
 import {
   AM_CREDIT, AM_CTS, AM_DATA, AM_EAGER, AM_FIN, AM_RTS, FIN_HDR, CREDIT_HDR, CTS_DISCARD, CTS_HDR, DATA_HDR, EAGER_HDR, EAGER_OVERHEAD, RTS_HDR,
@@ -102,6 +103,8 @@ export class PointToPoint implements Canceller {
     am.register(AM_FIN, 'fin', this.finHandler);
     am.register(AM_IPC_REQ, 'ipc-req', this.ipcReqHandler);
     am.register(AM_IPC_ACK, 'ipc-ack', this.ipcAckHandler);
+    am.register(AM_CTS_PUT, 'cts-put', this.ctsPutHandler);
+    am.register(AM_PUT_DONE, 'put-done', this.putDoneHandler);
   }
 
   registerContext(ctx: number, group: readonly number[], collective: boolean): void {
@@ -279,16 +282,57 @@ export class PointToPoint implements Canceller {
   private rget(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number, remote: bigint): boolean {
     const reader = ep.lane?.ipc ?? null;
     if (reader === null) return false;
+    const x = this.ipcOf(ep);
+    // Large: the sender writes the second part while we read the first. It may
+    // write into our memory once it agreed it can read it (asked here first).
+    if (size >= SPLIT_MIN && this.ipc.want(x.peer, x.link)) { this.rgetSplit(req, ep, reader, sendId, size, src, tag, remote); return true; }
     const r = reader.read(req.buf.subarray(0, size), remote);
     if (r === -3) { req.fail(new RailcommError(ErrorCode.PEER_FAILED, `rank ${ep.rank} vanished while a ${size}-byte message was read from it`)); return true; }
-    if (r !== 0) { const x = this.ipcOf(ep); this.ipc.onReadFailed(x.peer, x.link); return false; }
+    if (r !== 0) { this.ipc.onReadFailed(x.peer, x.link); return false; }
+    this.rgetMsgs++;
+    this.rgetBytes += size;
+    x.peer.rgets++;
+    encodeU32(this.scratchView, sendId);
+    this.control(ep, AM_FIN, FIN_HDR);
+    req.complete(src, tag, size);
+    return true;
+  }
+
+  /** Split single copy: ask the sender to write [split, size), read [0, split), FIN; PUT_DONE (or DATA) completes. */
+  private rgetSplit(req: Request, ep: ProtoEndpoint, reader: NonNullable<RailEndpoint['ipc']>, sendId: number, size: number, src: number, tag: number, remote: bigint): void {
+    const id = this.nextRecvId;
+    this.nextRecvId = (id + 1) >>> 0 || 1;
+    const split = splitPoint(size);
+    req.rndvId = id; req.source = src; req.tag = tag; req.bytes = size; req.progressBytes = 0; req.peerWorld = ep.rank;
+    this.recvRndv.set(id, req);
+    ep.recvsActive.add(req);
+    encodeCtsPut(this.scratchView, sendId, id, split, reader.addressOf(req.buf));
+    this.control(ep, AM_CTS_PUT, CTS_PUT_HDR);
+    const r = reader.read(req.buf.subarray(0, split), remote);
+    if (r !== 0) {
+      // Both sides agreed, so this cannot happen short of a dead peer or a freed buffer.
+      this.recvRndv.delete(id);
+      ep.recvsActive.delete(req);
+      req.fail(r === -3 ? new RailcommError(ErrorCode.PEER_FAILED, `rank ${ep.rank} vanished while a ${size}-byte message was read from it`)
+        : new RailcommError(ErrorCode.PROTOCOL, `reading ${split} bytes of a message from rank ${ep.rank} failed (errno ${-r})`));
+      return;
+    }
     this.rgetMsgs++;
     this.rgetBytes += size;
     this.ipcOf(ep).peer.rgets++;
     encodeU32(this.scratchView, sendId);
     this.control(ep, AM_FIN, FIN_HDR);
-    req.complete(src, tag, size);
-    return true;
+    this.received(req, split);
+  }
+
+  /** Part of a rendezvous receive landed: complete it once every byte has. */
+  private received(req: Request, n: number): void {
+    req.progressBytes += n;
+    if (req.progressBytes >= req.bytes && req.state === PENDING) {
+      this.recvRndv.delete(req.rndvId);
+      this.host.endpointFor(req.peerWorld).recvsActive.delete(req);
+      req.complete(req.source, req.tag, req.bytes);
+    }
   }
 
   /** The negotiation state with a peer, and how it talks to it. */
@@ -486,13 +530,13 @@ export class PointToPoint implements Canceller {
   };
 
   /** Rendezvous data: pipelined chunks from the user's buffer, straight into the receiver's. */
-  private streamData(ep: ProtoEndpoint, req: Request, recvId: number): void {
+  private streamData(ep: ProtoEndpoint, req: Request, recvId: number, from = 0): void {
     const lane = ep.lane!;
     const buf = req.buf;
     const size = buf.byteLength;
     const chunk = ep.th.chunk;
     if (size === 0) { req.complete(req.source, req.tag, 0); return; }
-    for (let off = 0; off < size; off += chunk) {
+    for (let off = from; off < size; off += chunk) {
       const piece = buf.subarray(off, Math.min(size, off + chunk));
       encodeData(this.scratchView, recvId, off);
       req.railPending++;
@@ -547,7 +591,45 @@ export class PointToPoint implements Canceller {
       if (req === undefined || req.peerWorld !== ep.rank) { this.peerLied(rep, `FIN for unknown send ${sendId}`); return; }
       this.sendRndv.delete(sendId);
       ep.sendsActive.delete(req);
-      req.complete(req.source, req.tag, req.buf.byteLength);
+      // A split transfer may still have our part in flight (DATA fallback): it completes the send.
+      if (req.railPending === 0) req.complete(req.source, req.tag, req.buf.byteLength);
+      else req.progressBytes = req.buf.byteLength;
+    },
+  };
+
+  /** The receiver reads the first part itself and asks us to write the rest into its buffer. */
+  private readonly ctsPutHandler: AmHandler = {
+    recv: (rep, rx) => {
+      const ep = this.owner(rep);
+      const v = rx.view, o = rx.hdrOff;
+      const sendId = ctsPutSendId(v, o);
+      const req = this.sendRndv.get(sendId);
+      const split = ctsPutSplit(v, o);
+      if (req === undefined || req.peerWorld !== ep.rank || split > req.buf.byteLength) { this.peerLied(rep, `write request for unknown send ${sendId} or beyond its end`); return; }
+      const recvId = ctsPutRecvId(v, o);
+      const piece = req.buf.subarray(split);
+      const w = ep.lane?.ipc?.write(piece, ctsPutAddress(v, o) + BigInt(split)) ?? -1;
+      if (w === 0) {
+        encodePutDone(this.scratchView, recvId, piece.byteLength);
+        this.control(ep, AM_PUT_DONE, PUT_DONE_HDR);
+      } else if (w === -3) {
+        this.sendRndv.delete(sendId);
+        ep.sendsActive.delete(req);
+        req.fail(new RailcommError(ErrorCode.PEER_FAILED, `rank ${ep.rank} vanished while a message was written into it`));
+      } else {
+        // The kernel let it read us but not us write it: our part goes through the ring.
+        this.streamData(ep, req, recvId, split);
+      }
+    },
+  };
+
+  private readonly putDoneHandler: AmHandler = {
+    recv: (rep, rx) => {
+      const id = putDoneRecvId(rx.view, rx.hdrOff);
+      const req = this.recvRndv.get(id);
+      const n = putDoneBytes(rx.view, rx.hdrOff);
+      if (req === undefined || req.peerWorld !== this.owner(rep).rank || req.progressBytes + n > req.bytes) { this.peerLied(rep, `write done for unknown receive ${id}`); return; }
+      this.received(req, n);
     },
   };
 

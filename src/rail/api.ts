@@ -166,4 +166,6 @@ export interface RailIpc {
   addressOf(buf: Uint8Array): bigint;
   /** Read dst.byteLength bytes at the peer's `address`: 0 on success, else a negative errno (-1 EPERM: not allowed, -3 ESRCH: peer gone). */
   read(dst: Uint8Array, address: bigint): number;
+  /** Write src at the peer's `address` (same answers as read). */
+  write(src: Uint8Array, address: bigint): number;
 }

@@ -42,6 +42,11 @@ export class ShmEndpoint implements RingPeer {
         const n = native.cmaRead(self.pid, address, dst);
         return n < 0 ? n : n === dst.byteLength ? 0 : -5;
       },
+      write(src, address) {
+        if (self.pid === 0) return -3;
+        const n = native.cmaWrite(self.pid, address, src);
+        return n < 0 ? n : n === src.byteLength ? 0 : -5;
+      },
     };
   }
 
