@@ -220,6 +220,16 @@ export class Context {
     return ctx;
   }
 
+  /** comm.alloc: a large buffer in memory the peers can map (a rail's registered segment), or null. */
+  allocShared(bytes: number): Uint8Array | null {
+    if (bytes < this.params.rndvThreshold || !this.params.shmSingleCopy) return null;
+    for (const r of this.rails) {
+      const b = r.allocShared?.(bytes) ?? null;
+      if (b !== null) return b;
+    }
+    return null;
+  }
+
   // ---- endpoints ---------------------------------------------------------
 
   endpointFor(world: number): ProtoEndpoint {

@@ -10,6 +10,10 @@ import { RTS_HDR } from './wire.js';
  * RTS_RGET (40 bytes), no payload: an RTS (proto/wire.ts, 32 bytes), then
  *  32 address of the sender's buffer in the sender's process u64
  *
+ * RTS_SEG (44 bytes), no payload: an RTS, then the sender's buffer as a place in
+ * one of its registered shared segments (comm.alloc), which the receiver maps:
+ *  32 segment id u32 | 36 offset low u32 | 40 offset high u32
+ *
  * FIN (proto/wire.ts AM_FIN, 4 bytes): 0 send request id u32 (the receiver read the data itself)
  *
  * IPC_REQ (16 bytes): may you read my memory? Read 4 bytes here and compare.
@@ -28,6 +32,8 @@ import { RTS_HDR } from './wire.js';
 export const AM_IPC_REQ = 28;
 export const AM_IPC_ACK = 29;
 export const AM_RTS_RGET = 30;
+export const AM_RTS_SEG = 26;
+export const RTS_SEG_HDR = RTS_HDR + 12;
 export const AM_CTS_PUT = 31;
 export const AM_PUT_DONE = 27;
 export const CTS_PUT_HDR = 24;
@@ -73,3 +79,11 @@ export function encodePutDone(v: DataView, recvId: number, bytes: number): void 
 }
 export const putDoneRecvId = (v: DataView, o: number): number => v.getUint32(o, true);
 export const putDoneBytes = (v: DataView, o: number): number => v.getUint32(o + 4, true) + v.getUint32(o + 8, true) * TWO32;
+
+export function encodeRtsSegment(v: DataView, id: number, offset: number): void {
+  v.setUint32(RTS_HDR, id, true);
+  v.setUint32(RTS_HDR + 4, offset % TWO32, true);
+  v.setUint32(RTS_HDR + 8, Math.floor(offset / TWO32), true);
+}
+export const rtsSegmentId = (v: DataView, o: number): number => v.getUint32(o + RTS_HDR, true);
+export const rtsSegmentOffset = (v: DataView, o: number): number => v.getUint32(o + RTS_HDR + 4, true) + v.getUint32(o + RTS_HDR + 8, true) * TWO32;

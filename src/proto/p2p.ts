@@ -13,7 +13,7 @@ import { ProtoEndpoint, type PendingOp } from './endpoint.js';
 import type { AmRegistry } from './am.js';
 import { IpcNegotiation, IpcPeer, SPLIT_MIN, splitPoint, type IpcLink } from './ipc.js';
 import {
-  AM_CTS_PUT, AM_IPC_ACK, AM_IPC_REQ, AM_PUT_DONE, AM_RTS_RGET, CTS_PUT_HDR, IPC_ACK_HDR, IPC_NO, IPC_REQ_HDR, PUT_DONE_HDR, RTS_RGET_HDR,
+  AM_CTS_PUT, AM_IPC_ACK, AM_IPC_REQ, AM_PUT_DONE, AM_RTS_RGET, AM_RTS_SEG, CTS_PUT_HDR, RTS_SEG_HDR, encodeRtsSegment, rtsSegmentId, rtsSegmentOffset, IPC_ACK_HDR, IPC_NO, IPC_REQ_HDR, PUT_DONE_HDR, RTS_RGET_HDR,
   ctsPutAddress, ctsPutRecvId, ctsPutSendId, ctsPutSplit, encodeCtsPut, encodeIpcAck, encodeIpcReq, encodePutDone, encodeRgetAddress,
   ipcAckStatus, ipcReqAddress, ipcReqCookie, putDoneBytes, putDoneRecvId, rgetAddress,
 } from './ipc-wire.js';
@@ -36,8 +36,10 @@ export class Unexpected implements Arrived {
   readonly data: Buffer | null;
   readonly size: number;
   readonly sendId: number;
-  /** Rendezvous by RGET: where the sender's buffer is in its process (0n: the ring path). */
+  /** Rendezvous by RGET: where the sender's buffer is in its process (0n: the ring path), or its offset in `segment`. */
   remote = 0n;
+  /** The sender's registered segment holding the data (comm.alloc), or -1. */
+  segment = -1;
 
   constructor(ep: ProtoEndpoint, src: number, tag: number, data: Buffer | null, size: number, sendId: number) {
     this.ep = ep; this.src = src; this.tag = tag; this.data = data; this.size = size; this.sendId = sendId;
@@ -100,6 +102,7 @@ export class PointToPoint implements Canceller {
     am.register(AM_DATA, 'data', this.dataHandler);
     am.register(AM_CREDIT, 'credit', this.creditHandler);
     am.register(AM_RTS_RGET, 'rts-rget', this.matchedHandler(AM_RTS_RGET));
+    am.register(AM_RTS_SEG, 'rts-seg', this.matchedHandler(AM_RTS_SEG));
     am.register(AM_FIN, 'fin', this.finHandler);
     am.register(AM_IPC_REQ, 'ipc-req', this.ipcReqHandler);
     am.register(AM_IPC_ACK, 'ipc-ack', this.ipcAckHandler);
@@ -180,16 +183,20 @@ export class PointToPoint implements Canceller {
     }
     // Rendezvous: announce, and wait for the receiver to match and ask for the
     // data, or to read it itself (RGET) when the peer agreed to (asked here first).
-    const rget = len > ep.th.zcopy && this.host.singleCopy === true && lane.ipc != null && this.ipc.want(this.ipcOf(ep).peer, this.ipcOf(ep).link);
+    const large = len > ep.th.zcopy && this.host.singleCopy === true && lane.ipc != null;
+    // From a registered segment (comm.alloc) the receiver maps it: no handshake needed.
+    const seg = large ? lane.ipc!.segmentOf?.(req.buf) ?? null : null;
+    const rget = large && seg === null && this.ipc.want(this.ipcOf(ep).peer, this.ipcOf(ep).link);
     const id = this.nextSendId;
     this.nextSendId = (id + 1) >>> 0 || 1;
     req.rndvId = id;
     this.sendRndv.set(id, req);
     ep.sendsActive.add(req);
     encodeRts(v, req.ctx, req.source, req.tag, seq, ep.takeOwed(), id, len);
-    const am = rget ? AM_RTS_RGET : AM_RTS;
-    const hdrLen = rget ? RTS_RGET_HDR : RTS_HDR;
-    if (rget) encodeRgetAddress(v, lane.ipc!.addressOf(req.buf));
+    const am = seg !== null ? AM_RTS_SEG : rget ? AM_RTS_RGET : AM_RTS;
+    const hdrLen = seg !== null ? RTS_SEG_HDR : rget ? RTS_RGET_HDR : RTS_HDR;
+    if (seg !== null) encodeRtsSegment(v, seg.id, seg.offset);
+    else if (rget) encodeRgetAddress(v, lane.ipc!.addressOf(req.buf));
     const st = lane.sendCopy(am, this.scratch, hdrLen, null);
     if (st === NO_RESOURCE) return ProtoEndpoint.op(am, this.scratch, hdrLen, null, false, null);
     return null;
@@ -247,11 +254,11 @@ export class PointToPoint implements Canceller {
       req.complete(u.src, u.tag, u.size);
       return;
     }
-    this.acceptRndv(req, ep, u.sendId, u.size, u.src, u.tag, u.remote);
+    this.acceptRndv(req, ep, u.sendId, u.size, u.src, u.tag, u.remote, u.segment);
   }
 
   /** Matched a rendezvous announcement: ask for the data (or refuse it on truncation). */
-  private acceptRndv(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number, remote: bigint): void {
+  private acceptRndv(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number, remote: bigint, segment: number): void {
     if (ep.failure !== null) { req.fail(ep.failure); return; }
     if (size > req.buf.byteLength) {
       encodeCts(this.scratchView, sendId, 0, CTS_DISCARD, ep.takeOwed());
@@ -259,7 +266,8 @@ export class PointToPoint implements Canceller {
       req.fail(truncated(size, req.buf.byteLength, src, tag));
       return;
     }
-    if (remote !== 0n && size > 0 && this.rget(req, ep, sendId, size, src, tag, remote)) return;
+    if (segment >= 0 && size > 0 && this.rgetSegment(req, ep, sendId, size, src, tag, segment, Number(remote))) return;
+    if (remote !== 0n && segment < 0 && size > 0 && this.rget(req, ep, sendId, size, src, tag, remote)) return;
     const id = this.nextRecvId;
     this.nextRecvId = (id + 1) >>> 0 || 1;
     req.rndvId = id;
@@ -292,6 +300,19 @@ export class PointToPoint implements Canceller {
     this.rgetMsgs++;
     this.rgetBytes += size;
     x.peer.rgets++;
+    encodeU32(this.scratchView, sendId);
+    this.control(ep, AM_FIN, FIN_HDR);
+    req.complete(src, tag, size);
+    return true;
+  }
+
+  /** The data is in the sender's registered segment: map it (cached) and copy once; false: the ring path. */
+  private rgetSegment(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number, id: number, offset: number): boolean {
+    const reader = ep.lane?.ipc ?? null;
+    if (reader === null || reader.readSegment === undefined) return false;
+    if (reader.readSegment(req.buf.subarray(0, size), id, offset) !== 0) return false;
+    this.rgetMsgs++;
+    this.rgetBytes += size;
     encodeU32(this.scratchView, sendId);
     this.control(ep, AM_FIN, FIN_HDR);
     req.complete(src, tag, size);
@@ -452,7 +473,8 @@ export class PointToPoint implements Canceller {
 
   private onMatched(ep: ProtoEndpoint, am: number, v: DataView, o: number, buf: Buffer, payOff: number, payLen: number): void {
     if (am === AM_EAGER) this.onEager(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), buf, payOff, payLen);
-    else this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o), am === AM_RTS_RGET ? rgetAddress(v, o) : 0n);
+    else if (am === AM_RTS_SEG) this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o), BigInt(rtsSegmentOffset(v, o)), rtsSegmentId(v, o));
+    else this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o), am === AM_RTS_RGET ? rgetAddress(v, o) : 0n, -1);
   }
 
   private onEager(ep: ProtoEndpoint, ctx: number, src: number, tag: number, buf: Buffer, off: number, len: number): void {
@@ -470,12 +492,13 @@ export class PointToPoint implements Canceller {
     if (st.probes.length > 0) this.checkProbes(st, u);
   }
 
-  private onRts(ep: ProtoEndpoint, ctx: number, src: number, tag: number, sendId: number, size: number, remote: bigint): void {
+  private onRts(ep: ProtoEndpoint, ctx: number, src: number, tag: number, sendId: number, size: number, remote: bigint, segment: number): void {
     const st = this.state(ctx);
     const r = st.queues.matchPosted(src, tag);
-    if (r !== null) { this.acceptRndv(r, ep, sendId, size, src, tag, remote); return; }
+    if (r !== null) { this.acceptRndv(r, ep, sendId, size, src, tag, remote, segment); return; }
     const u = new Unexpected(ep, src, tag, null, size, sendId);
     u.remote = remote;
+    u.segment = segment;
     st.queues.pushArrived(u);
     if (st.probes.length > 0) this.checkProbes(st, u);
   }

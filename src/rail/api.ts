@@ -137,6 +137,8 @@ export interface Rail {
   poll?(): boolean;
   /** Polled rails: arm a wake-up for when data arrives; false (nothing armed) when data already waits. */
   sleep?(wake: () => void): boolean;
+  /** Memory that peers of this rail can map (comm.alloc): large sends from it need no staging and no CMA. */
+  allocShared?(bytes: number): Uint8Array | null;
 }
 
 export interface RailEndpoint {
@@ -168,4 +170,8 @@ export interface RailIpc {
   read(dst: Uint8Array, address: bigint): number;
   /** Write src at the peer's `address` (same answers as read). */
   write(src: Uint8Array, address: bigint): number;
+  /** Where `buf` lies in one of this rail's registered shared segments (Rail.allocShared), or null. */
+  segmentOf?(buf: Uint8Array): { id: number; offset: number } | null;
+  /** Copy from the peer's registered segment `id` at `offset` (mapped once, cached): 0, or a negative errno (-2: gone). */
+  readSegment?(dst: Uint8Array, id: number, offset: number): number;
 }

@@ -1,7 +1,7 @@
 // Process ranks over the shm rail (RAILCOMM_RAILS=shm,self): the point-to-
 // point and collective suites, the hybrid layout (tbsm inside a process, shm
-// across), a rank killed mid-transfer, 8 ranks on 2 cores, and /dev/shm left
-// clean. Skipped, saying why, when the native addon did not build.
+// across), a rank killed mid-transfer, 8 ranks on 2 cores, comm.alloc's
+// registered segments, and /dev/shm left clean. Skipped, saying why, when the native addon did not build.
 
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -62,6 +62,14 @@ test('a rank killed mid-transfer: the receiver fails within seconds, survivors g
   for (const { rest } of linesWith(job.stdout, 'ELAPSED')) assert.ok(Number(rest) < 5000, `took ${rest} ms`);
   const id = linesWith(job.stdout, 'JOBID')[0].rest;
   assert.deepEqual(segments().filter((n) => n.startsWith(`railcomm-${id}-`)), []);
+});
+
+test('comm.alloc: large sends read from the sender\'s registered segment (LRU cache), invalidated when it is freed', { skip }, async () => {
+  const job = await railcomm(['run', '-n', '2', '--timeout', '60', process.execPath, '--expose-gc', jobScript('shm-alloc.mjs')], { limitMs: 90_000, env: SHM });
+  const res = caseResults(job.stdout);
+  assert.equal(res.size, 2, job.stdout + job.stderr);
+  for (const [name, byRank] of res) for (const r of [0, 1]) assert.equal(byRank.get(r), 'ok', `${name}, rank ${r}: ${byRank.get(r)}`);
+  assert.equal(job.code, 0, job.stderr);
 });
 
 test('railcomm info names the shm rail, or why it is unavailable', async () => {

@@ -11,13 +11,19 @@ export const AM_BYE = 0;
 
 export interface RingPeer extends RailEndpoint {
   peerClosed(): void;
+  /** A rail control frame (AM 0 with a header): the rail's own business (shm: a freed segment). */
+  railControl?(hdr: DataView, off: number, len: number): void;
 }
 
 export function deliverFrame(
   handlers: ReadonlyArray<AmHandler | undefined>, rx: RxFrame, railCounters: TrafficCounters,
   ep: RingPeer, ring: Ring, am: number, off: number, hdrLen: number, payLen: number,
 ): void {
-  if (am === AM_BYE) { ep.peerClosed(); return; }
+  if (am === AM_BYE) {
+    if (hdrLen === 0) ep.peerClosed();
+    else if (ep.railControl !== undefined) ep.railControl(ring.view, off + FRAME_HEAD, hdrLen);
+    return;
+  }
   const h = handlers[am];
   if (h === undefined) { ep.abort(`unknown active message id ${am}`); return; }
   rx.buf = ring.data; rx.view = ring.view;

@@ -11,7 +11,7 @@ import { Doorbell, Ring } from '../shared/ring.js';
 import { AM_BYE, type RingPeer } from '../shared/deliver.js';
 import type { ShmRail } from './rail.js';
 import {
-  INBOX_BELL_BYTE, INBOX_SLOTS, IN_ANNOUNCED, IN_MAGIC, IN_MAPPED, IN_PID, IN_SLOTS, IN_VERSION, SHM_MAGIC, SHM_VERSION, checkStamp, inboxName, ringName,
+  CTL_FREE, INBOX_BELL_BYTE, INBOX_SLOTS, IN_ANNOUNCED, IN_MAGIC, IN_MAPPED, IN_PID, IN_SLOTS, IN_VERSION, SHM_MAGIC, SHM_VERSION, checkStamp, inboxName, ringName, segmentName,
 } from './wire.js';
 
 const EMPTY = new Uint8Array(0);
@@ -47,7 +47,34 @@ export class ShmEndpoint implements RingPeer {
         const n = native.cmaWrite(self.pid, address, src);
         return n < 0 ? n : n === src.byteLength ? 0 : -5;
       },
+      segmentOf: (buf) => rail.segmentOf(buf),
+      readSegment: (dst, id, offset) => self.readSegment(dst, id, offset),
     };
+  }
+
+  /** Copy from the peer's registered segment, mapped once and kept in the rail's LRU cache. */
+  readSegment(dst: Uint8Array, id: number, offset: number): number {
+    const peerRank = rankOf(this.peer);
+    let sab: SharedArrayBuffer;
+    try {
+      sab = this.rail.remoteSegments.get(peerRank, String(id), () => this.rail.native.shmOpen(segmentName(this.rail.prefix, peerRank, id)));
+    } catch {
+      return -2; // freed meanwhile, or never ours to see: the ring path follows
+    }
+    if (offset + dst.byteLength > sab.byteLength) return -14;
+    dst.set(new Uint8Array(sab, offset, dst.byteLength));
+    return 0;
+  }
+
+  /** A rail control frame from the peer. */
+  railControl(hdr: DataView, off: number, len: number): void {
+    if (len >= 8 && hdr.getUint32(off, true) === CTL_FREE) this.rail.remoteSegments.invalidate(rankOf(this.peer), String(hdr.getUint32(off + 4, true)));
+  }
+
+  /** Send a rail control frame (only to peers we talk to; best effort when the ring is full). */
+  sendControl(hdr: Uint8Array, hdrLen: number): void {
+    if (this.failed || this.out === null) return;
+    if (this.out.write(AM_BYE, hdr, hdrLen, null)) this.bell!.ring();
   }
 
   /** The peer announced a ring to us: we learn its pid, and map its inbox to ring it. */
@@ -172,6 +199,7 @@ export class ShmEndpoint implements RingPeer {
     if (this.failed) return;
     this.failed = true;
     this.rail.forget(this);
+    this.rail.remoteSegments.invalidatePeer(rankOf(this.peer));
     this.rail.env.upcalls.failed(this, new RailcommError(ErrorCode.PEER_FAILED, `peer ${formatId(this.peer)} finalized`), true);
   }
 
@@ -185,6 +213,7 @@ export class ShmEndpoint implements RingPeer {
     if (bad) { this.counters.badFrames++; this.rail.counters.badFrames++; }
     this.rail.env.log.error(`shm: dropping peer ${formatId(this.peer)}: ${reason}`);
     this.rail.forget(this);
+    this.rail.remoteSegments.invalidatePeer(rankOf(this.peer));
     this.rail.env.upcalls.failed(this, new RailcommError(ErrorCode.PEER_FAILED, `shm: peer ${formatId(this.peer)} failed: ${reason}`), false);
   }
 

@@ -12,8 +12,9 @@ import { shmJobPrefix, type DoorbellWaiter, type NativeAddon } from '../../nativ
 import { Doorbell, FRAME_HEAD, Ring } from '../shared/ring.js';
 import { deliverFrame } from '../shared/deliver.js';
 import { ShmEndpoint } from './endpoint.js';
+import { RegionCache } from '../../proto/ipc.js';
 import {
-  INBOX_BELL_BYTE, INBOX_BYTES, INBOX_SLOTS, IN_ANNOUNCED, IN_SLOTS, checkStamp, decodeAddress, encodeAddress, inboxName, ringName, stampInbox,
+  CTL_FREE, CTL_HDR, INBOX_BELL_BYTE, INBOX_BYTES, INBOX_SLOTS, IN_ANNOUNCED, IN_SLOTS, checkStamp, decodeAddress, encodeAddress, inboxName, ringName, segmentName, stampInbox,
 } from './wire.js';
 
 interface Inbound {
@@ -24,6 +25,8 @@ interface Inbound {
 
 /** How often peers' pids are checked (ms). */
 const LIVENESS_MS = 500;
+/** Peers' registered segments kept mapped at once (least recently used ones are dropped). */
+const SEGMENT_CACHE = 64;
 
 export class ShmRail implements Rail {
   readonly name = 'shm';
@@ -52,8 +55,15 @@ export class ShmRail implements Rail {
   private wakeFn: (() => void) | null = null;
   private armed = false;
   private closed = false;
-  private inboxUnlinked = false;
   readonly notify: (sab: SharedArrayBuffer, byteOffset: number) => unknown;
+  /** Our registered segments (comm.alloc) by their memory, and the names still to remove. */
+  private readonly segments = new WeakMap<SharedArrayBuffer, number>();
+  private readonly segmentNames = new Map<number, string>();
+  private nextSegment = 1;
+  private readonly freed = new FinalizationRegistry<number>((id) => this.segmentFreed(id));
+  /** Peers' segments we mapped, by (peer rank, id). */
+  readonly remoteSegments = new RegionCache<SharedArrayBuffer>(SEGMENT_CACHE, () => { /* V8 unmaps when unreferenced */ });
+  private readonly ctl = new Uint8Array(CTL_HDR);
 
   constructor(device: Device, env: RailEnv, native: NativeAddon, ringBytes: number, host: string) {
     this.device = device;
@@ -105,10 +115,41 @@ export class ShmRail implements Rail {
     return ep;
   }
 
-  /** Our inbox was mapped by one more peer: the last one expected removes its name. */
-  inboxMappedBy(count: number): void {
-    const expected = this.env.hostPeers ?? Infinity;
-    if (count >= expected && !this.inboxUnlinked) { this.inboxUnlinked = true; this.native.shmUnlink(this.inboxName); }
+  /**
+   * A buffer in a new /dev/shm segment of ours that peers may map (comm.alloc).
+   * Its name stays until the buffer is garbage collected or the rail closes
+   * (railcomm run also sweeps the job's names).
+   */
+  allocShared(bytes: number): Uint8Array | null {
+    if (this.closed) return null;
+    const id = this.nextSegment++;
+    const name = segmentName(this.prefix, this.rank, id);
+    const sab = this.native.shmCreate(name, Math.max(bytes, 8));
+    this.segments.set(sab, id);
+    this.segmentNames.set(id, name);
+    this.freed.register(sab, id);
+    return new Uint8Array(sab, 0, bytes);
+  }
+
+  /** Which registered segment of ours holds `buf`, and where. */
+  segmentOf(buf: Uint8Array): { id: number; offset: number } | null {
+    const b = buf.buffer;
+    if (!(b instanceof SharedArrayBuffer)) return null;
+    const id = this.segments.get(b);
+    return id === undefined ? null : { id, offset: buf.byteOffset };
+  }
+
+  /** A registered segment was freed: remove its name and tell the peers to drop their mappings. */
+  private segmentFreed(id: number): void {
+    const name = this.segmentNames.get(id);
+    if (name === undefined) return;
+    this.segmentNames.delete(id);
+    this.native.shmUnlink(name);
+    if (this.closed) return;
+    const v = new DataView(this.ctl.buffer);
+    v.setUint32(0, CTL_FREE, true);
+    v.setUint32(4, id, true);
+    for (const ep of this.endpoints.values()) ep.sendControl(this.ctl, CTL_HDR);
   }
 
   /** Map rings that peers announced in our inbox. */
@@ -216,7 +257,11 @@ export class ShmRail implements Rail {
     this.closed = true;
     clearInterval(this.liveness);
     this.native.doorbellClose(this.waiter);
-    if (!this.inboxUnlinked) { this.inboxUnlinked = true; this.native.shmUnlink(this.inboxName); }
+    for (const name of this.segmentNames.values()) this.native.shmUnlink(name);
+    this.segmentNames.clear();
+    this.remoteSegments.clear();
+    // The last peer that mapped it may have removed the name already (no error then).
+    this.native.shmUnlink(this.inboxName);
     for (const ep of this.endpoints.values()) ep.release();
     this.inbound.length = 0;
   }

@@ -66,3 +66,14 @@ export function checkStamp(magic: number, version: number, what: string): string
   if (version !== SHM_VERSION) return `${what} has format version ${version}, this railcomm speaks ${SHM_VERSION} (mixed railcomm versions in one job)`;
   return null;
 }
+
+/*
+ * Registered segments (comm.alloc): `<prefix><rank>-m<id>`, mapped by peers
+ * that receive large messages from them. When the owner frees one (garbage
+ * collected), it tells its peers with a rail control frame: AM 0 with a
+ * header (a plain BYE has none):
+ *   0 kind u32 (CTL_FREE) | 4 segment id u32
+ */
+export const CTL_FREE = 1;
+export const CTL_HDR = 8;
+export const segmentName = (prefix: string, rank: number, id: number): string => `${prefix}${rank}-m${id}`;
