@@ -2,7 +2,7 @@
 // mapped by railcomm's native addon. Unavailable (with the reason) when the
 // addon did not build; processes on one host then use tcp.
 
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readlinkSync } from 'node:fs';
 import os from 'node:os';
 import type { Component, Device, Rail, RailEnv } from '../api.js';
 import type { Params } from '../../core/params.js';
@@ -10,11 +10,17 @@ import { loadNative, nativeWhy } from '../../native/addon.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { ShmRail } from './rail.js';
 
-/** Same kernel boot and host name: the peer may share our /dev/shm (the inbox's existence decides). */
+/**
+ * Same kernel boot, host name and network namespace: the peer is on "this
+ * host" as launchers see hosts (network namespaces stand for hosts in tests
+ * and containers), and may share our /dev/shm (the inbox's existence decides).
+ */
 export function hostKey(): string {
   let boot = '';
+  let net = '';
   try { boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim(); } catch { /* not Linux */ }
-  return `${os.hostname()}/${boot}`;
+  try { net = readlinkSync('/proc/self/ns/net'); } catch { /* no namespaces */ }
+  return `${os.hostname()}/${boot}/${net}`;
 }
 
 export const shmComponent: Component = {
