@@ -339,7 +339,7 @@ export class Context {
       if (ep === undefined || ep.lane === null) continue;
       peers[String(ep.rank)] = ep.lane.counters.snapshot();
     }
-    return { rank: this.launch.rank, rails, peers, protocol: this.p2p.snapshot() };
+    return { rank: this.launch.rank, rails, peers, protocol: this.p2p.snapshot(), singleCopy: this.p2p.ipcStates() };
   }
 
   async close(): Promise<void> {

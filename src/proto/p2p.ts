@@ -11,7 +11,7 @@ import type { Linked, List } from './list.js';
 import { Request, KIND_PROBE, KIND_SEND, PENDING, type Canceller } from './request.js';
 import { ProtoEndpoint, type PendingOp } from './endpoint.js';
 import type { AmRegistry } from './am.js';
-import { IpcNegotiation, IpcPeer, SPLIT_MIN, splitPoint, type IpcLink } from './ipc.js';
+import { IPC_STATE_NAMES, IpcNegotiation, IpcPeer, SPLIT_MIN, splitPoint, type IpcLink } from './ipc.js';
 import {
   AM_CTS_PUT, AM_IPC_ACK, AM_IPC_REQ, AM_PUT_DONE, AM_RTS_RGET, AM_RTS_SEG, CTS_PUT_HDR, RTS_SEG_HDR, encodeRtsSegment, rtsSegmentId, rtsSegmentOffset, IPC_ACK_HDR, IPC_NO, IPC_REQ_HDR, PUT_DONE_HDR, RTS_RGET_HDR,
   ctsPutAddress, ctsPutRecvId, ctsPutSendId, ctsPutSplit, encodeCtsPut, encodeIpcAck, encodeIpcReq, encodePutDone, encodeRgetAddress,
@@ -371,10 +371,12 @@ export class PointToPoint implements Canceller {
     return x;
   }
 
-  /** Single-copy negotiation state per peer rank (tests, stats). */
-  ipcStates(): Record<string, { tx: number; rx: number; tries: number; rgets: number; fallbacks: number }> {
-    const out: Record<string, { tx: number; rx: number; tries: number; rgets: number; fallbacks: number }> = {};
-    for (const [ep, { peer }] of this.ipcPeers) out[String(ep.rank)] = { tx: peer.tx, rx: peer.rx, tries: peer.tries, rgets: peer.rgets, fallbacks: peer.fallbacks };
+  /** Single-copy negotiation state per peer rank (--stats): whether it reads us (tx), we read it (rx). */
+  ipcStates(): Record<string, { tx: string; rx: string; tries: number; rgets: number; fallbacks: number }> {
+    const out: Record<string, { tx: string; rx: string; tries: number; rgets: number; fallbacks: number }> = {};
+    for (const [ep, { peer }] of this.ipcPeers) {
+      out[String(ep.rank)] = { tx: IPC_STATE_NAMES[peer.tx]!, rx: IPC_STATE_NAMES[peer.rx]!, tries: peer.tries, rgets: peer.rgets, fallbacks: peer.fallbacks };
+    }
     return out;
   }
 
