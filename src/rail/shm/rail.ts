@@ -92,7 +92,15 @@ export class ShmRail implements Rail {
     this.waiter = native.doorbellWaiter(this.inbox, INBOX_BELL_BYTE, () => this.onBell());
     this.liveness = setInterval(() => this.checkPeers(), LIVENESS_MS);
     this.liveness.unref();
+    // A rank that exits without finalize (process.exit, an uncaught error)
+    // still removes its names; only a killed one leaves them to the launcher.
+    process.once('exit', this.onExit);
   }
+
+  private readonly onExit = (): void => {
+    this.native.shmUnlink(this.inboxName);
+    for (const name of this.segmentNames.values()) this.native.shmUnlink(name);
+  };
 
   address(): string {
     return encodeAddress({ host: this.host, pid: process.pid, inbox: this.inboxName });
@@ -256,6 +264,7 @@ export class ShmRail implements Rail {
     await Promise.all([...this.endpoints.values()].map((ep) => ep.close()));
     this.closed = true;
     clearInterval(this.liveness);
+    process.off('exit', this.onExit);
     this.native.doorbellClose(this.waiter);
     for (const name of this.segmentNames.values()) this.native.shmUnlink(name);
     this.segmentNames.clear();
