@@ -20,6 +20,8 @@ for (const p of [2, 3, 7]) {
   test(`collectives, ${p} thread ranks`, () => suite(['-n', String(p), '--threads'], 'coll-suite.mjs', p, 7));
 }
 
+test('16 thread ranks on 2 cores (oversubscribed): idle waits, ring, all-to-all, large messages', () => suite(['-n', '16', '--threads'], 'shm-suite.mjs', 16, 4));
+
 test('thread ranks use tbsm among themselves (railcomm bench --threads)', async () => {
   const job = await railcomm(['bench', 'latency', '--threads', '--sizes', '8,100000', '--iters', '200', '--json'], { limitMs: 60_000 });
   assert.equal(job.code, 0, job.stderr);
