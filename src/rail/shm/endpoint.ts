@@ -9,6 +9,7 @@ import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { formatId, rankOf } from '../../core/ids.js';
 import { Doorbell, Ring } from '../shared/ring.js';
 import { AM_BYE, type RingPeer } from '../shared/deliver.js';
+import { cmaIpc } from '../shared/cma.js';
 import type { ShmRail } from './rail.js';
 import {
   CTL_FREE, INBOX_BELL_BYTE, INBOX_SLOTS, IN_ANNOUNCED, IN_MAGIC, IN_MAPPED, IN_PID, IN_SLOTS, IN_VERSION, SHM_MAGIC, SHM_VERSION, checkStamp, inboxName, ringName, segmentName,
@@ -33,22 +34,10 @@ export class ShmEndpoint implements RingPeer {
     this.rail = rail;
     this.peer = peer;
     this.pid = pid;
-    const native = rail.native;
-    const self = this;
     this.ipc = {
-      addressOf: (buf) => native.addressOf(buf),
-      read(dst, address) {
-        if (self.pid === 0) return -3;
-        const n = native.cmaRead(self.pid, address, dst);
-        return n < 0 ? n : n === dst.byteLength ? 0 : -5;
-      },
-      write(src, address) {
-        if (self.pid === 0) return -3;
-        const n = native.cmaWrite(self.pid, address, src);
-        return n < 0 ? n : n === src.byteLength ? 0 : -5;
-      },
+      ...cmaIpc(rail.native, () => this.pid),
       segmentOf: (buf) => rail.segmentOf(buf),
-      readSegment: (dst, id, offset) => self.readSegment(dst, id, offset),
+      readSegment: (dst, id, offset) => this.readSegment(dst, id, offset),
     };
   }
 

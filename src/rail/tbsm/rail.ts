@@ -4,7 +4,9 @@
 // receiver once over a BroadcastChannel. Progress polls the rings; an idle
 // receiver sleeps on its doorbell (Atomics.waitAsync), which senders ring.
 
-import type { Completion, Device, Rail, RailCaps, RailEnv, RailStatus, RxFrame } from '../api.js';
+import type { Completion, Device, Rail, RailCaps, RailEnv, RailIpc, RailStatus, RxFrame } from '../api.js';
+import { loadNative } from '../../native/addon.js';
+import { cmaIpc } from '../shared/cma.js';
 import { DONE, IN_PROGRESS, NO_RESOURCE } from '../api.js';
 import { TrafficCounters } from '../../core/counters.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
@@ -35,6 +37,8 @@ export class TbsmRail implements Rail {
   private readonly selfKey: string;
   private readonly channel: BroadcastChannel;
   readonly bell = new Doorbell();
+  /** Threads share one address space: a peer reads our buffers through our own pid (CMA). */
+  readonly ipc: RailIpc | null;
   private readonly bells = new Map<string, Doorbell>();
   private readonly endpoints = new Map<bigint, TbsmEndpoint>();
   private readonly inbound: Inbound[] = [];
@@ -48,6 +52,8 @@ export class TbsmRail implements Rail {
     this.env = env;
     this.ringBytes = ringBytes;
     this.selfKey = String(env.self);
+    const native = loadNative();
+    this.ipc = native === null ? null : cmaIpc(native, () => process.pid);
     const body = ringBytes / 2 - FRAME_HEAD - 264;
     this.caps = {
       reliable: true, ordered: true,
@@ -184,6 +190,8 @@ export class TbsmEndpoint implements RingPeer {
   readonly peer: bigint;
   readonly counters = new TrafficCounters();
   owner: unknown = null;
+  /** Single-copy reads of the peer thread's buffers (same process), where the addon loaded. */
+  readonly ipc: RailIpc | null;
   private out: Ring | null = null;
   private failed = false;
   /** The receiver's doorbell, cached once known (looked up by id otherwise). */
@@ -192,6 +200,7 @@ export class TbsmEndpoint implements RingPeer {
   constructor(rail: TbsmRail, peer: bigint) {
     this.rail = rail;
     this.peer = peer;
+    this.ipc = rail.ipc;
   }
 
   private ring(): Ring {
