@@ -3,7 +3,7 @@
 // the ring path) against Open MPI's vader BTL, interleaved round by round so
 // that machine noise hits all alike; medians over rounds and the median of the
 // per-round ratios, as markdown. Usage (hold the bench lock, the machine is shared):
-//   flock /tmp/railcomm-bench.lock node bench/compare-shm.mjs [--rounds 5] [--json out.json]
+//   flock /tmp/railcomm-bench.lock node bench/compare-shm.mjs [--rounds 5] [--threads] [--json out.json]
 // Open MPI is included when `mpirun` and bench/mpi/pingpong exist (make -C bench/mpi).
 
 import { execFileSync } from 'node:child_process';
@@ -17,6 +17,8 @@ const rounds = Number(opt('--rounds', '5'));
 const latSizes = opt('--lat-sizes', '8,65536,1048576');
 const bwSizes = opt('--bw-sizes', '65536,1048576,4194304');
 const jsonOut = opt('--json', '');
+/** Also thread ranks (tbsm), with and without single copy. */
+const withThreads = args.includes('--threads');
 
 const cli = here('../dist/cli/main.js');
 const mpiBin = here('./mpi/pingpong');
@@ -28,11 +30,16 @@ const node = (argv, env = {}) => [process.execPath, argv, env];
 const runners = {
   latency: {
     'railcomm-shm': () => node([cli, 'bench', 'latency', '--rails', 'shm', '--sizes', latSizes, '--json']),
+    ...(withThreads ? { 'railcomm-tbsm': () => node([cli, 'bench', 'latency', '--threads', '--sizes', latSizes, '--json']) } : {}),
     ...(haveMpi ? { 'ompi-vader': () => vader('latency', latSizes) } : {}),
   },
   bw: {
     'railcomm-shm': () => node([cli, 'bench', 'bw', '--rails', 'shm', '--sizes', bwSizes, '--iters', '200', '--json']),
     'railcomm-shm-ring': () => node([cli, 'bench', 'bw', '--rails', 'shm', '--sizes', bwSizes, '--iters', '200', '--json'], { RAILCOMM_SHM_SINGLE_COPY: '0' }),
+    ...(withThreads ? {
+      'railcomm-tbsm': () => node([cli, 'bench', 'bw', '--threads', '--sizes', bwSizes, '--iters', '200', '--json']),
+      'railcomm-tbsm-ring': () => node([cli, 'bench', 'bw', '--threads', '--sizes', bwSizes, '--iters', '200', '--json'], { RAILCOMM_SHM_SINGLE_COPY: '0' }),
+    } : {}),
     ...(haveMpi ? { 'ompi-vader': () => vader('bw', bwSizes, ['--iters', '30']) } : {}),
   },
 };
