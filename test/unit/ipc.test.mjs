@@ -5,8 +5,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  IpcNegotiation, IpcPeer, RegionCache, IPC_INIT, IPC_SENT, IPC_ACKED, IPC_OK, IPC_BAD, IPC_MAX_TRIES,
+  IpcNegotiation, IpcPeer, IPC_INIT, IPC_SENT, IPC_ACKED, IPC_OK, IPC_BAD, IPC_MAX_TRIES,
 } from '../../dist/proto/ipc.js';
+import { RegionCache } from '../../dist/core/region-cache.js';
 
 /** Two peers wired back to back; `reads` decides what the responder's read returns. */
 function pair(readResult) {

@@ -12,7 +12,7 @@ import { shmJobPrefix, type DoorbellWaiter, type NativeAddon } from '../../nativ
 import { Doorbell, FRAME_HEAD, Ring } from '../shared/ring.js';
 import { deliverFrame } from '../shared/deliver.js';
 import { ShmEndpoint } from './endpoint.js';
-import { RegionCache } from '../../proto/ipc.js';
+import { RegionCache } from '../../core/region-cache.js';
 import {
   CTL_FREE, CTL_HDR, INBOX_BELL_BYTE, INBOX_BYTES, INBOX_SLOTS, IN_ANNOUNCED, IN_SLOTS, checkStamp, decodeAddress, encodeAddress, inboxName, ringName, segmentName, stampInbox,
 } from './wire.js';
