@@ -66,14 +66,18 @@ export class ShmEndpoint implements RingPeer {
     if (this.out.write(AM_BYE, hdr, hdrLen, null)) this.bell!.ring();
   }
 
-  /** The peer announced a ring to us: we learn its pid, and map its inbox to ring it. */
+  /**
+   * The peer announced a ring to us: we learn its pid, and map its inbox to
+   * ring it. A peer that already finalized has removed its inbox: its
+   * messages (and BYE) are still in the ring, so that is no failure here.
+   */
   accepted(pid: number): void {
     if (this.pid === 0) this.pid = pid;
-    this.openPeerInbox();
+    this.openPeerInbox(true);
   }
 
-  /** Map the peer's inbox (for its doorbell and to announce rings); false when that failed (peer failed). */
-  private openPeerInbox(): boolean {
+  /** Map the peer's inbox (for its doorbell and to announce rings); false when that failed (the peer failed, unless quiet). */
+  private openPeerInbox(quiet = false): boolean {
     if (this.peerInbox !== null) return true;
     if (this.failed) return false;
     const name = inboxName(this.rail.prefix, rankOf(this.peer));
@@ -81,7 +85,7 @@ export class ShmEndpoint implements RingPeer {
     try {
       words = new Int32Array(this.rail.native.shmOpen(name));
     } catch (err) {
-      this.fail(`cannot map its inbox ${name}: ${(err as Error).message}`, false);
+      if (!quiet) this.fail(`cannot map its inbox ${name}: ${(err as Error).message}`, false);
       return false;
     }
     const bad = checkStamp(Atomics.load(words, IN_MAGIC), words[IN_VERSION]!, `inbox ${name}`);
