@@ -178,14 +178,20 @@ export class ShmEndpoint implements RingPeer {
     return true;
   }
 
-  /** Liveness: a peer whose process vanished fails now. */
-  checkAlive(): void {
-    if (this.failed || this.pid === 0) return;
+  /** Whether the peer's process still exists (or we cannot tell, or it already failed). */
+  alive(): boolean {
+    if (this.failed || this.pid === 0) return true;
     try {
       process.kill(this.pid, 0);
+      return true;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ESRCH') this.fail(`its process ${this.pid} is gone`, false);
+      return (err as NodeJS.ErrnoException).code !== 'ESRCH';
     }
+  }
+
+  /** Liveness: a peer whose process vanished fails now. */
+  checkAlive(): void {
+    if (!this.alive()) this.fail(`its process ${this.pid} is gone`, false);
   }
 
   peerClosed(): void {

@@ -248,9 +248,18 @@ export class ShmRail implements Rail {
     deliverFrame(this.env.upcalls.am, this.rx, this.counters, e.ep, e.ring, am, off, hdrLen, payLen);
   }
 
-  /** A peer whose process is gone fails (its requests with it). */
+  /**
+   * A peer whose process is gone fails (its requests with it), but only after
+   * what it sent is delivered: a rank that finalized and exited left its last
+   * messages and its BYE in our rings, which this rank may not have polled yet.
+   */
   private checkPeers(): void {
-    for (const ep of this.endpoints.values()) ep.checkAlive();
+    let drained = false;
+    for (const ep of this.endpoints.values()) {
+      if (ep.alive()) continue;
+      if (!drained) { drained = true; while (this.poll()) { /* deliver everything that waits */ } }
+      ep.checkAlive();
+    }
   }
 
   forget(ep: ShmEndpoint): void {
