@@ -55,13 +55,14 @@ test('doorbell: another process rings a futex word and this one wakes, without k
       const m = await import(${JSON.stringify(ADDON)});
       const n = m.loadNative(); const s = n.shmOpen(${JSON.stringify(name('bell'))});
       setTimeout(() => { Atomics.add(new Int32Array(s), 0, 1); n.futexWake(s, 0); }, 100);`], { stdio: 'inherit' });
+    const exited = new Promise((r) => child.on('exit', r)); // it may exit before we look
     const keep = setInterval(() => {}, 1000);
     const t0 = Date.now();
     while (woke === 0 && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 5));
     clearInterval(keep);
     assert.equal(woke, 1, 'woken by the other process');
     assert.equal(Atomics.load(w, 0), 1);
-    await new Promise((r) => child.on('exit', r));
+    await exited;
     // Armed with a value the word no longer has: calls back at once.
     native.doorbellArm(waiter, 0);
     const t1 = Date.now();
@@ -83,6 +84,7 @@ test('CMA: read another process\'s buffer in one copy; a dead pid answers -ESRCH
     const b = Buffer.alloc(1 << 20); for (let i = 0; i < b.length; i++) b[i] = (i * 7) & 255;
     const n = require(${JSON.stringify(new URL('../../native/build/Release/railcomm_native.node', import.meta.url).pathname)});
     process.stdout.write(n.addressOf(b) + '\\n'); setInterval(() => b[0], 1000);`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise((r) => child.on('exit', r));
   try {
     const line = await new Promise((r) => child.stdout.once('data', (d) => r(String(d).trim())));
     const dst = new Uint8Array(1 << 20);
@@ -90,7 +92,7 @@ test('CMA: read another process\'s buffer in one copy; a dead pid answers -ESRCH
     assert.equal(n, dst.byteLength);
     for (let i = 0; i < dst.length; i += 4097) assert.equal(dst[i], (i * 7) & 255);
   } finally { child.kill('SIGKILL'); }
-  await new Promise((r) => child.on('exit', r));
+  await exited;
   assert.equal(native.cmaRead(child.pid, 4096n, new Uint8Array(8)), -3);
 });
 
