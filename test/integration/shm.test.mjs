@@ -64,6 +64,8 @@ test('a rank killed mid-transfer: the receiver fails within seconds, survivors g
   assert.deepEqual(segments().filter((n) => n.startsWith(`railcomm-${id}-`)), []);
 });
 
+test('single copy refused (EPERM) or half refused (no write): ring fallback, data intact, no hang', { skip }, () => suite(['-n', '3'], 'shm-fallback.mjs', 3, 2));
+
 test('comm.alloc: large sends read from the sender\'s registered segment (LRU cache), invalidated when it is freed', { skip }, async () => {
   const job = await railcomm(['run', '-n', '2', '--timeout', '60', process.execPath, '--expose-gc', jobScript('shm-alloc.mjs')], { limitMs: 90_000, env: SHM });
   const res = caseResults(job.stdout);
