@@ -10,7 +10,7 @@
 //   - a tbsm Ring's copy-in + copy-out rate, in one thread and across two.
 // Usage: node bench/node-facts.mjs
 import { Worker, isMainThread, workerData, parentPort } from 'node:worker_threads';
-import { Ring } from '../dist/rail/tbsm/ring.js';
+import { Ring } from '../dist/rail/shared/ring.js';
 
 const out = (o) => console.log(JSON.stringify(o));
 const rate = (bytes, ms) => +(bytes / ms / 1e6).toFixed(2);

@@ -16,6 +16,7 @@ import { readFileSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { LineCutter, MAX_HELD_LINE, NL, OutputGate, parseRankPrefix, rankPrefix } from './line-io.js';
 import { THREAD_ENV } from './thread-host.js';
+import { removeJobSegments } from '../native/addon.js';
 
 export interface JobOptions {
   /** Number of ranks. */
@@ -353,6 +354,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   // If this process exits while ranks run (process.exit elsewhere, uncaught error), take them along.
   const onExit = (): void => {
     for (const p of procs) if (p.pid !== undefined) killGroup(p.pid, 'SIGKILL');
+    removeJobSegments(jobId);
   };
   const forward = opts.forwardSignals ?? true;
   if (forward) {
@@ -391,6 +393,8 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     outGate?.dispose();
     errGate?.dispose();
     await kv.close();
+    // Segments of ranks that were killed before they could unlink them (this host only).
+    removeJobSegments(jobId);
     const exits: RankExit[] = [];
     for (const p of procs) for (let r = p.base; r < p.base + p.count; r++) exits.push({ rank: r, code: p.code, signal: p.signal });
     const result: JobResult = { code: failure?.code ?? 0, exits };

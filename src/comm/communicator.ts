@@ -187,7 +187,8 @@ export class Communicator implements ClaimedReceiver {
   alloc(bytes: number): Uint8Array {
     this.world.check('alloc');
     if (!Number.isSafeInteger(bytes) || bytes < 0) throw new RailcommError(ErrorCode.INVALID_ARG, `alloc(${String(bytes)}): expected a byte count >= 0`);
-    return new Uint8Array(new SharedArrayBuffer(bytes));
+    // Large ones live in a segment peers on this host map (shm): their large sends are read once, no handshake.
+    return this.world.ctx.allocShared(bytes) ?? new Uint8Array(new SharedArrayBuffer(bytes));
   }
 
   // ---- collectives ---------------------------------------------------------

@@ -44,6 +44,8 @@ export const PARAMS = {
   spinUs: spec({ name: 'SPIN_US', kind: 'int', def: 1000, min: 0, doc: 'while requests are outstanding, keep polling (no sleep) this many microseconds after the last activity; 0 never spins; ranks that outnumber the cores do not spin' }),
   hangTimeout: spec({ name: 'HANG_TIMEOUT', kind: 'ms', def: 0, min: 0, doc: 'when a wait exceeds this, print pending requests (0: never)' }),
   tbsmRing: spec({ name: 'TBSM_RING', kind: 'size', def: 1048576, min: 65536, doc: 'bytes of each shared-memory ring between two thread ranks (a power of two)' }),
+  shmRing: spec({ name: 'SHM_RING', kind: 'size', def: 1048576, min: 65536, doc: 'bytes of each shared-memory ring between two process ranks on one host (a power of two; one /dev/shm segment per ordered pair that talks)' }),
+  shmSingleCopy: spec({ name: 'SHM_SINGLE_COPY', kind: 'bool', def: true, doc: 'rendezvous between ranks on one host (processes over shm, threads over tbsm) reads the sender\'s buffer once (Linux CMA through the native addon, negotiated per peer; falls back to the ring when the kernel refuses)' }),
   collAllreduceRing: spec({ name: 'COLL_ALLREDUCE_RING', kind: 'size', def: 262144, min: 0, doc: 'allreduce of at least this many bytes uses ring reduce-scatter + allgather; smaller, recursive doubling' }),
   collAllgatherRing: spec({ name: 'COLL_ALLGATHER_RING', kind: 'size', def: 65536, min: 0, doc: 'allgather whose result is at least this many bytes uses the ring; smaller, Bruck' }),
   collGatherBinomial: spec({ name: 'COLL_GATHER_BINOMIAL', kind: 'size', def: 4096, min: 0, doc: 'gather blocks up to this many bytes go up a binomial tree; larger, straight to the root' }),

@@ -73,6 +73,7 @@ export class Context {
 
   get worldRank(): number { return this.launch.rank; }
   get eagerLimit(): number { return this.params.eagerLimit; }
+  get singleCopy(): boolean { return this.params.shmSingleCopy; }
   get worldSize(): number { return this.launch.size; }
 
   static async create(opts: ContextOptions): Promise<Context> {
@@ -113,6 +114,7 @@ export class Context {
       if (opts.launch.size === 1) return 'a world of one rank needs only self';
       if (c.reach === 'process' && opts.launch.threads < 2) return 'no other rank is a thread of this process';
       if (c.reach !== 'process' && opts.launch.threads >= opts.launch.size) return 'every rank is a thread of this process';
+      if (c.reach === 'host' && opts.launch.localSize <= opts.launch.threads) return 'no other process of this job on this host';
       return null;
     };
     const chosen = usable.filter((c) => {
@@ -178,47 +180,65 @@ export class Context {
     const env: RailEnv = {
       self: ctx.self, jobId: opts.launch.jobId, jobKey: opts.launch.jobKey || newJobKey(),
       params, log: ctx.log, upcalls,
+      hostPeers: Math.max(0, opts.launch.localSize - opts.launch.threads),
     };
-    const l6: string[] = [];
-    for (const [c, d] of picked) {
-      const rail = await c.open(d, env);
-      ctx.rails.push(rail);
-      if (rail.poll !== undefined && rail.sleep !== undefined) {
-        const r = rail as Required<Pick<Rail, 'poll' | 'sleep'>>;
-        ctx.progress.addPoller({ poll: () => r.poll(), sleep: (w) => r.sleep(w) });
+    // A failure from here on (a rail that cannot open, a wire-up that times
+    // out) must not leave open rails behind: shm segments would outlive us.
+    try {
+      const l6: string[] = [];
+      for (const [c, d] of picked) {
+        const rail = await c.open(d, env);
+        ctx.rails.push(rail);
+        if (rail.poll !== undefined && rail.sleep !== undefined) {
+          const r = rail as Required<Pick<Rail, 'poll' | 'sleep'>>;
+          ctx.progress.addPoller({ poll: () => r.poll(), sleep: (w) => r.sleep(w) });
+        }
+        l6.push(`${rail.name}: open at ${rail.address()}`);
       }
-      l6.push(`${rail.name}: open at ${rail.address()}`);
-    }
-    say(6, 'open rails', l6);
+      say(6, 'open rails', l6);
 
-    // Step 7: capabilities -> protocol tables.
-    const l7: string[] = [];
-    for (const r of ctx.rails) {
-      const t = thresholdsFor(r.caps, params);
-      const c = r.caps;
-      l7.push(`${r.name}: ${c.reliable ? 'reliable' : 'unreliable'}, ${c.ordered ? 'ordered' : 'unordered'}, put ${c.put ? 'yes' : 'no'}, get ${c.get ? 'yes' : 'no'}, atomics ${c.atomics ? 'yes' : 'no'}, ~${c.latencyUs} us, ~${c.bandwidthMBps} MB/s; ` +
-        `short <= ${t.short} B, eager <= ${t.eager} B, zero-copy eager <= ${t.zcopy} B, rendezvous above in ${t.chunk} B chunks`);
-    }
-    say(7, 'rail capabilities and protocol tables', l7);
-
-        if (ctx.kv !== null) {
-      const addrs: Record<string, string> = {};
-      for (const r of ctx.rails) if (r.component !== 'self') addrs[r.component] = r.address();
-      await ctx.kv.put(`rails/${opts.launch.rank}`, JSON.stringify(addrs));
-      if (opts.launch.launcher === 'railcomm') {
-        await ctx.kv.fence(); // railcomm run stops a job whose rank died before this
-      } else {
-        // No launcher of ours watches the job: a rank that never arrives must not hang the others.
-        const ms = params.connectTimeout;
-        let timer: NodeJS.Timeout | undefined;
-        const late = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new RailcommError(ErrorCode.BOOT,
-            `rank ${opts.launch.rank}: not all ${opts.launch.size} ranks reached the wire-up within ${ms} ms (RAILCOMM_CONNECT_TIMEOUT); start every rank with the same MASTER_ADDR:MASTER_PORT, the same RAILCOMM_JOB_KEY, and distinct ranks`)), ms);
-        });
-        try { await Promise.race([ctx.kv.fence(), late]); } finally { clearTimeout(timer); }
+      // Step 7: capabilities -> protocol tables.
+      const l7: string[] = [];
+      for (const r of ctx.rails) {
+        const t = thresholdsFor(r.caps, params);
+        const c = r.caps;
+        l7.push(`${r.name}: ${c.reliable ? 'reliable' : 'unreliable'}, ${c.ordered ? 'ordered' : 'unordered'}, put ${c.put ? 'yes' : 'no'}, get ${c.get ? 'yes' : 'no'}, atomics ${c.atomics ? 'yes' : 'no'}, ~${c.latencyUs} us, ~${c.bandwidthMBps} MB/s; ` +
+          `short <= ${t.short} B, eager <= ${t.eager} B, zero-copy eager <= ${t.zcopy} B, rendezvous above in ${t.chunk} B chunks`);
       }
+      say(7, 'rail capabilities and protocol tables', l7);
+
+          if (ctx.kv !== null) {
+        const addrs: Record<string, string> = {};
+        for (const r of ctx.rails) if (r.component !== 'self') addrs[r.component] = r.address();
+        await ctx.kv.put(`rails/${opts.launch.rank}`, JSON.stringify(addrs));
+        if (opts.launch.launcher === 'railcomm') {
+          await ctx.kv.fence(); // railcomm run stops a job whose rank died before this
+        } else {
+          // No launcher of ours watches the job: a rank that never arrives must not hang the others.
+          const ms = params.connectTimeout;
+          let timer: NodeJS.Timeout | undefined;
+          const late = new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new RailcommError(ErrorCode.BOOT,
+              `rank ${opts.launch.rank}: not all ${opts.launch.size} ranks reached the wire-up within ${ms} ms (RAILCOMM_CONNECT_TIMEOUT); start every rank with the same MASTER_ADDR:MASTER_PORT, the same RAILCOMM_JOB_KEY, and distinct ranks`)), ms);
+          });
+          try { await Promise.race([ctx.kv.fence(), late]); } finally { clearTimeout(timer); }
+        }
+      }
+    } catch (err) {
+      await ctx.close().catch(() => { /* the original error matters */ });
+      throw err;
     }
     return ctx;
+  }
+
+  /** comm.alloc: a large buffer in memory the peers can map (a rail's registered segment), or null. */
+  allocShared(bytes: number): Uint8Array | null {
+    if (bytes < this.params.rndvThreshold || !this.params.shmSingleCopy) return null;
+    for (const r of this.rails) {
+      const b = r.allocShared?.(bytes) ?? null;
+      if (b !== null) return b;
+    }
+    return null;
   }
 
   // ---- endpoints ---------------------------------------------------------
@@ -332,7 +352,7 @@ export class Context {
       if (ep === undefined || ep.lane === null) continue;
       peers[String(ep.rank)] = ep.lane.counters.snapshot();
     }
-    return { rank: this.launch.rank, rails, peers, protocol: this.p2p.snapshot() };
+    return { rank: this.launch.rank, rails, peers, protocol: this.p2p.snapshot(), singleCopy: this.p2p.ipcStates() };
   }
 
   async close(): Promise<void> {

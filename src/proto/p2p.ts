@@ -11,8 +11,14 @@ import type { Linked, List } from './list.js';
 import { Request, KIND_PROBE, KIND_SEND, PENDING, type Canceller } from './request.js';
 import { ProtoEndpoint, type PendingOp } from './endpoint.js';
 import type { AmRegistry } from './am.js';
+import { IPC_STATE_NAMES, IpcNegotiation, IpcPeer, SPLIT_MIN, splitPoint, type IpcLink } from './ipc.js';
 import {
-  AM_CREDIT, AM_CTS, AM_DATA, AM_EAGER, AM_RTS, CREDIT_HDR, CTS_DISCARD, CTS_HDR, DATA_HDR, EAGER_HDR, EAGER_OVERHEAD, RTS_HDR,
+  AM_CTS_PUT, AM_IPC_ACK, AM_IPC_REQ, AM_PUT_DONE, AM_RTS_RGET, AM_RTS_SEG, CTS_PUT_HDR, RTS_SEG_HDR, encodeRtsSegment, rtsSegmentId, rtsSegmentOffset, IPC_ACK_HDR, IPC_NO, IPC_REQ_HDR, PUT_DONE_HDR, RTS_RGET_HDR,
+  ctsPutAddress, ctsPutRecvId, ctsPutSendId, ctsPutSplit, encodeCtsPut, encodeIpcAck, encodeIpcReq, encodePutDone, encodeRgetAddress,
+  ipcAckStatus, ipcReqAddress, ipcReqCookie, putDoneBytes, putDoneRecvId, rgetAddress,
+} from './ipc-wire.js';
+import {
+  AM_CREDIT, AM_CTS, AM_DATA, AM_EAGER, AM_FIN, AM_RTS, FIN_HDR, CREDIT_HDR, CTS_DISCARD, CTS_HDR, DATA_HDR, EAGER_HDR, EAGER_OVERHEAD, RTS_HDR,
   ctsCredits, ctsFlags, ctsRecvId, ctsSendId, dataOffset, dataRecvId, encodeCts, encodeData, encodeMatchHeader, encodeRts,
   encodeU32, hdrCredits, hdrCtx, hdrSeq, hdrSrc, hdrTag, readU32, rtsSendId, rtsSize,
 } from './wire.js';
@@ -30,6 +36,10 @@ export class Unexpected implements Arrived {
   readonly data: Buffer | null;
   readonly size: number;
   readonly sendId: number;
+  /** Rendezvous by RGET: where the sender's buffer is in its process (0n: the ring path), or its offset in `segment`. */
+  remote = 0n;
+  /** The sender's registered segment holding the data (comm.alloc), or -1. */
+  segment = -1;
 
   constructor(ep: ProtoEndpoint, src: number, tag: number, data: Buffer | null, size: number, sendId: number) {
     this.ep = ep; this.src = src; this.tag = tag; this.data = data; this.size = size; this.sendId = sendId;
@@ -54,6 +64,8 @@ export interface P2pHost {
   readonly worldSize: number;
   /** Sends up to this size complete at once, never waiting for the receiver. */
   readonly eagerLimit: number;
+  /** Large messages may be read by the receiver straight from the sender's memory where a lane can. */
+  readonly singleCopy?: boolean;
   endpointFor(world: number): ProtoEndpoint;
   /** The endpoint if this rank ever used that peer (no lookup started). */
   existingEndpoint(world: number): ProtoEndpoint | undefined;
@@ -75,6 +87,12 @@ export class PointToPoint implements Canceller {
   /** Counted protocol errors from peers (bad ids, out-of-range data). */
   protocolErrors = 0;
   private readonly startSendFn = (ep: ProtoEndpoint, r: Request): PendingOp | null => this.startSend(ep, r);
+  /** Single-copy negotiation per peer (proto/ipc.ts) and what it moved. */
+  private readonly ipc = new IpcNegotiation();
+  private readonly ipcPeers = new Map<ProtoEndpoint, { peer: IpcPeer; link: IpcLink }>();
+  private readonly ipcScratch = new Uint8Array(8);
+  rgetMsgs = 0;
+  rgetBytes = 0;
 
   constructor(host: P2pHost, am: AmRegistry) {
     this.host = host;
@@ -83,6 +101,13 @@ export class PointToPoint implements Canceller {
     am.register(AM_CTS, 'cts', this.ctsHandler);
     am.register(AM_DATA, 'data', this.dataHandler);
     am.register(AM_CREDIT, 'credit', this.creditHandler);
+    am.register(AM_RTS_RGET, 'rts-rget', this.matchedHandler(AM_RTS_RGET));
+    am.register(AM_RTS_SEG, 'rts-seg', this.matchedHandler(AM_RTS_SEG));
+    am.register(AM_FIN, 'fin', this.finHandler);
+    am.register(AM_IPC_REQ, 'ipc-req', this.ipcReqHandler);
+    am.register(AM_IPC_ACK, 'ipc-ack', this.ipcAckHandler);
+    am.register(AM_CTS_PUT, 'cts-put', this.ctsPutHandler);
+    am.register(AM_PUT_DONE, 'put-done', this.putDoneHandler);
   }
 
   registerContext(ctx: number, group: readonly number[], collective: boolean): void {
@@ -156,15 +181,24 @@ export class PointToPoint implements Canceller {
       // the receiver): a copy of the bytes goes by rendezvous instead.
       req = this.detachEager(req);
     }
-    // Rendezvous: announce, and wait for the receiver to match and ask for the data.
+    // Rendezvous: announce, and wait for the receiver to match and ask for the
+    // data, or to read it itself (RGET) when the peer agreed to (asked here first).
+    const large = len > ep.th.zcopy && this.host.singleCopy === true && lane.ipc != null;
+    // From a registered segment (comm.alloc) the receiver maps it: no handshake needed.
+    const seg = large ? lane.ipc!.segmentOf?.(req.buf) ?? null : null;
+    const rget = large && seg === null && this.ipc.want(this.ipcOf(ep).peer, this.ipcOf(ep).link);
     const id = this.nextSendId;
     this.nextSendId = (id + 1) >>> 0 || 1;
     req.rndvId = id;
     this.sendRndv.set(id, req);
     ep.sendsActive.add(req);
     encodeRts(v, req.ctx, req.source, req.tag, seq, ep.takeOwed(), id, len);
-    const st = lane.sendCopy(AM_RTS, this.scratch, RTS_HDR, null);
-    if (st === NO_RESOURCE) return ProtoEndpoint.op(AM_RTS, this.scratch, RTS_HDR, null, false, null);
+    const am = seg !== null ? AM_RTS_SEG : rget ? AM_RTS_RGET : AM_RTS;
+    const hdrLen = seg !== null ? RTS_SEG_HDR : rget ? RTS_RGET_HDR : RTS_HDR;
+    if (seg !== null) encodeRtsSegment(v, seg.id, seg.offset);
+    else if (rget) encodeRgetAddress(v, lane.ipc!.addressOf(req.buf));
+    const st = lane.sendCopy(am, this.scratch, hdrLen, null);
+    if (st === NO_RESOURCE) return ProtoEndpoint.op(am, this.scratch, hdrLen, null, false, null);
     return null;
   }
 
@@ -220,11 +254,11 @@ export class PointToPoint implements Canceller {
       req.complete(u.src, u.tag, u.size);
       return;
     }
-    this.acceptRndv(req, ep, u.sendId, u.size, u.src, u.tag);
+    this.acceptRndv(req, ep, u.sendId, u.size, u.src, u.tag, u.remote, u.segment);
   }
 
   /** Matched a rendezvous announcement: ask for the data (or refuse it on truncation). */
-  private acceptRndv(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number): void {
+  private acceptRndv(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number, remote: bigint, segment: number): void {
     if (ep.failure !== null) { req.fail(ep.failure); return; }
     if (size > req.buf.byteLength) {
       encodeCts(this.scratchView, sendId, 0, CTS_DISCARD, ep.takeOwed());
@@ -232,6 +266,8 @@ export class PointToPoint implements Canceller {
       req.fail(truncated(size, req.buf.byteLength, src, tag));
       return;
     }
+    if (segment >= 0 && size > 0 && this.rgetSegment(req, ep, sendId, size, src, tag, segment, Number(remote))) return;
+    if (remote !== 0n && segment < 0 && size > 0 && this.rget(req, ep, sendId, size, src, tag, remote)) return;
     const id = this.nextRecvId;
     this.nextRecvId = (id + 1) >>> 0 || 1;
     req.rndvId = id;
@@ -245,6 +281,103 @@ export class PointToPoint implements Canceller {
     encodeCts(this.scratchView, sendId, id, 0, ep.takeOwed());
     this.control(ep, AM_CTS, CTS_HDR);
     if (size === 0) { this.recvRndv.delete(id); ep.recvsActive.delete(req); req.complete(src, tag, 0); }
+  }
+
+  /**
+   * RGET: read the sender's buffer straight into the receive buffer (one copy),
+   * then FIN. False when the read was refused: the ring path (CTS) follows.
+   */
+  private rget(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number, remote: bigint): boolean {
+    const reader = ep.lane?.ipc ?? null;
+    if (reader === null) return false;
+    const x = this.ipcOf(ep);
+    // Large: the sender writes the second part while we read the first. It may
+    // write into our memory once it agreed it can read it (asked here first).
+    if (size >= SPLIT_MIN && this.ipc.want(x.peer, x.link)) { this.rgetSplit(req, ep, reader, sendId, size, src, tag, remote); return true; }
+    const r = reader.read(req.buf.subarray(0, size), remote);
+    if (r === -3) { req.fail(new RailcommError(ErrorCode.PEER_FAILED, `rank ${ep.rank} vanished while a ${size}-byte message was read from it`)); return true; }
+    if (r !== 0) { this.ipc.onReadFailed(x.peer, x.link); return false; }
+    this.rgetMsgs++;
+    this.rgetBytes += size;
+    x.peer.rgets++;
+    encodeU32(this.scratchView, sendId);
+    this.control(ep, AM_FIN, FIN_HDR);
+    req.complete(src, tag, size);
+    return true;
+  }
+
+  /** The data is in the sender's registered segment: map it (cached) and copy once; false: the ring path. */
+  private rgetSegment(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number, id: number, offset: number): boolean {
+    const reader = ep.lane?.ipc ?? null;
+    if (reader === null || reader.readSegment === undefined) return false;
+    if (reader.readSegment(req.buf.subarray(0, size), id, offset) !== 0) return false;
+    this.rgetMsgs++;
+    this.rgetBytes += size;
+    encodeU32(this.scratchView, sendId);
+    this.control(ep, AM_FIN, FIN_HDR);
+    req.complete(src, tag, size);
+    return true;
+  }
+
+  /** Split single copy: ask the sender to write [split, size), read [0, split), FIN; PUT_DONE (or DATA) completes. */
+  private rgetSplit(req: Request, ep: ProtoEndpoint, reader: NonNullable<RailEndpoint['ipc']>, sendId: number, size: number, src: number, tag: number, remote: bigint): void {
+    const id = this.nextRecvId;
+    this.nextRecvId = (id + 1) >>> 0 || 1;
+    const split = splitPoint(size);
+    req.rndvId = id; req.source = src; req.tag = tag; req.bytes = size; req.progressBytes = 0; req.peerWorld = ep.rank;
+    this.recvRndv.set(id, req);
+    ep.recvsActive.add(req);
+    encodeCtsPut(this.scratchView, sendId, id, split, reader.addressOf(req.buf));
+    this.control(ep, AM_CTS_PUT, CTS_PUT_HDR);
+    const r = reader.read(req.buf.subarray(0, split), remote);
+    if (r !== 0) {
+      // Both sides agreed, so this cannot happen short of a dead peer or a freed buffer.
+      this.recvRndv.delete(id);
+      ep.recvsActive.delete(req);
+      req.fail(r === -3 ? new RailcommError(ErrorCode.PEER_FAILED, `rank ${ep.rank} vanished while a ${size}-byte message was read from it`)
+        : new RailcommError(ErrorCode.PROTOCOL, `reading ${split} bytes of a message from rank ${ep.rank} failed (errno ${-r})`));
+      return;
+    }
+    this.rgetMsgs++;
+    this.rgetBytes += size;
+    this.ipcOf(ep).peer.rgets++;
+    encodeU32(this.scratchView, sendId);
+    this.control(ep, AM_FIN, FIN_HDR);
+    this.received(req, split);
+  }
+
+  /** Part of a rendezvous receive landed: complete it once every byte has. */
+  private received(req: Request, n: number): void {
+    req.progressBytes += n;
+    if (req.progressBytes >= req.bytes && req.state === PENDING) {
+      this.recvRndv.delete(req.rndvId);
+      this.host.endpointFor(req.peerWorld).recvsActive.delete(req);
+      req.complete(req.source, req.tag, req.bytes);
+    }
+  }
+
+  /** The negotiation state with a peer, and how it talks to it. */
+  private ipcOf(ep: ProtoEndpoint): { peer: IpcPeer; link: IpcLink } {
+    let x = this.ipcPeers.get(ep);
+    if (x === undefined) {
+      const link: IpcLink = {
+        get reader() { return ep.lane?.ipc ?? null; },
+        sendRequest: (address, cookie, attempt) => { encodeIpcReq(this.scratchView, address, cookie, attempt); this.control(ep, AM_IPC_REQ, IPC_REQ_HDR); },
+        sendAck: (status) => { encodeIpcAck(this.scratchView, status); this.control(ep, AM_IPC_ACK, IPC_ACK_HDR); },
+      };
+      x = { peer: new IpcPeer(), link };
+      this.ipcPeers.set(ep, x);
+    }
+    return x;
+  }
+
+  /** Single-copy negotiation state per peer rank (--stats): whether it reads us (tx), we read it (rx). */
+  ipcStates(): Record<string, { tx: string; rx: string; tries: number; rgets: number; fallbacks: number }> {
+    const out: Record<string, { tx: string; rx: string; tries: number; rgets: number; fallbacks: number }> = {};
+    for (const [ep, { peer }] of this.ipcPeers) {
+      out[String(ep.rank)] = { tx: IPC_STATE_NAMES[peer.tx]!, rx: IPC_STATE_NAMES[peer.rx]!, tries: peer.tries, rgets: peer.rgets, fallbacks: peer.fallbacks };
+    }
+    return out;
   }
 
   cancel(r: Request): boolean {
@@ -342,7 +475,8 @@ export class PointToPoint implements Canceller {
 
   private onMatched(ep: ProtoEndpoint, am: number, v: DataView, o: number, buf: Buffer, payOff: number, payLen: number): void {
     if (am === AM_EAGER) this.onEager(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), buf, payOff, payLen);
-    else this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o));
+    else if (am === AM_RTS_SEG) this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o), BigInt(rtsSegmentOffset(v, o)), rtsSegmentId(v, o));
+    else this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o), am === AM_RTS_RGET ? rgetAddress(v, o) : 0n, -1);
   }
 
   private onEager(ep: ProtoEndpoint, ctx: number, src: number, tag: number, buf: Buffer, off: number, len: number): void {
@@ -360,11 +494,13 @@ export class PointToPoint implements Canceller {
     if (st.probes.length > 0) this.checkProbes(st, u);
   }
 
-  private onRts(ep: ProtoEndpoint, ctx: number, src: number, tag: number, sendId: number, size: number): void {
+  private onRts(ep: ProtoEndpoint, ctx: number, src: number, tag: number, sendId: number, size: number, remote: bigint, segment: number): void {
     const st = this.state(ctx);
     const r = st.queues.matchPosted(src, tag);
-    if (r !== null) { this.acceptRndv(r, ep, sendId, size, src, tag); return; }
+    if (r !== null) { this.acceptRndv(r, ep, sendId, size, src, tag, remote, segment); return; }
     const u = new Unexpected(ep, src, tag, null, size, sendId);
+    u.remote = remote;
+    u.segment = segment;
     st.queues.pushArrived(u);
     if (st.probes.length > 0) this.checkProbes(st, u);
   }
@@ -419,13 +555,13 @@ export class PointToPoint implements Canceller {
   };
 
   /** Rendezvous data: pipelined chunks from the user's buffer, straight into the receiver's. */
-  private streamData(ep: ProtoEndpoint, req: Request, recvId: number): void {
+  private streamData(ep: ProtoEndpoint, req: Request, recvId: number, from = 0): void {
     const lane = ep.lane!;
     const buf = req.buf;
     const size = buf.byteLength;
     const chunk = ep.th.chunk;
     if (size === 0) { req.complete(req.source, req.tag, 0); return; }
-    for (let off = 0; off < size; off += chunk) {
+    for (let off = from; off < size; off += chunk) {
       const piece = buf.subarray(off, Math.min(size, off + chunk));
       encodeData(this.scratchView, recvId, off);
       req.railPending++;
@@ -468,6 +604,74 @@ export class PointToPoint implements Canceller {
         this.host.endpointFor(req.peerWorld).recvsActive.delete(req);
         req.complete(req.source, req.tag, req.bytes);
       }
+    },
+  };
+
+  /** The receiver read the data itself (RGET): the send is complete. */
+  private readonly finHandler: AmHandler = {
+    recv: (rep, rx) => {
+      const ep = this.owner(rep);
+      const sendId = readU32(rx.view, rx.hdrOff);
+      const req = this.sendRndv.get(sendId);
+      if (req === undefined || req.peerWorld !== ep.rank) { this.peerLied(rep, `FIN for unknown send ${sendId}`); return; }
+      this.sendRndv.delete(sendId);
+      ep.sendsActive.delete(req);
+      // A split transfer may still have our part in flight (DATA fallback): it completes the send.
+      if (req.railPending === 0) req.complete(req.source, req.tag, req.buf.byteLength);
+      else req.progressBytes = req.buf.byteLength;
+    },
+  };
+
+  /** The receiver reads the first part itself and asks us to write the rest into its buffer. */
+  private readonly ctsPutHandler: AmHandler = {
+    recv: (rep, rx) => {
+      const ep = this.owner(rep);
+      const v = rx.view, o = rx.hdrOff;
+      const sendId = ctsPutSendId(v, o);
+      const req = this.sendRndv.get(sendId);
+      const split = ctsPutSplit(v, o);
+      if (req === undefined || req.peerWorld !== ep.rank || split > req.buf.byteLength) { this.peerLied(rep, `write request for unknown send ${sendId} or beyond its end`); return; }
+      const recvId = ctsPutRecvId(v, o);
+      const piece = req.buf.subarray(split);
+      const w = ep.lane?.ipc?.write(piece, ctsPutAddress(v, o) + BigInt(split)) ?? -1;
+      if (w === 0) {
+        encodePutDone(this.scratchView, recvId, piece.byteLength);
+        this.control(ep, AM_PUT_DONE, PUT_DONE_HDR);
+      } else if (w === -3) {
+        this.sendRndv.delete(sendId);
+        ep.sendsActive.delete(req);
+        req.fail(new RailcommError(ErrorCode.PEER_FAILED, `rank ${ep.rank} vanished while a message was written into it`));
+      } else {
+        // The kernel let it read us but not us write it: our part goes through the ring.
+        this.streamData(ep, req, recvId, split);
+      }
+    },
+  };
+
+  private readonly putDoneHandler: AmHandler = {
+    recv: (rep, rx) => {
+      const id = putDoneRecvId(rx.view, rx.hdrOff);
+      const req = this.recvRndv.get(id);
+      const n = putDoneBytes(rx.view, rx.hdrOff);
+      if (req === undefined || req.peerWorld !== this.owner(rep).rank || req.progressBytes + n > req.bytes) { this.peerLied(rep, `write done for unknown receive ${id}`); return; }
+      this.received(req, n);
+    },
+  };
+
+  private readonly ipcReqHandler: AmHandler = {
+    recv: (rep, rx) => {
+      const x = this.ipcOf(this.owner(rep));
+      const addr = ipcReqAddress(rx.view, rx.hdrOff);
+      const cookie = ipcReqCookie(rx.view, rx.hdrOff);
+      // Refuse when single copy is switched off here: the peer then stops asking.
+      if (this.host.singleCopy !== true) { x.link.sendAck(IPC_NO); return; }
+      this.ipc.onRequest(x.peer, x.link, addr, cookie, this.ipcScratch);
+    },
+  };
+
+  private readonly ipcAckHandler: AmHandler = {
+    recv: (rep, rx) => {
+      this.ipc.onAck(this.ipcOf(this.owner(rep)).peer, ipcAckStatus(rx.view, rx.hdrOff));
     },
   };
 
@@ -548,14 +752,14 @@ export class PointToPoint implements Canceller {
   }
 
   /** Counts for `railcomm info`, stats and hang reports. */
-  snapshot(): { posted: number; unexpected: number; unexpectedBytes: number; rndvSends: number; rndvRecvs: number; protocolErrors: number } {
+  snapshot(): { posted: number; unexpected: number; unexpectedBytes: number; rndvSends: number; rndvRecvs: number; protocolErrors: number; rgetMsgs: number; rgetBytes: number } {
     let posted = 0, unexpected = 0, unexpectedBytes = 0;
     for (const st of this.contexts.values()) {
       posted += st.queues.postedCount;
       unexpected += st.queues.arrivedCount;
       for (const u of st.queues.allArrived()) if (u.data !== null) unexpectedBytes += u.size;
     }
-    return { posted, unexpected, unexpectedBytes, rndvSends: this.sendRndv.size, rndvRecvs: this.recvRndv.size, protocolErrors: this.protocolErrors };
+    return { posted, unexpected, unexpectedBytes, rndvSends: this.sendRndv.size, rndvRecvs: this.recvRndv.size, protocolErrors: this.protocolErrors, rgetMsgs: this.rgetMsgs, rgetBytes: this.rgetBytes };
   }
 }
 

@@ -93,6 +93,8 @@ export interface RailEnv {
   readonly params: Params;
   readonly log: Logger;
   readonly upcalls: RailUpcalls;
+  /** Ranks on this host outside this process (rails on shared memory use it to know when every peer has mapped a segment). */
+  readonly hostPeers?: number;
 }
 
 export interface Device {
@@ -135,6 +137,8 @@ export interface Rail {
   poll?(): boolean;
   /** Polled rails: arm a wake-up for when data arrives; false (nothing armed) when data already waits. */
   sleep?(wake: () => void): boolean;
+  /** Memory that peers of this rail can map (comm.alloc): large sends from it need no staging and no CMA. */
+  allocShared?(bytes: number): Uint8Array | null;
 }
 
 export interface RailEndpoint {
@@ -151,4 +155,23 @@ export interface RailEndpoint {
   close(): Promise<void>;
   /** The peer sent something that cannot be true: drop the connection (counted, logged, peer failed). */
   abort(reason: string): void;
+  /**
+   * Optional single-copy reads of the peer's memory (shm: Linux CMA), for
+   * rendezvous RGET. null or absent when the rail cannot.
+   */
+  readonly ipc?: RailIpc | null;
+}
+
+/** Reading a peer's memory directly: the peer publishes an address, we read from it once. */
+export interface RailIpc {
+  /** Where `buf` lives in this process, for the peer to read (stable while the buffer lives). */
+  addressOf(buf: Uint8Array): bigint;
+  /** Read dst.byteLength bytes at the peer's `address`: 0 on success, else a negative errno (-1 EPERM: not allowed, -3 ESRCH: peer gone). */
+  read(dst: Uint8Array, address: bigint): number;
+  /** Write src at the peer's `address` (same answers as read). */
+  write(src: Uint8Array, address: bigint): number;
+  /** Where `buf` lies in one of this rail's registered shared segments (Rail.allocShared), or null. */
+  segmentOf?(buf: Uint8Array): { id: number; offset: number } | null;
+  /** Copy from the peer's registered segment `id` at `offset` (mapped once, cached): 0, or a negative errno (-2: gone). */
+  readSegment?(dst: Uint8Array, id: number, offset: number): number;
 }

@@ -6,5 +6,6 @@ import { selfComponent } from './self/component.js';
 import { tcpComponent } from './tcp/component.js';
 import { tbsmComponent } from './tbsm/component.js';
 import { udpComponent } from './udp/component.js';
+import { shmComponent } from './shm/component.js';
 
-export const COMPONENTS: readonly Component[] = [selfComponent, tbsmComponent, tcpComponent, udpComponent];
+export const COMPONENTS: readonly Component[] = [selfComponent, tbsmComponent, shmComponent, tcpComponent, udpComponent];

@@ -51,7 +51,7 @@ test('a program started with plain node is a world of one rank and exits by itse
 });
 
 test('--stats prints counters per rail and per peer at finalize', async () => {
-  const r = await railcomm(['run', '-n', '2', '--stats', '--timeout', '60', 'examples/ring.js'], { limitMs: 90_000 });
+  const r = await railcomm(['run', '-n', '2', '--rails', 'tcp', '--stats', '--timeout', '60', 'examples/ring.js'], { limitMs: 90_000 });
   assert.equal(r.code, 0, r.stderr);
   const line = r.stderr.split('\n').find((l) => l.startsWith('[1] railcomm stats '));
   assert.ok(line, r.stderr);
@@ -62,7 +62,7 @@ test('--stats prints counters per rail and per peer at finalize', async () => {
 });
 
 test('RAILCOMM_PROTO_INFO prints the protocol table per peer', async () => {
-  const r = await railcomm(['run', '-n', '2', '--timeout', '60', 'examples/ring.js'], { limitMs: 90_000, env: { RAILCOMM_PROTO_INFO: '1' } });
+  const r = await railcomm(['run', '-n', '2', '--rails', 'tcp', '--timeout', '60', 'examples/ring.js'], { limitMs: 90_000, env: { RAILCOMM_PROTO_INFO: '1' } });
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stderr, /protocols to rank 1:/);
   assert.match(r.stderr, /rendezvous, 1048576 B chunks on tcp:lo/);

@@ -8,7 +8,7 @@ import { railcomm, jobScript, caseResults, linesWith } from './jobs.mjs';
 
 for (let p = 1; p <= 7; p++) {
   test(`collectives and communicators on ${p} rank${p > 1 ? 's' : ''}`, async () => {
-    const job = await railcomm(['run', '-n', String(p), '--timeout', '200', jobScript('coll-suite.mjs')], { limitMs: 230_000 });
+    const job = await railcomm(['run', '-n', String(p), '--rails', 'tcp', '--timeout', '200', jobScript('coll-suite.mjs')], { limitMs: 230_000 });
     const res = caseResults(job.stdout);
     assert.ok(res.size >= 7, `cases reported: ${[...res.keys()].join(', ')}\n${job.stderr.slice(-2000)}`);
     for (const [name, byRank] of res) for (let r = 0; r < p; r++) assert.equal(byRank.get(r), 'ok', `${name}, rank ${r}: ${byRank.get(r)}`);

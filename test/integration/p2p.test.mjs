@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { railcomm, jobScript, caseResults } from './jobs.mjs';
 
 const RANKS = 4;
-const job = await railcomm(['run', '-n', String(RANKS), '--timeout', '240', jobScript('p2p-suite.mjs')], { limitMs: 260_000 });
+const job = await railcomm(['run', '-n', String(RANKS), '--rails', 'tcp', '--timeout', '240', jobScript('p2p-suite.mjs')], { limitMs: 260_000 });
 const results = caseResults(job.stdout);
 
 test('the p2p job finishes and every rank exits 0', () => {

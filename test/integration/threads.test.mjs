@@ -15,10 +15,12 @@ async function suite(args, script, ranks, minCases) {
 }
 
 test('point-to-point suite, 4 thread ranks (tbsm)', () => suite(['-n', '4', '--threads'], 'p2p-suite.mjs', 4, 19));
-test('point-to-point suite, 2 processes x 2 threads (tbsm + tcp)', () => suite(['-n', '4', '--threads-per-process', '2'], 'p2p-suite.mjs', 4, 19));
+test('point-to-point suite, 2 processes x 2 threads (tbsm + shm, or tcp without the addon)', () => suite(['-n', '4', '--threads-per-process', '2'], 'p2p-suite.mjs', 4, 19));
 for (const p of [2, 3, 7]) {
   test(`collectives, ${p} thread ranks`, () => suite(['-n', String(p), '--threads'], 'coll-suite.mjs', p, 7));
 }
+
+test('16 thread ranks on 2 cores (oversubscribed): idle waits, ring, all-to-all, large messages', () => suite(['-n', '16', '--threads'], 'shm-suite.mjs', 16, 4));
 
 test('thread ranks use tbsm among themselves (railcomm bench --threads)', async () => {
   const job = await railcomm(['bench', 'latency', '--threads', '--sizes', '8,100000', '--iters', '200', '--json'], { limitMs: 60_000 });

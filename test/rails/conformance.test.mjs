@@ -10,6 +10,9 @@ import { tcpComponent } from '../../dist/rail/tcp/component.js';
 import { tbsmComponent } from '../../dist/rail/tbsm/component.js';
 import { udpComponent } from '../../dist/rail/udp/component.js';
 import dgram from 'node:dgram';
+import { shmComponent } from '../../dist/rail/shm/component.js';
+import { loadNative } from '../../dist/native/addon.js';
+import { existsSync, readdirSync } from 'node:fs';
 import { resolveParams } from '../../dist/core/params.js';
 import { Logger } from '../../dist/core/log.js';
 import { endpointId } from '../../dist/core/ids.js';
@@ -131,6 +134,31 @@ const RAILS = [
   },
 ];
 
+// shm needs the native addon; without it the rail is skipped, saying why.
+const shmAvail = shmComponent.available();
+if (shmAvail.ok) {
+  RAILS.push({
+    name: 'shm',
+    async open(params) {
+      // Two process ranks' rails; here both live in this process, which the rail does not mind.
+      const a = makeSide(0, params);
+      const b = makeSide(1, params);
+      const [dev] = shmComponent.queryDevices(params);
+      a.rail = await shmComponent.open(dev, a.env);
+      b.rail = await shmComponent.open(dev, b.env);
+      polled.add(a.rail); polled.add(b.rail);
+      return {
+        a, b, canFail: true,
+        epAB: () => a.rail.endpoint(b.id, b.rail.address()),
+        epBA: () => b.rail.endpoint(a.id, a.rail.address()),
+        close: async () => { await a.rail.close(); await b.rail.close(); polled.delete(a.rail); polled.delete(b.rail); },
+      };
+    },
+  });
+} else {
+  test('shm: conformance', (t) => { t.skip(`shm unavailable: ${shmAvail.why}`); });
+}
+
 const hdrOf = (i) => { const h = new Uint8Array(8); new DataView(h.buffer).setUint32(0, i, true); return h; };
 const fill = (n, seed) => { const b = new Uint8Array(n); for (let i = 0; i < n; i++) b[i] = (i * 31 + seed) & 0xff; return b; };
 
@@ -221,7 +249,7 @@ for (const R of RAILS) {
   });
 
   test(`${R.name}: a sender blocked on a full rail may sleep; the receiver wakes it when it frees room`, async (t) => {
-    const pair = await R.open(resolveParams({ tbsmRing: 65536 }));
+    const pair = await R.open(resolveParams({ tbsmRing: 65536, shmRing: 65536 }));
     try {
       if (typeof pair.a.rail.sleep !== 'function' || pair.a === pair.b) { t.skip('not a polled rail between two sides'); return; }
       const ep = pair.epAB();
@@ -239,9 +267,9 @@ for (const R of RAILS) {
     } finally { await pair.close(); }
   });
 
-  if (R.name === 'tbsm') {
-    test('tbsm: a full ring answers NO_RESOURCE, then ready() once the receiver drains it', async () => {
-      const pair = await R.open(resolveParams({ tbsmRing: 65536 }));
+  if (R.name === 'tbsm' || R.name === 'shm') {
+    test(`${R.name}: a full ring answers NO_RESOURCE, then ready() once the receiver drains it`, async () => {
+      const pair = await R.open(resolveParams({ tbsmRing: 65536, shmRing: 65536 }));
       try {
         const ep = pair.epAB();
         const big = fill(8000, 1);
@@ -257,7 +285,7 @@ for (const R of RAILS) {
       } finally { await pair.close(); }
     });
 
-    test('tbsm: closing tells the peer it finalized (graceful)', async () => {
+    test(`${R.name}: closing tells the peer it finalized (graceful)`, async () => {
       const pair = await R.open(resolveParams());
       const ab = pair.epAB();
       ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
@@ -267,6 +295,73 @@ for (const R of RAILS) {
       assert.deepEqual(pair.b.failed[0], { peer: pair.a.id, code: 'ERR_PEER_FAILED', graceful: true });
       await pair.b.rail.close();
       polled.clear();
+    });
+  }
+
+  if (R.name === 'shm') {
+    test('shm: segments are unlinked once both sides mapped them, and nothing is left after close', async () => {
+      const pair = await R.open(resolveParams());
+      const ab = pair.epAB();
+      const ba = pair.epBA();
+      ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
+      ba.sendCopy(AM_MSG, hdrOf(0), 8, null);
+      await pair.b.until(() => pair.b.got.length === 1, 'a -> b');
+      await pair.a.until(() => pair.a.got.length === 1, 'b -> a');
+      const mine = () => readdirSync('/dev/shm').filter((n) => n.startsWith(`railcomm-${JOB}-`));
+      // Both rings mapped by both sides: only the inboxes may remain (no hostPeers given here).
+      assert.deepEqual(mine().filter((n) => !n.endsWith('-in')), []);
+      await pair.close();
+      assert.deepEqual(mine(), []);
+    });
+
+    test('shm: a ring with a bad magic or version fails that peer, not the rail', async () => {
+      const native = loadNative();
+      const pair = await R.open(resolveParams());
+      try {
+        // A rank 5 that writes garbage: announce a ring whose header is not railcomm's.
+        const bogus = native.shmCreate(`railcomm-${JOB}-5-1`, 128 + 65536);
+        new Int32Array(bogus)[28] = 0x12345678;
+        const inbox = new Int32Array(native.shmOpen(`railcomm-${JOB}-1-in`));
+        const slot = Atomics.add(inbox, 19, 1);
+        Atomics.store(inbox, 32 + slot, 5 + 1);
+        await pair.b.until(() => pair.b.failed.length === 1, 'the bad peer fails');
+        assert.equal(pair.b.failed[0].peer, endpointId(JOB, 5));
+        assert.equal(pair.b.failed[0].graceful, false);
+        assert.match(pair.b.messages[0], /magic 0x12345678/);
+        assert.ok(!existsSync(`/dev/shm/railcomm-${JOB}-5-1`), 'the bad ring was unlinked');
+        // The good peer still talks.
+        pair.epAB().sendCopy(AM_MSG, hdrOf(7), 8, fill(100, 7));
+        await pair.b.until(() => pair.b.got.length === 1, 'a -> b after the bad peer');
+      } finally { await pair.close(); }
+    });
+
+    test('shm: a peer whose process is gone fails within seconds', async () => {
+      const params = resolveParams();
+      const pair = await R.open(params);
+      try {
+        const { spawnSync } = await import('node:child_process');
+        const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+        const pid = Number(dead.stdout);
+        // b's inbox, reached under a dead process's pid.
+        const addr = pair.b.rail.address().replace(`;${process.pid};`, `;${pid};`);
+        const ep = pair.a.rail.endpoint(endpointId(JOB, 1), addr);
+        ep.sendCopy(AM_MSG, hdrOf(0), 8, null);
+        const t0 = Date.now();
+        await pair.a.until(() => pair.a.failed.length === 1, 'the dead peer fails', 5000);
+        assert.ok(Date.now() - t0 < 3000);
+        assert.match(pair.a.messages[0], new RegExp(`process ${pid} is gone`));
+      } finally { await pair.close(); }
+    });
+
+    test('shm: the endpoint reads the peer\'s memory in one copy (CMA)', async () => {
+      const pair = await R.open(resolveParams());
+      try {
+        const ep = pair.epAB();
+        const src = fill(1 << 20, 3);
+        const dst = new Uint8Array(1 << 20);
+        assert.equal(ep.ipc.read(dst, ep.ipc.addressOf(src)), 0);
+        assert.deepEqual(dst, src);
+      } finally { await pair.close(); }
     });
   }
 

@@ -4,15 +4,16 @@
 // receiver once over a BroadcastChannel. Progress polls the rings; an idle
 // receiver sleeps on its doorbell (Atomics.waitAsync), which senders ring.
 
-import type { AmHandler, Completion, Device, Rail, RailCaps, RailEndpoint, RailEnv, RailStatus, RxFrame } from '../api.js';
+import type { Completion, Device, Rail, RailCaps, RailEnv, RailIpc, RailStatus, RxFrame } from '../api.js';
+import { loadNative } from '../../native/addon.js';
+import { cmaIpc } from '../shared/cma.js';
 import { DONE, IN_PROGRESS, NO_RESOURCE } from '../api.js';
 import { TrafficCounters } from '../../core/counters.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { formatId } from '../../core/ids.js';
 import { BroadcastChannel } from 'node:worker_threads';
-import { Doorbell, FRAME_HEAD, Ring, payloadOffset } from './ring.js';
-
-const AM_BYE = 0;
+import { Doorbell, FRAME_HEAD, Ring } from '../shared/ring.js';
+import { AM_BYE, deliverFrame, type RingPeer } from '../shared/deliver.js';
 
 type ChannelMsg =
   | { kind: 'bell'; from: string; to?: string; sab: SharedArrayBuffer }
@@ -36,6 +37,8 @@ export class TbsmRail implements Rail {
   private readonly selfKey: string;
   private readonly channel: BroadcastChannel;
   readonly bell = new Doorbell();
+  /** Threads share one address space: a peer reads our buffers through our own pid (CMA). */
+  readonly ipc: RailIpc | null;
   private readonly bells = new Map<string, Doorbell>();
   private readonly endpoints = new Map<bigint, TbsmEndpoint>();
   private readonly inbound: Inbound[] = [];
@@ -49,6 +52,8 @@ export class TbsmRail implements Rail {
     this.env = env;
     this.ringBytes = ringBytes;
     this.selfKey = String(env.self);
+    const native = loadNative();
+    this.ipc = native === null ? null : cmaIpc(native, () => process.pid);
     const body = ringBytes / 2 - FRAME_HEAD - 264;
     this.caps = {
       reliable: true, ordered: true,
@@ -163,23 +168,7 @@ export class TbsmRail implements Rail {
   }
 
   private deliver(e: Inbound, am: number, off: number, hdrLen: number, payLen: number): void {
-    const ep = e.ep;
-    if (am === AM_BYE) { ep.peerClosed(); return; }
-    const h: AmHandler | undefined = this.env.upcalls.am[am];
-    if (h === undefined) { ep.abort(`unknown active message id ${am}`); return; }
-    const rx = this.rx;
-    rx.buf = e.ring.data; rx.view = e.ring.view;
-    rx.hdrOff = off + FRAME_HEAD; rx.hdrLen = hdrLen;
-    rx.payOff = payloadOffset(off, hdrLen); rx.payLen = payLen; rx.placed = null;
-    ep.counters.msgsRecv++; ep.counters.bytesRecv += payLen;
-    this.counters.msgsRecv++; this.counters.bytesRecv += payLen;
-    if (h.place !== undefined && payLen > 0) {
-      const target = h.place(ep, rx);
-      if (target === null) return;
-      e.ring.data.copy(target, 0, rx.payOff, rx.payOff + payLen);
-      rx.placed = target;
-    }
-    h.recv(ep, rx);
+    deliverFrame(this.env.upcalls.am, this.rx, this.counters, e.ep, e.ring, am, off, hdrLen, payLen);
   }
 
   forget(ep: TbsmEndpoint): void {
@@ -196,11 +185,13 @@ export class TbsmRail implements Rail {
   }
 }
 
-export class TbsmEndpoint implements RailEndpoint {
+export class TbsmEndpoint implements RingPeer {
   readonly rail: TbsmRail;
   readonly peer: bigint;
   readonly counters = new TrafficCounters();
   owner: unknown = null;
+  /** Single-copy reads of the peer thread's buffers (same process), where the addon loaded. */
+  readonly ipc: RailIpc | null;
   private out: Ring | null = null;
   private failed = false;
   /** The receiver's doorbell, cached once known (looked up by id otherwise). */
@@ -209,6 +200,7 @@ export class TbsmEndpoint implements RailEndpoint {
   constructor(rail: TbsmRail, peer: bigint) {
     this.rail = rail;
     this.peer = peer;
+    this.ipc = rail.ipc;
   }
 
   private ring(): Ring {

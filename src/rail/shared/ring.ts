@@ -1,5 +1,6 @@
 // A single-producer single-consumer ring of frames in a SharedArrayBuffer,
-// between two threads of one process. Positions run freely (uint32, modular);
+// between two threads of one process (tbsm) or two processes that map the
+// same /dev/shm segment (shm). Positions run freely (uint32, modular);
 // the producer publishes with an atomic store of the tail, the consumer frees
 // space with an atomic store of the head, each on its own cache line. Frames
 // never wrap: one that does not fit before the end leaves a skip marker.
@@ -9,6 +10,8 @@
  *   control Int32 [0]  head (consumer's position)       byte 0
  *           Int32 [16] tail (producer's position)       byte 64
  *           Int32 [24] producer waiting for room (0/1)  byte 96
+ *           Int32 [28] magic, [29] version, [30] producer pid  bytes 112-123
+ *             (stamped by the shm rail; tbsm leaves them zero)
  * Frame (8-byte aligned), at position & (capacity - 1):
  *   0 frame bytes u32 (SKIP: the rest of the buffer is unused)
  *   4 payload bytes u32 | 8 am id u8 | 9 zero u8 | 10 header bytes u16 | 12 zero u32
@@ -23,6 +26,9 @@ export const FRAME_HEAD = 16;
 const HEAD = 0;
 const TAIL = 16;
 const WAITING = 24;
+const MAGIC = 28;
+const VERSION = 29;
+const OWNER = 30;
 const SKIP = 0xffffffff;
 
 const align8 = (n: number): number => (n + 7) & ~7;
@@ -47,6 +53,18 @@ export class Ring {
     this.ctl = new Int32Array(this.sab, 0, 32);
     this.data = Buffer.from(this.sab, CONTROL_BYTES, this.capacity);
     this.view = new DataView(this.sab, CONTROL_BYTES, this.capacity);
+  }
+
+  /** Producer, once, before announcing the ring: who wrote it and in which format. */
+  stamp(magic: number, version: number, pid: number): void {
+    this.ctl[OWNER] = pid;
+    this.ctl[VERSION] = version;
+    Atomics.store(this.ctl, MAGIC, magic);
+  }
+
+  /** Consumer: the stamp the producer wrote. */
+  stampOf(): { magic: number; version: number; pid: number } {
+    return { magic: Atomics.load(this.ctl, MAGIC) >>> 0, version: this.ctl[VERSION]!, pid: this.ctl[OWNER]! };
   }
 
   /** Largest frame body (header + payload) this ring takes. */
@@ -154,15 +172,21 @@ export class Ring {
  * A rank's doorbell: [0] rings, [1] asleep. A sender rings only when the
  * receiver said it sleeps; the receiver says so, then looks at its rings
  * once more before waiting (both sides use sequentially consistent atomics,
- * so no wake-up is lost).
+ * so no wake-up is lost). Across processes Atomics.notify reaches nobody, so
+ * the shm rail passes `notify` (a futex wake through the addon) and waits
+ * with its own waiter instead of waitAsync.
  */
 export class Doorbell {
   readonly sab: SharedArrayBuffer;
+  readonly byteOffset: number;
   private readonly a: Int32Array;
+  private readonly notify: ((sab: SharedArrayBuffer, byteOffset: number) => unknown) | null;
 
-  constructor(sab?: SharedArrayBuffer) {
+  constructor(sab?: SharedArrayBuffer, byteOffset = 0, notify: ((sab: SharedArrayBuffer, byteOffset: number) => unknown) | null = null) {
     this.sab = sab ?? new SharedArrayBuffer(64);
-    this.a = new Int32Array(this.sab, 0, 2);
+    this.byteOffset = byteOffset;
+    this.a = new Int32Array(this.sab, byteOffset, 2);
+    this.notify = notify;
   }
 
   /** Sender side, after writing a frame. */
@@ -170,7 +194,8 @@ export class Doorbell {
     if (Atomics.load(this.a, 1) !== 0) {
       Atomics.store(this.a, 1, 0);
       Atomics.add(this.a, 0, 1);
-      Atomics.notify(this.a, 0);
+      if (this.notify !== null) this.notify(this.sab, this.byteOffset);
+      else Atomics.notify(this.a, 0);
     }
   }
 
@@ -184,7 +209,7 @@ export class Doorbell {
     Atomics.store(this.a, 1, 0);
   }
 
-  /** Resolves when rung (or at once if it already was since `seen`). */
+  /** Resolves when rung (or at once if it already was since `seen`); threads of one process only. */
   waitAsync(seen: number): Promise<unknown> {
     const r = Atomics.waitAsync(this.a, 0, seen);
     return r.async ? r.value : Promise.resolve(r.value);

@@ -1,0 +1,94 @@
+// Side-by-side shared-memory comparison on this host (issue 4): railcomm's shm
+// rail (processes; single copy by default, and with RAILCOMM_SHM_SINGLE_COPY=0
+// the ring path) against Open MPI's vader BTL, interleaved round by round so
+// that machine noise hits all alike; medians over rounds and the median of the
+// per-round ratios, as markdown. Usage (hold the bench lock, the machine is shared):
+//   flock /tmp/railcomm-bench.lock node bench/compare-shm.mjs [--rounds 5] [--threads] [--json out.json]
+// Open MPI is included when `mpirun` and bench/mpi/pingpong exist (make -C bench/mpi).
+
+import { execFileSync } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const here = (p) => fileURLToPath(new URL(p, import.meta.url));
+const args = process.argv.slice(2);
+const opt = (name, def) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : def; };
+const rounds = Number(opt('--rounds', '5'));
+const latSizes = opt('--lat-sizes', '8,65536,1048576');
+const bwSizes = opt('--bw-sizes', '65536,1048576,4194304');
+const jsonOut = opt('--json', '');
+/** Also thread ranks (tbsm), with and without single copy. */
+const withThreads = args.includes('--threads');
+
+const cli = here('../dist/cli/main.js');
+const mpiBin = here('./mpi/pingpong');
+const haveMpi = existsSync(mpiBin) && (() => { try { execFileSync('which', ['mpirun']); return true; } catch { return false; } })();
+const vader = (mode, sizes, extra = []) => ['mpirun', ['--allow-run-as-root', '-np', '2', '--mca', 'pml', 'ob1', '--mca', 'btl', 'self,vader',
+  mpiBin, mode, '--json', '--label', 'ompi-vader', '--sizes', sizes, ...extra]];
+const node = (argv, env = {}) => [process.execPath, argv, env];
+
+const runners = {
+  latency: {
+    'railcomm-shm': () => node([cli, 'bench', 'latency', '--rails', 'shm', '--sizes', latSizes, '--json']),
+    ...(withThreads ? { 'railcomm-tbsm': () => node([cli, 'bench', 'latency', '--threads', '--sizes', latSizes, '--json']) } : {}),
+    ...(haveMpi ? { 'ompi-vader': () => vader('latency', latSizes) } : {}),
+  },
+  bw: {
+    'railcomm-shm': () => node([cli, 'bench', 'bw', '--rails', 'shm', '--sizes', bwSizes, '--iters', '200', '--json']),
+    'railcomm-shm-ring': () => node([cli, 'bench', 'bw', '--rails', 'shm', '--sizes', bwSizes, '--iters', '200', '--json'], { RAILCOMM_SHM_SINGLE_COPY: '0' }),
+    ...(withThreads ? {
+      'railcomm-tbsm': () => node([cli, 'bench', 'bw', '--threads', '--sizes', bwSizes, '--iters', '200', '--json']),
+      'railcomm-tbsm-ring': () => node([cli, 'bench', 'bw', '--threads', '--sizes', bwSizes, '--iters', '200', '--json'], { RAILCOMM_SHM_SINGLE_COPY: '0' }),
+    } : {}),
+    ...(haveMpi ? { 'ompi-vader': () => vader('bw', bwSizes, ['--iters', '30']) } : {}),
+  },
+};
+
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const n = s.length; return n === 0 ? NaN : n % 2 ? s[n >> 1] : (s[n / 2 - 1] + s[n / 2]) / 2; };
+const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '-');
+
+const data = { latency: {}, bw: {} };
+for (let r = 0; r < rounds; r++) {
+  for (const bench of ['latency', 'bw']) {
+    for (const [who, make] of Object.entries(runners[bench])) {
+      const [cmd, argv, env = {}] = make();
+      let out;
+      try {
+        out = execFileSync(cmd, argv, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000, env: { ...process.env, ...env } });
+      } catch (e) {
+        process.stderr.write(`round ${r + 1}: ${bench} ${who} failed: ${e.message.split('\n')[0]}\n`);
+        continue;
+      }
+      const line = out.split('\n').find((l) => l.startsWith('{'));
+      if (!line) continue;
+      for (const row of JSON.parse(line).results) {
+        const v = bench === 'latency' ? (row.usec_median ?? row.usec) : row.mbps;
+        ((data[bench][who] ??= {})[row.size] ??= []).push(v);
+      }
+      process.stderr.write(`round ${r + 1}/${rounds}: ${bench} ${who} done\n`);
+    }
+  }
+}
+
+const lines = [];
+for (const bench of ['latency', 'bw']) {
+  const whos = Object.keys(data[bench]);
+  const sizes = [...new Set(whos.flatMap((w) => Object.keys(data[bench][w]).map(Number)))].sort((a, b) => a - b);
+  const unit = bench === 'latency' ? 'half round trip, us (median of per-run medians)' : 'MB/s (median over runs)';
+  lines.push('', `### ${bench}: ${unit}, ${rounds} interleaved rounds`, '');
+  const ratioCols = whos.filter((w) => w !== 'ompi-vader').map((w) => `${w} / ompi-vader`);
+  lines.push(`| size | ${whos.join(' | ')} | ${ratioCols.join(' | ')} |`);
+  lines.push(`|${'---|'.repeat(1 + whos.length + ratioCols.length)}`);
+  for (const size of sizes) {
+    const cells = whos.map((w) => fmt(median(data[bench][w]?.[size] ?? []), bench === 'latency' ? 2 : 0));
+    const base = data[bench]['ompi-vader']?.[size] ?? [];
+    const ratios = whos.filter((w) => w !== 'ompi-vader').map((w) => {
+      const mine = data[bench][w]?.[size] ?? [];
+      const per = mine.map((v, i) => (base[i] === undefined ? NaN : v / base[i])).filter(Number.isFinite);
+      return fmt(median(per));
+    });
+    lines.push(`| ${size} | ${cells.join(' | ')} | ${ratios.join(' | ')} |`);
+  }
+}
+process.stdout.write(lines.join('\n') + '\n');
+if (jsonOut) writeFileSync(jsonOut, JSON.stringify({ date: new Date().toISOString(), rounds, data }, null, 1));

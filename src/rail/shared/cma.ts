@@ -1,0 +1,29 @@
+// Single-copy access to another rank's memory through Linux cross-memory
+// attach (the native addon's process_vm_readv/writev), shared by the shm rail
+// (another process) and the tbsm rail (another thread: our own pid).
+
+import type { RailIpc } from '../api.js';
+import type { NativeAddon } from '../../native/addon.js';
+
+/** ESRCH as the rails report it: the peer's process is gone. */
+const GONE = -3;
+/** A short transfer (the kernel moved fewer bytes than asked): EIO. */
+const SHORT = -5;
+
+export function cmaIpc(native: NativeAddon, pidOf: () => number): RailIpc {
+  return {
+    addressOf: (buf) => native.addressOf(buf),
+    read(dst, address) {
+      const pid = pidOf();
+      if (pid === 0) return GONE;
+      const n = native.cmaRead(pid, address, dst);
+      return n < 0 ? n : n === dst.byteLength ? 0 : SHORT;
+    },
+    write(src, address) {
+      const pid = pidOf();
+      if (pid === 0) return GONE;
+      const n = native.cmaWrite(pid, address, src);
+      return n < 0 ? n : n === src.byteLength ? 0 : SHORT;
+    },
+  };
+}

@@ -1,0 +1,233 @@
+// An shm rail endpoint: the ring we write to one peer process (a /dev/shm
+// segment we create on first send and announce in the peer's inbox), the
+// peer's doorbell, its pid (liveness, CMA reads) and the single-copy reader.
+
+import type { Completion, RailIpc, RailStatus } from '../api.js';
+import { DONE, IN_PROGRESS, NO_RESOURCE } from '../api.js';
+import { TrafficCounters } from '../../core/counters.js';
+import { RailcommError, ErrorCode } from '../../core/errors.js';
+import { formatId, rankOf } from '../../core/ids.js';
+import { Doorbell, Ring } from '../shared/ring.js';
+import { AM_BYE, type RingPeer } from '../shared/deliver.js';
+import { cmaIpc } from '../shared/cma.js';
+import type { ShmRail } from './rail.js';
+import {
+  CTL_FREE, INBOX_BELL_BYTE, INBOX_SLOTS, IN_ANNOUNCED, IN_MAGIC, IN_MAPPED, IN_PID, IN_SLOTS, IN_VERSION, SHM_MAGIC, SHM_VERSION, checkStamp, inboxName, ringName, segmentName,
+} from './wire.js';
+
+const EMPTY = new Uint8Array(0);
+
+export class ShmEndpoint implements RingPeer {
+  readonly rail: ShmRail;
+  readonly peer: bigint;
+  readonly counters = new TrafficCounters();
+  owner: unknown = null;
+  readonly ipc: RailIpc;
+  /** The peer's process id (from its address or its ring's stamp); 0 until known. */
+  pid: number;
+  private out: Ring | null = null;
+  private peerInbox: Int32Array | null = null;
+  private bell: Doorbell | null = null;
+  private failed = false;
+
+  constructor(rail: ShmRail, peer: bigint, pid: number) {
+    this.rail = rail;
+    this.peer = peer;
+    this.pid = pid;
+    this.ipc = {
+      ...cmaIpc(rail.native, () => this.pid),
+      segmentOf: (buf) => rail.segmentOf(buf),
+      readSegment: (dst, id, offset) => this.readSegment(dst, id, offset),
+    };
+  }
+
+  /** Copy from the peer's registered segment, mapped once and kept in the rail's LRU cache. */
+  readSegment(dst: Uint8Array, id: number, offset: number): number {
+    const peerRank = rankOf(this.peer);
+    let sab: SharedArrayBuffer;
+    try {
+      sab = this.rail.remoteSegments.get(peerRank, String(id), () => this.rail.native.shmOpen(segmentName(this.rail.prefix, peerRank, id)));
+    } catch {
+      return -2; // freed meanwhile, or never ours to see: the ring path follows
+    }
+    if (offset + dst.byteLength > sab.byteLength) return -14;
+    dst.set(new Uint8Array(sab, offset, dst.byteLength));
+    return 0;
+  }
+
+  /** A rail control frame from the peer. */
+  railControl(hdr: DataView, off: number, len: number): void {
+    if (len >= 8 && hdr.getUint32(off, true) === CTL_FREE) this.rail.remoteSegments.invalidate(rankOf(this.peer), String(hdr.getUint32(off + 4, true)));
+  }
+
+  /** Send a rail control frame (only to peers we talk to; best effort when the ring is full). */
+  sendControl(hdr: Uint8Array, hdrLen: number): void {
+    if (this.failed || this.out === null) return;
+    if (this.out.write(AM_BYE, hdr, hdrLen, null)) this.bell!.ring();
+  }
+
+  /**
+   * The peer announced a ring to us: we learn its pid, and map its inbox to
+   * ring it. A peer that already finalized has removed its inbox: its
+   * messages (and BYE) are still in the ring, so that is no failure here.
+   */
+  accepted(pid: number): void {
+    if (this.pid === 0) this.pid = pid;
+    this.openPeerInbox(true);
+  }
+
+  /** Map the peer's inbox (for its doorbell and to announce rings); false when that failed (the peer failed, unless quiet). */
+  private openPeerInbox(quiet = false): boolean {
+    if (this.peerInbox !== null) return true;
+    if (this.failed) return false;
+    const name = inboxName(this.rail.prefix, rankOf(this.peer));
+    let words: Int32Array;
+    try {
+      words = new Int32Array(this.rail.native.shmOpen(name));
+    } catch (err) {
+      if (!quiet) this.fail(`cannot map its inbox ${name}: ${(err as Error).message}`, false);
+      return false;
+    }
+    const bad = checkStamp(Atomics.load(words, IN_MAGIC), words[IN_VERSION]!, `inbox ${name}`);
+    if (bad !== null) { this.fail(bad, true); return false; }
+    if (this.pid === 0) this.pid = words[IN_PID]!;
+    this.peerInbox = words;
+    this.bell = new Doorbell(words.buffer as SharedArrayBuffer, INBOX_BELL_BYTE, this.rail.notify);
+    // The last of the peers it expects removes the name (nothing left behind under any launcher).
+    const mapped = Atomics.add(words, IN_MAPPED, 1) + 1;
+    if (mapped >= (this.rail.env.hostPeers ?? Infinity)) this.rail.native.shmUnlink(name);
+    return true;
+  }
+
+  /** Our ring to the peer, made and announced on first use; null when the peer failed. */
+  private ring(): Ring | null {
+    if (this.out !== null) return this.out;
+    if (!this.openPeerInbox()) return null;
+    const rail = this.rail;
+    const name = ringName(rail.prefix, rail.rank, rankOf(this.peer));
+    let ring: Ring;
+    try {
+      rail.native.shmUnlink(name); // a leftover of a killed job with the same id
+      ring = new Ring(rail.native.shmCreate(name, 128 + rail.ringBytes));
+    } catch (err) {
+      this.fail(`cannot create ring ${name}: ${(err as Error).message}`, false);
+      return null;
+    }
+    ring.stamp(SHM_MAGIC, SHM_VERSION, process.pid);
+    const w = this.peerInbox!;
+    const slot = Atomics.add(w, IN_ANNOUNCED, 1);
+    if (slot >= INBOX_SLOTS) {
+      rail.native.shmUnlink(name);
+      this.fail(`its inbox has no slot left for a new ring (${INBOX_SLOTS} peers)`, false);
+      return null;
+    }
+    Atomics.store(w, IN_SLOTS + slot, rail.rank + 1);
+    this.out = ring;
+    return ring;
+  }
+
+  sleepUntilRoom(): boolean {
+    return this.out === null || !this.out.waitForRoom(this.rail.caps.amHeaderMax, this.rail.caps.amCopyMax);
+  }
+
+  ringPeer(): void {
+    if (this.bell !== null) this.bell.ring();
+  }
+
+  hasRoom(): boolean {
+    return this.out === null || this.out.fits(this.rail.caps.amHeaderMax, this.rail.caps.amCopyMax);
+  }
+
+  sendCopy(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null): RailStatus {
+    if (this.failed) return DONE;
+    const r = this.out ?? this.ring();
+    if (r === null) return DONE;
+    if (!r.write(am, hdr, hdrLen, payload)) {
+      this.counters.pending++;
+      this.rail.blocked.add(this);
+      return NO_RESOURCE;
+    }
+    this.sent(payload === null ? 0 : payload.byteLength);
+    return DONE;
+  }
+
+  sendZcopy(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array, done: Completion): RailStatus {
+    const r = this.failed ? null : this.out ?? this.ring();
+    if (r === null) { done.railComplete(new RailcommError(ErrorCode.PEER_FAILED, `peer ${formatId(this.peer)} is gone`)); return IN_PROGRESS; }
+    if (!r.write(am, hdr, hdrLen, payload)) {
+      this.counters.pending++;
+      this.rail.blocked.add(this);
+      return NO_RESOURCE;
+    }
+    this.sent(payload.byteLength);
+    done.railComplete(null);
+    return IN_PROGRESS;
+  }
+
+  private sent(payLen: number): void {
+    this.counters.msgsSent++; this.counters.bytesSent += payLen;
+    this.rail.counters.msgsSent++; this.rail.counters.bytesSent += payLen;
+    this.bell!.ring();
+  }
+
+  /** Tell the peer we finalized (only if we ever talked); true once written. */
+  sayBye(): boolean {
+    if (this.failed || this.out === null) return true;
+    if (!this.out.write(AM_BYE, EMPTY, 0, null)) return false;
+    this.bell!.ring();
+    return true;
+  }
+
+  /** Whether the peer's process still exists (or we cannot tell, or it already failed). */
+  alive(): boolean {
+    if (this.failed || this.pid === 0) return true;
+    try {
+      process.kill(this.pid, 0);
+      return true;
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code !== 'ESRCH';
+    }
+  }
+
+  /** Liveness: a peer whose process vanished fails now. */
+  checkAlive(): void {
+    if (!this.alive()) this.fail(`its process ${this.pid} is gone`, false);
+  }
+
+  peerClosed(): void {
+    if (this.failed) return;
+    this.failed = true;
+    this.rail.forget(this);
+    this.rail.remoteSegments.invalidatePeer(rankOf(this.peer));
+    this.rail.env.upcalls.failed(this, new RailcommError(ErrorCode.PEER_FAILED, `peer ${formatId(this.peer)} finalized`), true);
+  }
+
+  abort(reason: string): void {
+    this.fail(reason, true);
+  }
+
+  private fail(reason: string, bad: boolean): void {
+    if (this.failed) return;
+    this.failed = true;
+    if (bad) { this.counters.badFrames++; this.rail.counters.badFrames++; }
+    this.rail.env.log.error(`shm: dropping peer ${formatId(this.peer)}: ${reason}`);
+    this.rail.forget(this);
+    this.rail.remoteSegments.invalidatePeer(rankOf(this.peer));
+    this.rail.env.upcalls.failed(this, new RailcommError(ErrorCode.PEER_FAILED, `shm: peer ${formatId(this.peer)} failed: ${reason}`), false);
+  }
+
+  /** Drop our references to shared memory (the mappings go when V8 frees them). */
+  release(): void {
+    this.out = null;
+    this.peerInbox = null;
+    this.bell = null;
+  }
+
+  async close(): Promise<void> {
+    const deadline = Date.now() + this.rail.env.params.connectTimeout;
+    while (!this.sayBye() && Date.now() < deadline) {
+      if (this.pid !== 0) this.checkAlive();
+      await new Promise((r) => setTimeout(r, 1));
+    }
+  }
+}

@@ -1,0 +1,286 @@
+// The shm rail: process ranks on one host exchange active messages through
+// rings in /dev/shm segments (one per ordered pair, made by the sender on
+// first use, announced in the receiver's inbox, unlinked once both mapped it).
+// An idle receiver sleeps on a futex doorbell in its inbox; peers are watched
+// for liveness (a killed rank fails its requests within a second).
+
+import { existsSync } from 'node:fs';
+import type { Device, Rail, RailCaps, RailEnv, RxFrame } from '../api.js';
+import { TrafficCounters } from '../../core/counters.js';
+import { endpointId, jobOf, rankOf } from '../../core/ids.js';
+import { shmJobPrefix, type DoorbellWaiter, type NativeAddon } from '../../native/addon.js';
+import { Doorbell, FRAME_HEAD, Ring } from '../shared/ring.js';
+import { deliverFrame } from '../shared/deliver.js';
+import { ShmEndpoint } from './endpoint.js';
+import { RegionCache } from '../../core/region-cache.js';
+import {
+  CTL_FREE, CTL_HDR, INBOX_BELL_BYTE, INBOX_BYTES, INBOX_SLOTS, IN_ANNOUNCED, IN_SLOTS, checkStamp, decodeAddress, encodeAddress, inboxName, ringName, segmentName, stampInbox,
+} from './wire.js';
+
+interface Inbound {
+  ring: Ring;
+  ep: ShmEndpoint;
+  visit: (am: number, off: number, hdrLen: number, payLen: number) => void;
+}
+
+/** How often peers' pids are checked (ms). */
+const LIVENESS_MS = 500;
+/** Peers' registered segments kept mapped at once (least recently used ones are dropped). */
+const SEGMENT_CACHE = 64;
+
+export class ShmRail implements Rail {
+  readonly name = 'shm';
+  readonly component = 'shm';
+  readonly device: Device;
+  readonly caps: RailCaps;
+  readonly counters = new TrafficCounters();
+  readonly env: RailEnv;
+  readonly native: NativeAddon;
+  readonly ringBytes: number;
+  readonly prefix: string;
+  readonly rank: number;
+  readonly host: string;
+  readonly inboxName: string;
+  private readonly inbox: SharedArrayBuffer;
+  private readonly inWords: Int32Array;
+  readonly bell: Doorbell;
+  private readonly waiter: DoorbellWaiter;
+  private readonly endpoints = new Map<bigint, ShmEndpoint>();
+  private readonly inbound: Inbound[] = [];
+  /** Announce slots of our inbox already taken care of. */
+  private seen = 0;
+  readonly blocked = new Set<ShmEndpoint>();
+  private readonly rx: RxFrame = { buf: Buffer.alloc(0), view: new DataView(new ArrayBuffer(0)), hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null };
+  private readonly liveness: NodeJS.Timeout;
+  private wakeFn: (() => void) | null = null;
+  private armed = false;
+  private closed = false;
+  readonly notify: (sab: SharedArrayBuffer, byteOffset: number) => unknown;
+  /** Our registered segments (comm.alloc) by their memory, and the names still to remove. */
+  private readonly segments = new WeakMap<SharedArrayBuffer, number>();
+  private readonly segmentNames = new Map<number, string>();
+  private nextSegment = 1;
+  private readonly freed = new FinalizationRegistry<number>((id) => this.segmentFreed(id));
+  /** Peers' segments we mapped, by (peer rank, id). */
+  readonly remoteSegments = new RegionCache<SharedArrayBuffer>(SEGMENT_CACHE, () => { /* V8 unmaps when unreferenced */ });
+  private readonly ctl = new Uint8Array(CTL_HDR);
+
+  constructor(device: Device, env: RailEnv, native: NativeAddon, ringBytes: number, host: string) {
+    this.device = device;
+    this.env = env;
+    this.native = native;
+    this.ringBytes = ringBytes;
+    this.host = host;
+    this.prefix = shmJobPrefix(env.jobId);
+    this.rank = rankOf(env.self);
+    const body = ringBytes / 2 - FRAME_HEAD - 264;
+    this.caps = {
+      reliable: true, ordered: true,
+      amHeaderMax: 256, amShortMax: 1024,
+      amCopyMax: Math.min(body, 1 << 18), amZcopyMax: Math.min(body, 1 << 18),
+      put: false, get: false, atomics: false,
+      latencyUs: 0.6, bandwidthMBps: 8000,
+    };
+    this.notify = (sab, off) => native.futexWake(sab, off);
+    this.inboxName = inboxName(this.prefix, this.rank);
+    // A name left by a killed job with the same id would make creation fail: it is ours to replace.
+    native.shmUnlink(this.inboxName);
+    this.inbox = native.shmCreate(this.inboxName, INBOX_BYTES);
+    this.inWords = new Int32Array(this.inbox);
+    stampInbox(this.inWords, process.pid);
+    this.bell = new Doorbell(this.inbox, INBOX_BELL_BYTE, this.notify);
+    this.waiter = native.doorbellWaiter(this.inbox, INBOX_BELL_BYTE, () => this.onBell());
+    this.liveness = setInterval(() => this.checkPeers(), LIVENESS_MS);
+    this.liveness.unref();
+    // A rank that exits without finalize (process.exit, an uncaught error)
+    // still removes its names; only a killed one leaves them to the launcher.
+    process.once('exit', this.onExit);
+  }
+
+  private readonly onExit = (): void => {
+    this.native.shmUnlink(this.inboxName);
+    for (const name of this.segmentNames.values()) this.native.shmUnlink(name);
+  };
+
+  address(): string {
+    return encodeAddress({ host: this.host, pid: process.pid, inbox: this.inboxName });
+  }
+
+  /** Same host, another process, and its inbox is in our /dev/shm (containers may not share it). */
+  reaches(address: string): boolean {
+    const a = decodeAddress(address);
+    if (a === null || a.host !== this.host || a.pid === process.pid) return false;
+    return existsSync(`/dev/shm/${a.inbox}`);
+  }
+
+  endpoint(peer: bigint, address: string): ShmEndpoint {
+    let ep = this.endpoints.get(peer);
+    if (ep === undefined) {
+      const a = decodeAddress(address);
+      ep = new ShmEndpoint(this, peer, a?.pid ?? 0);
+      this.endpoints.set(peer, ep);
+    }
+    return ep;
+  }
+
+  /**
+   * A buffer in a new /dev/shm segment of ours that peers may map (comm.alloc).
+   * Its name stays until the buffer is garbage collected or the rail closes
+   * (railcomm run also sweeps the job's names).
+   */
+  allocShared(bytes: number): Uint8Array | null {
+    if (this.closed) return null;
+    const id = this.nextSegment++;
+    const name = segmentName(this.prefix, this.rank, id);
+    const sab = this.native.shmCreate(name, Math.max(bytes, 8));
+    this.segments.set(sab, id);
+    this.segmentNames.set(id, name);
+    this.freed.register(sab, id);
+    return new Uint8Array(sab, 0, bytes);
+  }
+
+  /** Which registered segment of ours holds `buf`, and where. */
+  segmentOf(buf: Uint8Array): { id: number; offset: number } | null {
+    const b = buf.buffer;
+    if (!(b instanceof SharedArrayBuffer)) return null;
+    const id = this.segments.get(b);
+    return id === undefined ? null : { id, offset: buf.byteOffset };
+  }
+
+  /** A registered segment was freed: remove its name and tell the peers to drop their mappings. */
+  private segmentFreed(id: number): void {
+    const name = this.segmentNames.get(id);
+    if (name === undefined) return;
+    this.segmentNames.delete(id);
+    this.native.shmUnlink(name);
+    if (this.closed) return;
+    const v = new DataView(this.ctl.buffer);
+    v.setUint32(0, CTL_FREE, true);
+    v.setUint32(4, id, true);
+    for (const ep of this.endpoints.values()) ep.sendControl(this.ctl, CTL_HDR);
+  }
+
+  /** Map rings that peers announced in our inbox. */
+  private accept(): boolean {
+    const w = this.inWords;
+    const n = Math.min(Atomics.load(w, IN_ANNOUNCED), INBOX_SLOTS);
+    let any = false;
+    while (this.seen < n) {
+      const who = Atomics.load(w, IN_SLOTS + this.seen);
+      if (who === 0) break; // taken, not written yet: next poll
+      this.seen++;
+      any = true;
+      const from = who - 1;
+      const peer = endpointId(jobOf(this.env.self), from);
+      const ep = this.endpoint(peer, '');
+      const name = ringName(this.prefix, from, this.rank);
+      let ring: Ring;
+      try {
+        ring = new Ring(this.native.shmOpen(name));
+      } catch (err) {
+        ep.abort(`cannot map its ring ${name}: ${(err as Error).message}`);
+        continue;
+      } finally {
+        // Both sides have it mapped now (or it is useless): the name goes.
+        this.native.shmUnlink(name);
+      }
+      const st = ring.stampOf();
+      const bad = checkStamp(st.magic, st.version, `ring ${name}`);
+      if (bad !== null) { ep.abort(bad); continue; }
+      ep.accepted(st.pid);
+      const entry: Inbound = { ring, ep, visit: (am, off, hdrLen, payLen) => this.deliver(entry, am, off, hdrLen, payLen) };
+      this.inbound.push(entry);
+      this.env.upcalls.accepted(ep);
+    }
+    return any;
+  }
+
+  /** Drain inbound rings and re-drive blocked senders; true if anything happened. */
+  poll(): boolean {
+    let any = false;
+    if (Atomics.load(this.inWords, IN_ANNOUNCED) !== this.seen && this.accept()) any = true;
+    const ins = this.inbound;
+    for (let i = 0; i < ins.length; i++) {
+      const e = ins[i]!;
+      if (!e.ring.hasData()) continue;
+      try {
+        if (e.ring.drain(e.visit) > 0) {
+          any = true;
+          if (e.ring.takeWaiter()) e.ep.ringPeer();
+        }
+      } catch (err) {
+        ins.splice(i--, 1);
+        e.ep.abort((err as Error).message);
+      }
+    }
+    if (this.blocked.size > 0) {
+      const eps = [...this.blocked];
+      for (const ep of eps) {
+        if (ep.hasRoom()) { this.blocked.delete(ep); this.env.upcalls.ready(ep); any = true; }
+      }
+    }
+    return any;
+  }
+
+  /** Arm the futex doorbell; false (nothing armed) when something already waits. */
+  sleep(wake: () => void): boolean {
+    if (this.closed) return true;
+    const seen = this.bell.prepareSleep();
+    if (Atomics.load(this.inWords, IN_ANNOUNCED) !== this.seen) { this.bell.cancelSleep(); return false; }
+    for (const e of this.inbound) if (e.ring.hasData()) { this.bell.cancelSleep(); return false; }
+    for (const ep of this.blocked) if (!ep.sleepUntilRoom()) { this.bell.cancelSleep(); return false; }
+    this.wakeFn = wake;
+    if (!this.armed) {
+      this.armed = true;
+      this.native.doorbellArm(this.waiter, seen);
+    }
+    return true;
+  }
+
+  private onBell(): void {
+    this.armed = false;
+    const w = this.wakeFn;
+    this.wakeFn = null;
+    if (w !== null && !this.closed) w();
+  }
+
+  private deliver(e: Inbound, am: number, off: number, hdrLen: number, payLen: number): void {
+    deliverFrame(this.env.upcalls.am, this.rx, this.counters, e.ep, e.ring, am, off, hdrLen, payLen);
+  }
+
+  /**
+   * A peer whose process is gone fails (its requests with it), but only after
+   * what it sent is delivered: a rank that finalized and exited left its last
+   * messages and its BYE in our rings, which this rank may not have polled yet.
+   */
+  private checkPeers(): void {
+    let drained = false;
+    for (const ep of this.endpoints.values()) {
+      if (ep.alive()) continue;
+      if (!drained) { drained = true; while (this.poll()) { /* deliver everything that waits */ } }
+      ep.checkAlive();
+    }
+  }
+
+  forget(ep: ShmEndpoint): void {
+    this.blocked.delete(ep);
+    const i = this.inbound.findIndex((e) => e.ep === ep);
+    if (i >= 0) this.inbound.splice(i, 1);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await Promise.all([...this.endpoints.values()].map((ep) => ep.close()));
+    this.closed = true;
+    clearInterval(this.liveness);
+    process.off('exit', this.onExit);
+    this.native.doorbellClose(this.waiter);
+    for (const name of this.segmentNames.values()) this.native.shmUnlink(name);
+    this.segmentNames.clear();
+    this.remoteSegments.clear();
+    // The last peer that mapped it may have removed the name already (no error then).
+    this.native.shmUnlink(this.inboxName);
+    for (const ep of this.endpoints.values()) ep.release();
+    this.inbound.length = 0;
+  }
+}

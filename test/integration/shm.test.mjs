@@ -1,0 +1,89 @@
+// Process ranks over the shm rail (RAILCOMM_RAILS=shm,self): the point-to-
+// point and collective suites, the hybrid layout (tbsm inside a process, shm
+// across), a rank killed mid-transfer, 8 ranks on 2 cores, comm.alloc's
+// registered segments, and /dev/shm left clean. Skipped, saying why, when the native addon did not build.
+
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import { railcomm, jobScript, caseResults, linesWith } from './jobs.mjs';
+import { loadNative, nativeWhy } from '../../dist/native/addon.js';
+
+const skip = loadNative() === null ? `shm unavailable: ${nativeWhy()}` : false;
+const SHM = { RAILCOMM_RAILS: 'shm,self' };
+const segments = () => readdirSync('/dev/shm').filter((n) => n.startsWith('railcomm-'));
+const before = new Set(segments());
+
+async function suite(args, script, ranks, minCases, env = SHM) {
+  const job = await railcomm(['run', ...args, '--timeout', '200', jobScript(script)], { limitMs: 230_000, env });
+  const res = caseResults(job.stdout);
+  assert.ok(res.size >= minCases, `cases reported: ${[...res.keys()].join(', ')}\n${job.stderr.slice(-2000)}`);
+  for (const [name, byRank] of res) for (let r = 0; r < ranks; r++) assert.equal(byRank.get(r), 'ok', `${name}, rank ${r}: ${byRank.get(r)}`);
+  assert.equal(job.code, 0, job.stderr.slice(-2000));
+  return job;
+}
+
+/** The `railcomm stats` JSON each rank printed (--stats, on stderr). */
+const statsOf = (stderr) => linesWith(stderr, 'railcomm stats').map((l) => JSON.parse(l.rest));
+
+test('point-to-point suite, 4 processes over shm; large messages read once (RGET)', { skip }, async () => {
+  const job = await suite(['-n', '4', '--stats'], 'p2p-suite.mjs', 4, 19);
+  const stats = statsOf(job.stderr);
+  assert.equal(stats.length, 4);
+  for (const s of stats) {
+    assert.ok(s.rails.shm.msgsSent > 0, 'shm carried the traffic');
+    assert.equal(s.rails.tcp, undefined, 'no tcp rail with RAILCOMM_RAILS=shm,self');
+  }
+  assert.ok(stats.reduce((a, s) => a + s.protocol.rgetMsgs, 0) > 0, 'some rendezvous went by single copy');
+});
+
+test('hybrid: 2 processes x 2 threads, tbsm inside a process and shm across (counters)', { skip }, async () => {
+  const job = await suite(['-n', '4', '--threads-per-process', '2', '--stats'], 'p2p-suite.mjs', 4, 19, {});
+  for (const s of statsOf(job.stderr)) {
+    assert.ok(s.rails.tbsm.msgsSent > 0 && s.rails.tbsm.msgsRecv > 0, `rank ${s.rank}: tbsm to its sibling thread`);
+    assert.ok(s.rails.shm.msgsSent > 0 && s.rails.shm.msgsRecv > 0, `rank ${s.rank}: shm to the other process`);
+    assert.ok(!s.rails.tcp || s.rails.tcp.msgsSent === 0, `rank ${s.rank}: nothing on tcp`);
+  }
+});
+
+test('collectives, 3 processes over shm', { skip }, () => suite(['-n', '3'], 'coll-suite.mjs', 3, 7));
+
+test('8 processes on 2 cores (oversubscribed): idle waits use no CPU, ring, all-to-all, single copy', { skip }, async () => {
+  const job = await suite(['-n', '8'], 'shm-suite.mjs', 8, 4);
+  assert.equal(linesWith(job.stdout, 'IDLE').length, 7);
+});
+
+test('a rank killed mid-transfer: the receiver fails within seconds, survivors go on, nothing left in /dev/shm', { skip }, async () => {
+  const job = await railcomm(['run', '-n', '3', '--timeout', '60', jobScript('shm-kill.mjs')], { limitMs: 90_000, env: SHM });
+  assert.equal(job.code, 137, `${job.stdout}\n${job.stderr}`);
+  const results = linesWith(job.stdout, 'RESULT').map((l) => `${l.rank} ${l.rest}`);
+  assert.ok(results.includes('0 recv from killed rank: ERR_PEER_FAILED'), job.stdout + job.stderr);
+  assert.ok(results.some((r) => /^0 survivors large: ok rget [1-9]/.test(r)), results.join('\n'));
+  for (const { rest } of linesWith(job.stdout, 'ELAPSED')) assert.ok(Number(rest) < 5000, `took ${rest} ms`);
+  const id = linesWith(job.stdout, 'JOBID')[0].rest;
+  assert.deepEqual(segments().filter((n) => n.startsWith(`railcomm-${id}-`)), []);
+});
+
+test('single copy refused (EPERM) or half refused (no write): ring fallback, data intact, no hang', { skip }, () => suite(['-n', '3'], 'shm-fallback.mjs', 3, 2));
+
+test('comm.alloc: large sends read from the sender\'s registered segment (LRU cache), invalidated when it is freed', { skip }, async () => {
+  const job = await railcomm(['run', '-n', '2', '--timeout', '60', process.execPath, '--expose-gc', jobScript('shm-alloc.mjs')], { limitMs: 90_000, env: SHM });
+  const res = caseResults(job.stdout);
+  assert.equal(res.size, 2, job.stdout + job.stderr);
+  for (const [name, byRank] of res) for (const r of [0, 1]) assert.equal(byRank.get(r), 'ok', `${name}, rank ${r}: ${byRank.get(r)}`);
+  assert.equal(job.code, 0, job.stderr);
+});
+
+test('railcomm info names the shm rail, or why it is unavailable', async () => {
+  const job = await railcomm(['info'], { limitMs: 30_000 });
+  assert.equal(job.code, 0, job.stderr);
+  assert.match(job.stdout, skip ? /shm: unavailable \(/ : /shm: available \(native addon loaded/);
+  const off = await railcomm(['info'], { limitMs: 30_000, env: { RAILCOMM_NO_NATIVE: '1' } });
+  assert.match(off.stdout, /shm: unavailable \(disabled by RAILCOMM_NO_NATIVE=1\)/);
+});
+
+after(() => {
+  // Every job above removed its segments (ranks unlink, the launcher sweeps by job prefix).
+  const left = segments().filter((n) => !before.has(n));
+  assert.deepEqual(left, [], `left in /dev/shm: ${left.join(', ')}`);
+});

@@ -1,0 +1,117 @@
+// The native addon (native/): shared-memory segments, the futex doorbell
+// across processes, CMA reads and CRC32C. Skipped, saying why, when the addon
+// did not build.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { loadNative, nativeWhy, removeJobSegments, shmJobPrefix } from '../../dist/native/addon.js';
+
+const native = loadNative();
+const skip = native === null ? `native addon unavailable: ${nativeWhy()}` : false;
+const JOB = 4242;
+const name = (s) => `${shmJobPrefix(JOB)}${s}`;
+const ADDON = new URL('../../dist/native/addon.js', import.meta.url).href;
+
+test('shmCreate / shmOpen / shmUnlink: shared, zero-filled, exclusive, gone when unlinked', { skip }, () => {
+  const a = native.shmCreate(name('t1'), 8192);
+  try {
+    assert.ok(a instanceof SharedArrayBuffer);
+    assert.equal(a.byteLength, 8192);
+    assert.ok(new Uint8Array(a).every((x) => x === 0), 'zero-filled');
+    const b = native.shmOpen(name('t1'));
+    assert.equal(b.byteLength, 8192);
+    Atomics.store(new Int32Array(a), 3, 77);
+    assert.equal(Atomics.load(new Int32Array(b), 3), 77, 'one memory, two mappings');
+    assert.throws(() => native.shmCreate(name('t1'), 4096), (e) => e.code === 'ERR_NO_RAIL' && /exists/i.test(e.message));
+    native.shmUnlink(name('t1'));
+    assert.ok(!existsSync(`/dev/shm/${name('t1')}`));
+    native.shmUnlink(name('t1')); // no error when already gone
+    Atomics.add(new Int32Array(b), 3, 1);
+    assert.equal(Atomics.load(new Int32Array(a), 3), 78, 'mappings outlive the name');
+    assert.throws(() => native.shmOpen(name('t1')), (e) => e.code === 'ERR_NO_RAIL');
+    assert.throws(() => native.shmCreate('a/b', 4096), TypeError);
+  } finally { native.shmUnlink(name('t1')); }
+});
+
+test('shmCreate: a full /dev/shm is ERR_NO_RAIL at creation, not a SIGBUS later (1 MiB tmpfs in a mount namespace)', { skip }, (t) => {
+  const probe = spawnSync('unshare', ['-m', 'true']);
+  if (probe.status !== 0) { t.skip('cannot make a mount namespace here (unshare -m)'); return; }
+  const js = `import(${JSON.stringify(ADDON)}).then((m) => { try { m.loadNative().shmCreate('railcomm-1-x', 4 << 20); console.log('created'); } catch (e) { console.log(e.code); } })`;
+  const r = spawnSync('unshare', ['-m', 'sh', '-c', `mount -t tmpfs -o size=1m tmpfs /dev/shm && exec "${process.execPath}" -e "$0"`, js], { encoding: 'utf8' });
+  if (r.status !== 0 && /mount/.test(r.stderr)) { t.skip(`cannot mount a tmpfs: ${r.stderr.trim()}`); return; }
+  assert.equal(r.stdout.trim(), 'ERR_NO_RAIL', r.stderr);
+});
+
+test('doorbell: another process rings a futex word and this one wakes, without keeping the loop alive', { skip }, async () => {
+  const sab = native.shmCreate(name('bell'), 4096);
+  try {
+    const w = new Int32Array(sab);
+    let woke = 0;
+    const waiter = native.doorbellWaiter(sab, 0, () => { woke++; });
+    native.doorbellArm(waiter, 0);
+    const child = spawn(process.execPath, ['--input-type=module', '-e', `
+      const m = await import(${JSON.stringify(ADDON)});
+      const n = m.loadNative(); const s = n.shmOpen(${JSON.stringify(name('bell'))});
+      setTimeout(() => { Atomics.add(new Int32Array(s), 0, 1); n.futexWake(s, 0); }, 100);`], { stdio: 'inherit' });
+    const exited = new Promise((r) => child.on('exit', r)); // it may exit before we look
+    const keep = setInterval(() => {}, 1000);
+    const t0 = Date.now();
+    while (woke === 0 && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 5));
+    clearInterval(keep);
+    assert.equal(woke, 1, 'woken by the other process');
+    assert.equal(Atomics.load(w, 0), 1);
+    await exited;
+    // Armed with a value the word no longer has: calls back at once.
+    native.doorbellArm(waiter, 0);
+    const t1 = Date.now();
+    while (woke === 1 && Date.now() - t1 < 2000) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(woke, 2);
+    native.doorbellClose(waiter);
+  } finally { native.shmUnlink(name('bell')); }
+  // A process with an armed waiter and nothing else exits on its own.
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', `
+    const m = await import(${JSON.stringify(ADDON)}); const n = m.loadNative();
+    const s = n.shmCreate('railcomm-4242-idle', 4096); n.shmUnlink('railcomm-4242-idle');
+    n.doorbellArm(n.doorbellWaiter(s, 0, () => {}), 0); console.log('armed');`], { encoding: 'utf8', timeout: 10_000 });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout.trim(), 'armed');
+});
+
+test('CMA: read another process\'s buffer in one copy; a dead pid answers -ESRCH', { skip }, async () => {
+  const child = spawn(process.execPath, ['-e', `
+    const b = Buffer.alloc(1 << 20); for (let i = 0; i < b.length; i++) b[i] = (i * 7) & 255;
+    const n = require(${JSON.stringify(new URL('../../native/build/Release/railcomm_native.node', import.meta.url).pathname)});
+    process.stdout.write(n.addressOf(b) + '\\n'); setInterval(() => b[0], 1000);`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise((r) => child.on('exit', r));
+  try {
+    const line = await new Promise((r) => child.stdout.once('data', (d) => r(String(d).trim())));
+    const dst = new Uint8Array(1 << 20);
+    const n = native.cmaRead(child.pid, BigInt(line), dst);
+    assert.equal(n, dst.byteLength);
+    for (let i = 0; i < dst.length; i += 4097) assert.equal(dst[i], (i * 7) & 255);
+  } finally { child.kill('SIGKILL'); }
+  await exited;
+  assert.equal(native.cmaRead(child.pid, 4096n, new Uint8Array(8)), -3);
+});
+
+test('crc32c: the Castagnoli check value, chaining, and agreement with a bitwise reference', { skip }, () => {
+  assert.equal(native.crc32c(Buffer.from('123456789')), 0xe3069283);
+  const data = Buffer.from(Array.from({ length: 1000 }, (_, i) => (i * 13) & 255));
+  assert.equal(native.crc32c(data.subarray(300), native.crc32c(data.subarray(0, 300))), native.crc32c(data));
+  let c = ~0 >>> 0;
+  for (const x of data) { c ^= x; for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1; }
+  assert.equal(native.crc32c(data), (~c) >>> 0);
+});
+
+test('removeJobSegments removes exactly one job\'s leftovers', { skip }, () => {
+  native.shmCreate(name('left1'), 4096);
+  native.shmCreate(name('left2'), 4096);
+  const other = `${shmJobPrefix(JOB + 1)}keep`;
+  native.shmCreate(other, 4096);
+  try {
+    assert.equal(removeJobSegments(JOB), 2);
+    assert.ok(existsSync(`/dev/shm/${other}`));
+  } finally { native.shmUnlink(other); }
+});
