@@ -83,6 +83,7 @@ export class Context {
     };
     say(1, 'load configuration', [
       `launcher: ${opts.launch.launcher} (${opts.launch.why}); rank ${opts.launch.rank} of ${opts.launch.size}, ${opts.launch.localSize} on this host`,
+      ...(opts.launch.wireup !== undefined ? [`wire-up: ${opts.launch.wireup}`] : []),
       `progress: ${ctx.oversubscribed ? `no spinning (${opts.launch.localSize} ranks on ${os.availableParallelism()} cores)` : `polls ${params.spinUs} us after the last activity while requests are outstanding`}`,
       `eager limit ${params.eagerLimit} B, rendezvous from ${params.rndvThreshold} B in ${params.rndvChunk} B chunks, eager credits ${params.eagerCredits} B per peer`,
     ]);
