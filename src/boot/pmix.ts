@@ -57,7 +57,7 @@ export function loadPmixFrom(file: string, logFile = path.join(path.dirname(file
   }
   try {
     const mod = createRequire(import.meta.url)(file) as PmixModule;
-    return { mod, why: `PMIx module loaded (${mod.version()})` };
+    return { mod, why: `PMIx module loaded (${mod.version().split(' (')[0]})` };
   } catch (e) {
     return { mod: null, why: `PMIx module failed to load: ${(e as Error).message}` };
   }

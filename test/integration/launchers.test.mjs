@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { spawn, spawnSync } from 'node:child_process';
-import { jobScript, caseResults } from './jobs.mjs';
+import { jobScript, caseResults, CLI } from './jobs.mjs';
 import { loadPmix, pmixWhy } from '../../dist/boot/pmix.js';
 
 async function freePort() {
@@ -81,6 +81,13 @@ test("Open MPI's mpirun -n 4 without MASTER_ADDR: wire-up through PMIx, no job k
   assert.equal(via.length, 4);
   for (const l of via) assert.match(l, /^WIREUP-VIA rank=\d PMIx \(namespace \S+, OpenPMIx/);
   assert.doesNotMatch(r.stderr, /no RAILCOMM_JOB_KEY/, 'the job key travelled through PMIx');
+});
+
+test("railcomm info under mpirun says it connected to the PMIx server", { skip: noPmix }, async () => {
+  const r = await run(mpirun, ['--allow-run-as-root', '-n', '1', process.execPath, CLI, 'info'], clean, 60_000);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^pmix: available \(PMIx module loaded .*\); started under PMIx: connected to the launcher's server \(namespace \S+, rank 0 of 1/m);
+  assert.match(r.stdout, /wire-up: PMIx \(namespace /);
 });
 
 test("Open MPI's mpirun -n 4 through PMIx: the point-to-point suite", { skip: noPmix }, async () => {
