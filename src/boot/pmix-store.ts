@@ -120,6 +120,11 @@ export class PmixStore implements KeyValueStore {
     return this.finalized;
   }
 
+  /** Call `lost` if the launcher's PMIx server goes away (the launcher died) before finalize. */
+  onLost(lost: () => void): void {
+    this.mod.onLost(() => { if (this.finalized === null) lost(); });
+  }
+
   /** PMIx servers are local daemons: their address says nothing about the job's network. */
   localAddress(): string | undefined { return undefined; }
 

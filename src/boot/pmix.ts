@@ -31,6 +31,8 @@ export interface PmixModule {
   get(rank: number, key: string, timeoutSec: number): Promise<string>;
   /** PMIx_Finalize: the server then knows this process ends on purpose. */
   finalize(): Promise<void>;
+  /** Call `lost` on the event loop if the connection to the server is lost (the launcher died); never keeps Node alive. */
+  onLost(lost: () => void): void;
   version(): string;
 }
 

@@ -65,6 +65,12 @@ async function start(options: InitOptions): Promise<Communicator> {
     }
     launch.wireup = `PMIx (namespace ${store.identity.namespace}, ${store.identity.version.split(' (')[0]})`;
     log.debug(`rank ${launch.rank}: wire-up through ${launch.wireup}`);
+    // As under railcomm run: a rank must not outlive its launcher (no orphans).
+    store.onLost(() => {
+      if (w?.isFinalized) return;
+      log.error(`rank ${launch.rank}: lost the connection to the launcher's PMIx server; exiting`);
+      process.exit(1);
+    });
     kv = store;
   } else if (launch.master !== undefined) {
     if (launch.pmix !== undefined) log.debug(`rank ${launch.rank}: PMIx not used (${pmixWhy()}); wire-up through MASTER_ADDR:MASTER_PORT`);

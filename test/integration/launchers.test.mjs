@@ -5,6 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import { readFileSync } from 'node:fs';
 import { spawn, spawnSync } from 'node:child_process';
 import { jobScript, caseResults, CLI } from './jobs.mjs';
 import { loadPmix, pmixWhy } from '../../dist/boot/pmix.js';
@@ -74,7 +75,8 @@ test("Open MPI's mpirun -n 4 with -x MASTER_ADDR -x MASTER_PORT (PMIx disabled)"
 });
 
 test("Open MPI's mpirun -n 4 without MASTER_ADDR: wire-up through PMIx, no job key warning", { skip: noPmix }, async () => {
-  const r = await run(mpirun, ['--allow-run-as-root', '--oversubscribe', '-n', '4', process.execPath, jobScript('wireup-check.mjs')], clean, 120_000);
+  // Over tcp, whose handshake proves every rank holds the job key rank 0 shared through PMIx.
+  const r = await run(mpirun, ['--allow-run-as-root', '--oversubscribe', '-n', '4', '-x', 'RAILCOMM_RAILS=tcp', process.execPath, jobScript('wireup-check.mjs')], clean, 120_000);
   assert.equal(r.code, 0, r.stderr);
   assert.deepEqual(wireupLines(r.stdout, 'WIREUP '), [0, 1, 2, 3].map((x) => `WIREUP ok launcher=openmpi rank=${x} size=4`));
   const via = wireupLines(r.stdout, 'WIREUP-VIA');
@@ -97,6 +99,31 @@ test("Open MPI's mpirun -n 4 through PMIx: the point-to-point suite", { skip: no
   assert.ok(res.size >= 19, r.stderr.slice(-2000));
   for (const [name, byRank] of res) for (let k = 0; k < 4; k++) assert.equal(byRank.get(k), 'ok', `${name}, rank ${k}: ${byRank.get(k)}`);
   assert.equal(r.code, 0);
+});
+
+test("mpirun killed mid-job: ranks wired up through PMIx exit, none is left behind", { skip: noPmix }, async () => {
+  const child = spawn(mpirun, ['--allow-run-as-root', '--oversubscribe', '-n', '2', process.execPath, jobScript('wait-after-init.mjs')],
+    { env: { ...process.env, ...clean }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const pids = [];
+  let out = '';
+  try {
+    await new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`ranks did not come up: ${out}`)), 30_000);
+      child.stdout.on('data', (d) => {
+        out += d;
+        for (const m of out.matchAll(/^UP rank=\d+ pid=(\d+)$/gm)) if (!pids.includes(Number(m[1]))) pids.push(Number(m[1]));
+        if (pids.length === 2) { clearTimeout(t); resolve(); }
+      });
+    });
+    child.kill('SIGKILL');
+    const alive = (pid) => { try { process.kill(pid, 0); return !/^\S+ \S+ Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/\(.*\)/, 'x')); } catch { return false; } };
+    const t0 = Date.now();
+    while (pids.some(alive) && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(pids.filter(alive), [], 'ranks outlived mpirun');
+  } finally {
+    child.kill('SIGKILL');
+    for (const pid of pids) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
+  }
 });
 
 test("Open MPI's mpirun without PMIx module and without MASTER_ADDR: a clear ERR_BOOT, no hang", { skip: noMpirun }, async () => {

@@ -69,6 +69,7 @@ function fakeServer(size) {
     },
     get: async (r, k) => { const v = data.get(`${r}|${k}`); if (v === undefined) throw err('PMIX_ERR_NOT_FOUND'); return v; },
     finalize: async () => {},
+    onLost: () => {},
     version: () => 'fake',
   });
 }

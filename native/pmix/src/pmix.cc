@@ -1,6 +1,7 @@
 // railcomm's PMIx module (N-API): PMIx_Init, Put + Commit, Fence and Get as a
 // client of the launcher's PMIx server. Fence, Get and Finalize can wait on
-// other processes, so they run on libuv's thread pool and settle a promise.
+// other processes, so they run on libuv's thread pool and settle a promise;
+// losing the server is reported through a threadsafe function (no orphans).
 #include <node_api.h>
 #include <pmix.h>
 #include <cstdint>
@@ -13,6 +14,9 @@ namespace {
 std::mutex g_mu;          // guards g_state and g_me while they change
 int g_state = 0;          // 0 never initialised, 1 initialised, 2 finalised
 pmix_proc_t g_me;         // this process (namespace, rank); read-only once initialised
+
+std::mutex g_lost_mu;                         // guards g_lost against teardown
+napi_threadsafe_function g_lost = nullptr;    // JS callback for PMIX_ERR_LOST_CONNECTION
 
 const char* CodeOf(pmix_status_t rc) {
   switch (rc) {
@@ -267,6 +271,66 @@ napi_value Finalize(napi_env env, napi_callback_info info) {
   return Queue(env, op);
 }
 
+// ---- losing the server ---------------------------------------------------------
+
+void CallLost(napi_env env, napi_value cb, void*, void*) {
+  if (env == nullptr || cb == nullptr) return;
+  napi_value undef;
+  napi_get_undefined(env, &undef);
+  napi_call_function(env, undef, cb, 0, nullptr, nullptr);
+}
+
+// Runs on PMIx's progress thread.
+void OnPmixEvent(size_t, pmix_status_t, const pmix_proc_t*, pmix_info_t[], size_t, pmix_info_t*, size_t,
+                 pmix_event_notification_cbfunc_fn_t cbfunc, void* cbdata) {
+  {
+    std::lock_guard<std::mutex> g(g_lost_mu);
+    if (g_lost != nullptr) napi_call_threadsafe_function(g_lost, nullptr, napi_tsfn_nonblocking);
+  }
+  if (cbfunc != nullptr) cbfunc(PMIX_EVENT_ACTION_COMPLETE, nullptr, 0, nullptr, nullptr, cbdata);
+}
+
+// Registered after the threadsafe function, so it runs before Node frees it.
+void DropLost(void*) {
+  std::lock_guard<std::mutex> g(g_lost_mu);
+  g_lost = nullptr;
+}
+
+// onLost(cb): call cb (on the event loop) if the connection to the PMIx server
+// is lost. The callback never keeps the process alive. Once per process.
+napi_value OnLost(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  napi_valuetype t = napi_undefined;
+  if (argc < 1 || napi_typeof(env, argv[0], &t) != napi_ok || t != napi_function) {
+    napi_throw_type_error(env, nullptr, "onLost(callback: () => void)");
+    return nullptr;
+  }
+  if (!Initialised(env, "PMIx_Register_event_handler")) return nullptr;
+  {
+    std::lock_guard<std::mutex> g(g_lost_mu);
+    if (g_lost != nullptr) return nullptr;
+  }
+  napi_value name;
+  napi_create_string_utf8(env, "railcomm:pmix-lost", NAPI_AUTO_LENGTH, &name);
+  napi_threadsafe_function tsfn;
+  if (napi_create_threadsafe_function(env, argv[0], nullptr, name, 0, 1, nullptr, nullptr, nullptr, CallLost, &tsfn) != napi_ok) {
+    napi_throw_error(env, nullptr, "cannot create the PMIx lost-connection callback");
+    return nullptr;
+  }
+  napi_unref_threadsafe_function(env, tsfn);
+  {
+    std::lock_guard<std::mutex> g(g_lost_mu);
+    g_lost = tsfn;
+  }
+  napi_add_env_cleanup_hook(env, DropLost, nullptr);
+  pmix_status_t codes[] = {PMIX_ERR_LOST_CONNECTION};
+  pmix_status_t rc = PMIx_Register_event_handler(codes, 1, nullptr, 0, OnPmixEvent, nullptr, nullptr);
+  if (rc < 0) Throw(env, "PMIx_Register_event_handler", rc);
+  return nullptr;
+}
+
 napi_value Version(napi_env env, napi_callback_info info) {
   napi_value v;
   napi_create_string_utf8(env, PMIx_Get_version(), NAPI_AUTO_LENGTH, &v);
@@ -283,6 +347,7 @@ NAPI_MODULE_INIT() {
     {"fence", nullptr, Fence, nullptr, nullptr, nullptr, napi_default, nullptr},
     {"get", nullptr, Get, nullptr, nullptr, nullptr, napi_default, nullptr},
     {"finalize", nullptr, Finalize, nullptr, nullptr, nullptr, napi_default, nullptr},
+    {"onLost", nullptr, OnLost, nullptr, nullptr, nullptr, napi_default, nullptr},
     {"version", nullptr, Version, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
