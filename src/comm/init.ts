@@ -7,6 +7,7 @@ import { KvClient } from '../boot/kv-client.js';
 import { Rank0Store } from '../boot/rank0-service.js';
 import { PmixStore } from '../boot/pmix-store.js';
 import { loadPmix, pmixWhy } from '../boot/pmix.js';
+import { removeJobSegments } from '../native/addon.js';
 import type { KeyValueStore } from '../boot/kv.js';
 import { resolveParams } from '../core/params.js';
 import type { ParamOptions } from '../core/params.js';
@@ -69,6 +70,8 @@ async function start(options: InitOptions): Promise<Communicator> {
     store.onLost(() => {
       if (w?.isFinalized) return;
       log.error(`rank ${launch.rank}: lost the connection to the launcher's PMIx server; exiting`);
+      // No launcher of ours will remove the job's shared-memory segments now; the job is dead.
+      removeJobSegments(launch.jobId);
       process.exit(1);
     });
     kv = store;

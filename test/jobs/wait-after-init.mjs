@@ -3,6 +3,6 @@
 import { init } from '../../dist/index.js';
 
 const comm = await init();
-console.log(`UP rank=${comm.rank} pid=${process.pid}`);
+console.log(`UP rank=${comm.rank} pid=${process.pid} job=${comm.world.ctx.launch.jobId}`);
 await new Promise((r) => setTimeout(r, 60_000));
 await comm.finalize();
