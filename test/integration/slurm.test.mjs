@@ -61,6 +61,13 @@ test('srun --mpi=pmix -n 4 --overcommit node app.js wires up through PMIx (no jo
   assert.doesNotMatch(r.stderr, /no RAILCOMM_JOB_KEY/);
 });
 
+test('srun --mpi=pmix with PMIx turned off falls back to rank 0\'s service', { skip: skipReason ?? false }, async () => {
+  const r = await srun(['--mpi=pmix', '-n', '4', '--overcommit', process.execPath, jobScript('wireup-check.mjs')], 120_000, { RAILCOMM_JOB_KEY: 'aa'.repeat(16), RAILCOMM_NO_PMIX: '1' });
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(wireupLines(r.stdout, 'WIREUP '), [0, 1, 2, 3].map((x) => `WIREUP ok launcher=slurm rank=${x} size=4`));
+  for (const l of wireupLines(r.stdout, 'WIREUP-VIA')) assert.match(l, /rank 0's service at .* \(PMIx unavailable: disabled by RAILCOMM_NO_PMIX=1\)/);
+});
+
 test('srun -n 4: the point-to-point suite', { skip: skipReason ?? false }, async () => {
   const r = await srun(['-n', '4', '--overcommit', '--label', process.execPath, jobScript('p2p-suite.mjs')]);
   // --label prefixes lines with "r: "; make them look like railcomm run's "[r] ".
