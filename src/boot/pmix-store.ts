@@ -49,9 +49,12 @@ export class PmixStore implements KeyValueStore {
     if (id.rank !== launch.rank || (id.size >= 0 && id.size !== launch.size)) {
       throw new RailcommError(ErrorCode.BOOT, `the PMIx server says this is rank ${id.rank} of ${id.size} (namespace ${id.namespace}), the ${launch.launcher} variables say rank ${launch.rank} of ${launch.size}; was this process started by another launcher inside the job? Set RAILCOMM_NO_PMIX=1 to ignore PMIx`);
     }
-    const wrap = (what: string, e: unknown): RailcommError => (e instanceof RailcommError ? e
-      : new RailcommError(codeOf(e) === 'PMIX_ERR_TIMEOUT' ? ErrorCode.TIMEOUT : ErrorCode.BOOT,
-        `rank ${launch.rank}: ${what} through PMIx failed: ${(e as Error).message}; every rank of the job must call init()`, { cause: e }));
+    const wrap = (what: string, e: unknown): RailcommError => {
+      if (e instanceof RailcommError) return e;
+      const late = codeOf(e) === 'PMIX_ERR_TIMEOUT';
+      return new RailcommError(late ? ErrorCode.TIMEOUT : ErrorCode.BOOT,
+        `rank ${launch.rank}: ${what} through PMIx failed${late ? ` (not all ${launch.size} ranks arrived within ${timeoutMs} ms, RAILCOMM_CONNECT_TIMEOUT)` : ''}: ${(e as Error).message}; every rank the launcher started must call init()`, { cause: e });
+    };
     const mine = launch.jobKeySecret && launch.jobKey !== '' ? launch.jobKey : '';
     try {
       if (id.rank === 0) {
@@ -88,7 +91,7 @@ export class PmixStore implements KeyValueStore {
     try {
       await this.mod.fence(seconds(this.timeoutMs));
     } catch (e) {
-      throw new RailcommError(codeOf(e) === 'PMIX_ERR_TIMEOUT' ? ErrorCode.TIMEOUT : ErrorCode.BOOT, `PMIx fence failed: ${(e as Error).message}; every rank of the job must call init()`, { cause: e });
+      throw new RailcommError(codeOf(e) === 'PMIX_ERR_TIMEOUT' ? ErrorCode.TIMEOUT : ErrorCode.BOOT, `PMIx fence failed: ${(e as Error).message}; every rank the launcher started must call init()`, { cause: e });
     }
   }
 

@@ -213,7 +213,9 @@ export class Context {
         let timer: NodeJS.Timeout | undefined;
         const late = new Promise<never>((_, reject) => {
           timer = setTimeout(() => reject(new RailcommError(ErrorCode.BOOT,
-            `rank ${opts.launch.rank}: not all ${opts.launch.size} ranks reached the wire-up within ${ms} ms (RAILCOMM_CONNECT_TIMEOUT); start every rank with the same MASTER_ADDR:MASTER_PORT, the same RAILCOMM_JOB_KEY, and distinct ranks`)), ms);
+            `rank ${opts.launch.rank}: not all ${opts.launch.size} ranks reached the wire-up within ${ms} ms (RAILCOMM_CONNECT_TIMEOUT); ${opts.launch.wireup?.startsWith('PMIx') === true
+              ? 'every rank the launcher started must call init()'
+              : 'start every rank with the same MASTER_ADDR:MASTER_PORT, the same RAILCOMM_JOB_KEY, and distinct ranks'}`)), ms);
         });
         try { await Promise.race([ctx.kv.fence(), late]); } finally { clearTimeout(timer); }
       }

@@ -128,6 +128,14 @@ test("mpirun killed mid-job: ranks wired up through PMIx exit, none is left behi
   }
 });
 
+test('mpirun through PMIx: a rank that never calls init() fails the others within RAILCOMM_CONNECT_TIMEOUT', { skip: noPmix }, async () => {
+  const r = await run(mpirun, ['--allow-run-as-root', '--oversubscribe', '-n', '2', '-x', 'RAILCOMM_CONNECT_TIMEOUT=2000', process.execPath, jobScript('late-rank.mjs')], clean, 60_000);
+  assert.notEqual(r.code, 0);
+  const m = /^LATE rank 0 failed after (\d+) ms: ERR_TIMEOUT: .*not all 2 ranks arrived within 2000 ms/m.exec(r.stdout);
+  assert.ok(m, r.stdout + r.stderr);
+  assert.ok(Number(m[1]) < 10_000, `took ${m[1]} ms`);
+});
+
 test("Open MPI's mpirun without PMIx module and without MASTER_ADDR: a clear ERR_BOOT, no hang", { skip: noMpirun }, async () => {
   const r = await run(mpirun, ['--allow-run-as-root', '--oversubscribe', '-n', '2', '-x', 'RAILCOMM_NO_PMIX=1', process.execPath, jobScript('wireup-check.mjs')], clean, 60_000);
   assert.notEqual(r.code, 0);
