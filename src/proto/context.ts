@@ -201,23 +201,29 @@ export class Context {
     }
     say(7, 'rail capabilities and protocol tables', l7);
 
-        if (ctx.kv !== null) {
-      const addrs: Record<string, string> = {};
-      for (const r of ctx.rails) if (r.component !== 'self') addrs[r.component] = r.address();
-      await ctx.kv.put(`rails/${opts.launch.rank}`, JSON.stringify(addrs));
-      if (opts.launch.launcher === 'railcomm') {
-        await ctx.kv.fence(); // railcomm run stops a job whose rank died before this
-      } else {
-        // No launcher of ours watches the job: a rank that never arrives must not hang the others.
-        const ms = params.connectTimeout;
-        let timer: NodeJS.Timeout | undefined;
-        const late = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new RailcommError(ErrorCode.BOOT,
-            `rank ${opts.launch.rank}: not all ${opts.launch.size} ranks reached the wire-up within ${ms} ms (RAILCOMM_CONNECT_TIMEOUT); ${opts.launch.wireup?.startsWith('PMIx') === true
-              ? 'every rank the launcher started must call init()'
-              : 'start every rank with the same MASTER_ADDR:MASTER_PORT, the same RAILCOMM_JOB_KEY, and distinct ranks'}`)), ms);
-        });
-        try { await Promise.race([ctx.kv.fence(), late]); } finally { clearTimeout(timer); }
+    if (ctx.kv !== null) {
+      try {
+        const addrs: Record<string, string> = {};
+        for (const r of ctx.rails) if (r.component !== 'self') addrs[r.component] = r.address();
+        await ctx.kv.put(`rails/${opts.launch.rank}`, JSON.stringify(addrs));
+        if (opts.launch.launcher === 'railcomm') {
+          await ctx.kv.fence(); // railcomm run stops a job whose rank died before this
+        } else {
+          // No launcher of ours watches the job: a rank that never arrives must not hang the others.
+          const ms = params.connectTimeout;
+          let timer: NodeJS.Timeout | undefined;
+          const late = new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new RailcommError(ErrorCode.BOOT,
+              `rank ${opts.launch.rank}: not all ${opts.launch.size} ranks reached the wire-up within ${ms} ms (RAILCOMM_CONNECT_TIMEOUT); ${opts.launch.wireup?.startsWith('PMIx') === true
+                ? 'every rank the launcher started must call init()'
+                : 'start every rank with the same MASTER_ADDR:MASTER_PORT, the same RAILCOMM_JOB_KEY, and distinct ranks'}`)), ms);
+          });
+          try { await Promise.race([ctx.kv.fence(), late]); } finally { clearTimeout(timer); }
+        }
+      } catch (e) {
+        // A failed wire-up must not leave open rails behind (listening sockets, /dev/shm inboxes).
+        await ctx.close().catch(() => undefined);
+        throw e;
       }
     }
     return ctx;
