@@ -1,6 +1,7 @@
-// npm install hook: build the optional native addon (native/) with node-gyp.
-// A failed build only warns: railcomm then runs without the shm rail, and
-// `railcomm info` says why. RAILCOMM_SKIP_NATIVE=1 skips the build.
+// npm install hook: build the optional native addon (native/) and then the
+// optional PMIx module (native/pmix/, needs libpmix-dev) with node-gyp. A failed
+// build only warns: railcomm runs without it and `railcomm info` says why.
+// RAILCOMM_SKIP_NATIVE=1 skips both; RAILCOMM_SKIP_PMIX=1 skips PMIx.
 import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -9,6 +10,8 @@ import path from 'node:path';
 const root = path.dirname(path.dirname(new URL(import.meta.url).pathname));
 const native = path.join(root, 'native');
 const logFile = path.join(native, 'build-log.txt');
+const pmixDir = path.join(native, 'pmix');
+const pmixLog = path.join(pmixDir, 'build-log.txt');
 
 function gypCommand() {
   // npm tells scripts where its bundled node-gyp is; else a local or global one.
@@ -21,19 +24,41 @@ function gypCommand() {
   return null;
 }
 
-function record(text) {
-  try { mkdirSync(native, { recursive: true }); writeFileSync(logFile, text); } catch { /* best effort */ }
+function record(text, file = logFile) {
+  try { mkdirSync(path.dirname(file), { recursive: true }); writeFileSync(file, text); } catch { /* best effort */ }
+}
+
+/** The PMIx module: only where pkg-config finds libpmix; its failure never touches the main addon. */
+function buildPmix(gyp) {
+  if (process.env.RAILCOMM_SKIP_PMIX === '1') { record('not built: RAILCOMM_SKIP_PMIX=1\n', pmixLog); return; }
+  const pc = spawnSync('pkg-config', ['--modversion', 'pmix'], { encoding: 'utf8' });
+  if (pc.status !== 0) {
+    record(`not built: pkg-config does not find pmix (install libpmix-dev and pkg-config)\n${pc.stderr ?? ''}${pc.error ? String(pc.error) : ''}`, pmixLog);
+    return;
+  }
+  const r = spawnSync(gyp[0], [gyp[1], 'rebuild'], { cwd: pmixDir, encoding: 'utf8', env: process.env });
+  const out = `${r.stdout ?? ''}${r.stderr ?? ''}${r.error ? String(r.error) : ''}`;
+  if (r.status === 0) {
+    record(`built against libpmix ${pc.stdout.trim()}\n${out}`, pmixLog);
+  } else {
+    record(`failed (exit ${r.status})\n${out}`, pmixLog);
+    const tail = out.trim().split('\n').slice(-8).join('\n');
+    console.warn(`railcomm: the PMIx module did not build (see native/pmix/build-log.txt); under mpirun and srun --mpi=pmix railcomm wires up through MASTER_ADDR:MASTER_PORT instead.\n${tail}`);
+  }
 }
 
 if (process.platform !== 'linux') {
   record(`not built: the addon needs Linux (this is ${process.platform})\n`);
+  record(`not built: needs Linux (this is ${process.platform})\n`, pmixLog);
   console.warn(`railcomm: native addon not built (needs Linux); the shm rail is unavailable, processes on one host use tcp`);
 } else if (process.env.RAILCOMM_SKIP_NATIVE === '1') {
   record('not built: RAILCOMM_SKIP_NATIVE=1\n');
+  record('not built: RAILCOMM_SKIP_NATIVE=1\n', pmixLog);
 } else {
   const gyp = gypCommand();
   if (gyp === null) {
     record('not built: node-gyp was not found (npm normally bundles it)\n');
+    record('not built: node-gyp was not found (npm normally bundles it)\n', pmixLog);
     console.warn('railcomm: node-gyp not found; native addon not built, the shm rail is unavailable (processes on one host use tcp)');
   } else {
     const r = spawnSync(gyp[0], [gyp[1], 'rebuild'], { cwd: native, encoding: 'utf8', env: process.env });
@@ -45,5 +70,6 @@ if (process.platform !== 'linux') {
       const tail = out.trim().split('\n').slice(-8).join('\n');
       console.warn(`railcomm: the native addon did not build (see native/build-log.txt); the shm rail is unavailable and processes on one host use tcp.\n${tail}`);
     }
+    buildPmix(gyp);
   }
 }

@@ -1,6 +1,6 @@
 // The wire-up interface: ranks publish their rail addresses under keys, wait
 // for everyone (fence), and look peers up lazily. Backends: railcomm run's
-// service today; rank-0-hosted, Slurm and PMIx services plug in here later.
+// service (kv-client), rank 0's service (rank0-service), PMIx (pmix-store).
 
 export interface KeyValueStore {
   put(key: string, value: string): Promise<void>;

@@ -2,8 +2,9 @@
 // order: railcomm run (RAILCOMM_*), Open MPI's mpirun (OMPI_COMM_WORLD_*),
 // MPICH's hydra (PMI_*), the env:// convention (RANK, WORLD_SIZE,
 // MASTER_ADDR, MASTER_PORT), Slurm's srun (SLURM_*); with none, a world of one.
-// Launchers other than railcomm run wire up through a key-value service that
-// rank 0 hosts at MASTER_ADDR:MASTER_PORT (derived from the step under Slurm).
+// Under mpirun and srun --mpi=pmix the launcher's PMIx server does the wire-up
+// (PMIX_NAMESPACE, PMIX_RANK, PMIX_SERVER_URI*); without PMIx, rank 0 hosts a
+// key-value service at MASTER_ADDR:MASTER_PORT (derived from the step under Slurm).
 
 import { createHash } from 'node:crypto';
 import { RailcommError, ErrorCode } from '../core/errors.js';
@@ -31,8 +32,12 @@ export interface LaunchInfo {
   localSize: number;
   /** host:port of railcomm run's key-value service. */
   kv?: { host: string; port: number };
-  /** host:port of the service rank 0 hosts (launchers other than railcomm run). */
+  /** host:port of the service rank 0 hosts (launchers other than railcomm run, when PMIx is not used). */
   master?: { host: string; port: number };
+  /** The launcher runs a PMIx server for this rank (mpirun, srun --mpi=pmix). */
+  pmix?: { namespace: string; rank: number };
+  /** How init() wired this rank up (set by init(); shown by railcomm info and init step 1). */
+  wireup?: string;
   /** Secret every connection proves it knows (hex); a singleton makes its own. */
   jobKey: string;
   /** Ranks that are threads of this process (railcomm run --threads); 1 for a process rank. */
@@ -87,15 +92,32 @@ function masterFrom(env: NodeJS.ProcessEnv, who: string): { host: string; port: 
   return parseHostPort(`${host}:${port}`, 'MASTER_ADDR:MASTER_PORT');
 }
 
+/**
+ * The launcher's PMIx server, when its variables are there and name the same
+ * rank as the launcher's own (a process started by an inner launcher inherits
+ * PMIX_* of its parent: that identity is not its own).
+ */
+export function pmixFrom(env: NodeJS.ProcessEnv, rankVar: string): { namespace: string; rank: number } | undefined {
+  const ns = env['PMIX_NAMESPACE'];
+  const rank = env['PMIX_RANK'];
+  if (!ns || rank === undefined || rank === '' || rank !== env[rankVar]) return undefined;
+  if (!Object.keys(env).some((k) => k.startsWith('PMIX_SERVER_URI'))) return undefined;
+  return { namespace: ns, rank: Number(rank) };
+}
+
 function others(env: NodeJS.ProcessEnv, rankVar: string, sizeVar: string, launcher: LauncherName, why: string,
-  localRankVar: string | undefined, localSizeVar: string | undefined, master: { host: string; port: number }, jobText: string): LaunchInfo {
+  localRankVar: string | undefined, localSizeVar: string | undefined, master: { host: string; port: number } | undefined, jobText: string,
+  pmix?: { namespace: string; rank: number }): LaunchInfo {
   const size = intVar(env, sizeVar, 1, 0x7fffffff);
   const rank = intVar(env, rankVar, 0, size - 1);
   const localSize = localSizeVar !== undefined && env[localSizeVar] !== undefined ? intVar(env, localSizeVar, 1, size)
-    : /^(127\.|localhost$|::1$)/.test(master.host) ? size : 1;
+    : master !== undefined && /^(127\.|localhost$|::1$)/.test(master.host) ? size : 1;
   const localRank = localRankVar !== undefined && env[localRankVar] !== undefined ? intVar(env, localRankVar, 0, size - 1) : 0;
   const { key, secret } = jobKeyFor(env, jobText);
-  return { launcher, why, rank, size, localRank, localSize, master, jobKey: key, jobKeySecret: secret, jobId: hash32(jobText), threads: 1, threadBase: rank };
+  const info: LaunchInfo = { launcher, why, rank, size, localRank, localSize, jobKey: key, jobKeySecret: secret, jobId: hash32(jobText), threads: 1, threadBase: rank };
+  if (master !== undefined) info.master = master;
+  if (pmix !== undefined) info.pmix = pmix;
+  return info;
 }
 
 export function detectLaunch(env: NodeJS.ProcessEnv = process.env): LaunchInfo {
@@ -121,8 +143,12 @@ export function detectLaunch(env: NodeJS.ProcessEnv = process.env): LaunchInfo {
   }
   if (env['OMPI_COMM_WORLD_RANK'] !== undefined && env['OMPI_COMM_WORLD_SIZE'] !== undefined) {
     const ns = env['PMIX_NAMESPACE'] ?? env['OMPI_MCA_ess_base_jobid'] ?? '';
-    return others(env, 'OMPI_COMM_WORLD_RANK', 'OMPI_COMM_WORLD_SIZE', 'openmpi', 'OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE are set (Open MPI mpirun)',
-      'OMPI_COMM_WORLD_LOCAL_RANK', 'OMPI_COMM_WORLD_LOCAL_SIZE', masterFrom(env, "Open MPI's mpirun"), `openmpi|${ns}|${env['MASTER_ADDR']}|${env['MASTER_PORT']}`);
+    const pmix = pmixFrom(env, 'OMPI_COMM_WORLD_RANK');
+    // With PMIx, MASTER_ADDR/MASTER_PORT are only the fallback for a missing PMIx module.
+    const master = pmix !== undefined && !(env['MASTER_ADDR'] && env['MASTER_PORT']) ? undefined : masterFrom(env, "Open MPI's mpirun");
+    return others(env, 'OMPI_COMM_WORLD_RANK', 'OMPI_COMM_WORLD_SIZE', 'openmpi',
+      `OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE are set (Open MPI mpirun${pmix !== undefined ? `, PMIx namespace ${pmix.namespace}` : ''})`,
+      'OMPI_COMM_WORLD_LOCAL_RANK', 'OMPI_COMM_WORLD_LOCAL_SIZE', master, `openmpi|${ns}|${env['MASTER_ADDR']}|${env['MASTER_PORT']}`, pmix);
   }
   if (env['PMI_RANK'] !== undefined && env['PMI_SIZE'] !== undefined) {
     return others(env, 'PMI_RANK', 'PMI_SIZE', 'hydra', 'PMI_RANK and PMI_SIZE are set (MPICH hydra)',
@@ -145,8 +171,10 @@ export function detectLaunch(env: NodeJS.ProcessEnv = process.env): LaunchInfo {
       // Every rank of the step computes the same port from the job and step ids.
       master = { host: nodes[0]!, port: 20000 + (hash32(`${job}.${step}`) % 20000) };
     }
-    const info = others(env, 'SLURM_PROCID', 'SLURM_STEP_NUM_TASKS', 'slurm', `SLURM_PROCID and SLURM_STEP_NUM_TASKS are set (srun, job ${job} step ${step})`,
-      'SLURM_LOCALID', undefined, master, `slurm|${job}|${step}`);
+    const pmix = pmixFrom(env, 'SLURM_PROCID');
+    const info = others(env, 'SLURM_PROCID', 'SLURM_STEP_NUM_TASKS', 'slurm',
+      `SLURM_PROCID and SLURM_STEP_NUM_TASKS are set (srun, job ${job} step ${step}${pmix !== undefined ? `, PMIx namespace ${pmix.namespace}` : ''})`,
+      'SLURM_LOCALID', undefined, master, `slurm|${job}|${step}`, pmix);
     // A step on one node: every rank is on this host.
     if ((env['SLURM_STEP_NUM_NODES'] ?? env['SLURM_NNODES']) === '1') info.localSize = info.size;
     return info;

@@ -5,6 +5,32 @@
 import { Context } from '../proto/context.js';
 import { describeParams, resolveParams } from '../core/params.js';
 import { detectLaunch } from '../boot/launch-env.js';
+import type { LaunchInfo } from '../boot/launch-env.js';
+import { loadPmix, pmixWhy } from '../boot/pmix.js';
+
+interface PmixReport { available: boolean; why: string; launchedUnder: boolean; used: boolean; detail: string }
+
+/**
+ * Whether this build has PMIx and, when the launcher runs a PMIx server for
+ * this process, connect to it once (PMIx_Init, then PMIx_Finalize) to show it works.
+ */
+async function pmixReport(launch: LaunchInfo): Promise<PmixReport> {
+  const mod = loadPmix();
+  const base = { available: mod !== null, why: pmixWhy(), launchedUnder: launch.pmix !== undefined };
+  if (launch.pmix === undefined) return { ...base, used: false, detail: 'not started under PMIx (no PMIX_NAMESPACE, PMIX_RANK and PMIX_SERVER_URI* for this rank)' };
+  if (launch.kv !== undefined) return { ...base, used: false, detail: "railcomm run's service wins over PMIx" };
+  if (mod === null) {
+    return { ...base, used: false, detail: launch.master !== undefined ? `started under PMIx, but the module is unavailable: init() uses MASTER_ADDR:MASTER_PORT` : 'started under PMIx, but the module is unavailable and MASTER_ADDR/MASTER_PORT are not set: init() fails' };
+  }
+  try {
+    const id = mod.init();
+    await mod.finalize();
+    launch.wireup = `PMIx (namespace ${id.namespace}, ${id.version.split(' (')[0]})`;
+    return { ...base, used: true, detail: `started under PMIx: connected to the launcher's server (namespace ${id.namespace}, rank ${id.rank} of ${id.size}, ${id.localSize} on this host); init() wires up through it` };
+  } catch (e) {
+    return { ...base, used: false, detail: `started under PMIx, but PMIx_Init failed: ${(e as Error).message}` };
+  }
+}
 
 export async function infoCommand(argv: string[]): Promise<number> {
   const showParams = argv.includes('--params');
@@ -14,16 +40,18 @@ export async function infoCommand(argv: string[]): Promise<number> {
     return 0;
   }
   const launch = detectLaunch();
+  const pmix = await pmixReport(launch);
   const ctx = await Context.create({ launch, kv: null, probeAll: true });
   const params = resolveParams();
   try {
     if (json) {
-      process.stdout.write(JSON.stringify({ launcher: { name: launch.launcher, why: launch.why }, steps: ctx.report, params: showParams ? describeParams(params) : undefined }, null, 2) + '\n');
+      process.stdout.write(JSON.stringify({ launcher: { name: launch.launcher, why: launch.why }, pmix, steps: ctx.report, params: showParams ? describeParams(params) : undefined }, null, 2) + '\n');
       return 0;
     }
     const out: string[] = [];
     out.push(`railcomm on node ${process.version}, ${process.platform}/${process.arch}`);
     out.push(`launcher: ${launch.launcher} (${launch.why})`);
+    out.push(`pmix: ${pmix.available ? 'available' : 'unavailable'} (${pmix.why}); ${pmix.detail}`);
     for (const s of ctx.report) {
       out.push('', `${s.step}. ${s.title}`);
       for (const l of s.lines) out.push(`   ${l}`);

@@ -5,6 +5,9 @@ import { Context } from '../proto/context.js';
 import { detectLaunch } from '../boot/launch-env.js';
 import { KvClient } from '../boot/kv-client.js';
 import { Rank0Store } from '../boot/rank0-service.js';
+import { PmixStore } from '../boot/pmix-store.js';
+import { loadPmix, pmixWhy } from '../boot/pmix.js';
+import { removeJobSegments } from '../native/addon.js';
 import type { KeyValueStore } from '../boot/kv.js';
 import { resolveParams } from '../core/params.js';
 import type { ParamOptions } from '../core/params.js';
@@ -34,6 +37,7 @@ async function start(options: InitOptions): Promise<Communicator> {
   const launch = detectLaunch();
   let kv: KeyValueStore | null = null;
   let w: World | null = null;
+  const pmix = launch.kv === undefined && launch.pmix !== undefined ? loadPmix() : null;
   if (launch.kv !== undefined) {
     let client: KvClient;
     try {
@@ -48,12 +52,41 @@ async function start(options: InitOptions): Promise<Communicator> {
       process.exit(1);
     });
     kv = client;
+    launch.wireup = `railcomm run's service at ${launch.kv.host}:${launch.kv.port}`;
+  } else if (pmix !== null) {
+    // The launcher's PMIx server: no port to agree on, and the job key travels
+    // where only members of the job can read it.
+    const timeout = resolveParams(options.params ?? {}).connectTimeout;
+    const store = await PmixStore.open(pmix, launch, timeout);
+    launch.jobKey = store.jobKey;
+    launch.jobKeySecret = true;
+    if (store.identity.localSize > 0 && store.identity.localRank >= 0) {
+      launch.localSize = store.identity.localSize;
+      launch.localRank = store.identity.localRank;
+    }
+    launch.wireup = `PMIx (namespace ${store.identity.namespace}, ${store.identity.version.split(' (')[0]})`;
+    log.debug(`rank ${launch.rank}: wire-up through ${launch.wireup}`);
+    // As under railcomm run: a rank must not outlive its launcher (no orphans).
+    store.onLost(() => {
+      if (w?.isFinalized) return;
+      log.error(`rank ${launch.rank}: lost the connection to the launcher's PMIx server; exiting`);
+      // No launcher of ours will remove the job's shared-memory segments now; the job is dead.
+      removeJobSegments(launch.jobId);
+      process.exit(1);
+    });
+    kv = store;
   } else if (launch.master !== undefined) {
+    if (launch.pmix !== undefined) log.debug(`rank ${launch.rank}: PMIx not used (${pmixWhy()}); wire-up through MASTER_ADDR:MASTER_PORT`);
+    launch.wireup = `rank 0's service at ${launch.master.host}:${launch.master.port}${launch.pmix !== undefined ? ` (PMIx unavailable: ${pmixWhy()})` : ''}`;
     if (!launch.jobKeySecret && launch.rank === 0) {
       log.warn(`no RAILCOMM_JOB_KEY set: started by ${launch.launcher}, ranks share no secret, so any local process that finds the wire-up port (${launch.master.port}) could join; set RAILCOMM_JOB_KEY to the same hex secret on every rank`);
     }
     const timeout = resolveParams(options.params ?? {}).connectTimeout;
     kv = await Rank0Store.open(launch.master, launch.jobKey, launch.rank, launch.size, timeout);
+  } else if (launch.pmix !== undefined) {
+    throw new RailcommError(ErrorCode.BOOT, `started by ${launch.launcher} with PMIx, but railcomm's PMIx module is unavailable (${pmixWhy()}) and MASTER_ADDR and MASTER_PORT are not set: install libpmix-dev and pkg-config and rerun npm install, or give every rank MASTER_ADDR=<host of rank 0> and MASTER_PORT=<free port> (for mpirun: -x MASTER_ADDR=... -x MASTER_PORT=...)`);
+  } else {
+    launch.wireup = 'none (a world of one)';
   }
   const ctx = await Context.create({ params: options.params ?? {}, launch, kv });
   w = new World(ctx, kv);

@@ -86,6 +86,7 @@ export class Context {
     };
     say(1, 'load configuration', [
       `launcher: ${opts.launch.launcher} (${opts.launch.why}); rank ${opts.launch.rank} of ${opts.launch.size}, ${opts.launch.localSize} on this host`,
+      ...(opts.launch.wireup !== undefined ? [`wire-up: ${opts.launch.wireup}`] : []),
       `progress: ${ctx.oversubscribed ? `no spinning (${opts.launch.localSize} ranks on ${os.availableParallelism()} cores)` : `polls ${params.spinUs} us after the last activity while requests are outstanding`}`,
       `eager limit ${params.eagerLimit} B, rendezvous from ${params.rndvThreshold} B in ${params.rndvChunk} B chunks, eager credits ${params.eagerCredits} B per peer`,
     ]);
@@ -207,7 +208,7 @@ export class Context {
       }
       say(7, 'rail capabilities and protocol tables', l7);
 
-          if (ctx.kv !== null) {
+      if (ctx.kv !== null) {
         const addrs: Record<string, string> = {};
         for (const r of ctx.rails) if (r.component !== 'self') addrs[r.component] = r.address();
         await ctx.kv.put(`rails/${opts.launch.rank}`, JSON.stringify(addrs));
@@ -219,7 +220,9 @@ export class Context {
           let timer: NodeJS.Timeout | undefined;
           const late = new Promise<never>((_, reject) => {
             timer = setTimeout(() => reject(new RailcommError(ErrorCode.BOOT,
-              `rank ${opts.launch.rank}: not all ${opts.launch.size} ranks reached the wire-up within ${ms} ms (RAILCOMM_CONNECT_TIMEOUT); start every rank with the same MASTER_ADDR:MASTER_PORT, the same RAILCOMM_JOB_KEY, and distinct ranks`)), ms);
+              `rank ${opts.launch.rank}: not all ${opts.launch.size} ranks reached the wire-up within ${ms} ms (RAILCOMM_CONNECT_TIMEOUT); ${opts.launch.wireup?.startsWith('PMIx') === true
+                ? 'every rank the launcher started must call init()'
+                : 'start every rank with the same MASTER_ADDR:MASTER_PORT, the same RAILCOMM_JOB_KEY, and distinct ranks'}`)), ms);
           });
           try { await Promise.race([ctx.kv.fence(), late]); } finally { clearTimeout(timer); }
         }

@@ -1,11 +1,14 @@
 // Jobs started by launchers other than railcomm run: env:// by hand, and Open
-// MPI's mpirun (skipped, with the reason printed, where it is not installed).
+// MPI's mpirun through PMIx and through MASTER_ADDR (skipped, with the reason
+// printed, where mpirun or railcomm's PMIx module is missing).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import { readFileSync, readdirSync } from 'node:fs';
 import { spawn, spawnSync } from 'node:child_process';
-import { jobScript } from './jobs.mjs';
+import { jobScript, caseResults, CLI } from './jobs.mjs';
+import { loadPmix, pmixWhy } from '../../dist/boot/pmix.js';
 
 async function freePort() {
   const s = net.createServer();
@@ -35,7 +38,7 @@ test('env://: 4 ranks started by hand with RANK, WORLD_SIZE, MASTER_ADDR, MASTER
     { ...clean, RANK: String(r), WORLD_SIZE: '4', LOCAL_RANK: String(r), MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port) }));
   const res = await Promise.all(ranks);
   for (const r of res) assert.equal(r.code, 0, r.stderr);
-  const lines = res.map((r) => r.stdout.trim()).sort();
+  const lines = res.map((r) => r.stdout.split('\n').find((l) => l.startsWith('WIREUP '))).sort();
   assert.deepEqual(lines, [0, 1, 2, 3].map((r) => `WIREUP ok launcher=env rank=${r} size=4`));
   assert.ok(res.some((r) => /no RAILCOMM_JOB_KEY set/.test(r.stderr)), 'rank 0 warns that without a job key anyone could join');
 });
@@ -57,11 +60,85 @@ test('env:// with RAILCOMM_JOB_KEY: no warning; a rank with another key cannot j
 });
 
 const mpirun = spawnSync('which', ['mpirun'], { encoding: 'utf8' }).stdout.trim();
-test("Open MPI's mpirun -n 4 with -x MASTER_ADDR -x MASTER_PORT", { skip: mpirun ? false : 'mpirun is not installed (Debian openmpi-bin)' }, async () => {
+const noMpirun = mpirun ? false : 'mpirun is not installed (Debian openmpi-bin)';
+const noPmix = noMpirun || (loadPmix() === null ? `railcomm's PMIx module is unavailable: ${pmixWhy()}` : false);
+if (noPmix) console.log(`# mpirun PMIx tests skipped: ${noPmix}`);
+const wireupLines = (stdout, prefix) => stdout.trim().split('\n').filter((l) => l.startsWith(prefix)).sort();
+
+test("Open MPI's mpirun -n 4 with -x MASTER_ADDR -x MASTER_PORT (PMIx disabled)", { skip: noMpirun }, async () => {
   const port = await freePort();
-  const r = await run(mpirun, ['--allow-run-as-root', '--oversubscribe', '-n', '4', '-x', 'MASTER_ADDR=127.0.0.1', '-x', `MASTER_PORT=${port}`,
+  const r = await run(mpirun, ['--allow-run-as-root', '--oversubscribe', '-n', '4', '-x', 'MASTER_ADDR=127.0.0.1', '-x', `MASTER_PORT=${port}`, '-x', 'RAILCOMM_NO_PMIX=1',
     process.execPath, jobScript('wireup-check.mjs')], clean, 120_000);
   assert.equal(r.code, 0, r.stderr);
-  const lines = r.stdout.trim().split('\n').filter((l) => l.startsWith('WIREUP')).sort();
-  assert.deepEqual(lines, [0, 1, 2, 3].map((x) => `WIREUP ok launcher=openmpi rank=${x} size=4`));
+  assert.deepEqual(wireupLines(r.stdout, 'WIREUP '), [0, 1, 2, 3].map((x) => `WIREUP ok launcher=openmpi rank=${x} size=4`));
+  for (const l of wireupLines(r.stdout, 'WIREUP-VIA')) assert.match(l, new RegExp(`rank 0's service at 127.0.0.1:${port} \\(PMIx unavailable: disabled by RAILCOMM_NO_PMIX=1\\)`));
+});
+
+test("Open MPI's mpirun -n 4 without MASTER_ADDR: wire-up through PMIx, no job key warning", { skip: noPmix }, async () => {
+  // Over tcp, whose handshake proves every rank holds the job key rank 0 shared through PMIx.
+  const r = await run(mpirun, ['--allow-run-as-root', '--oversubscribe', '-n', '4', '-x', 'RAILCOMM_RAILS=tcp', process.execPath, jobScript('wireup-check.mjs')], clean, 120_000);
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(wireupLines(r.stdout, 'WIREUP '), [0, 1, 2, 3].map((x) => `WIREUP ok launcher=openmpi rank=${x} size=4`));
+  const via = wireupLines(r.stdout, 'WIREUP-VIA');
+  assert.equal(via.length, 4);
+  for (const l of via) assert.match(l, /^WIREUP-VIA rank=\d PMIx \(namespace \S+, OpenPMIx/);
+  assert.doesNotMatch(r.stderr, /no RAILCOMM_JOB_KEY/, 'the job key travelled through PMIx');
+});
+
+test("railcomm info under mpirun says it connected to the PMIx server", { skip: noPmix }, async () => {
+  const r = await run(mpirun, ['--allow-run-as-root', '-n', '1', process.execPath, CLI, 'info'], clean, 60_000);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^pmix: available \(PMIx module loaded .*\); started under PMIx: connected to the launcher's server \(namespace \S+, rank 0 of 1/m);
+  assert.match(r.stdout, /wire-up: PMIx \(namespace /);
+});
+
+test("Open MPI's mpirun -n 4 through PMIx: the point-to-point suite", { skip: noPmix }, async () => {
+  const r = await run(mpirun, ['--allow-run-as-root', '--oversubscribe', '-n', '4', '--tag-output', process.execPath, jobScript('p2p-suite.mjs')], clean, 120_000);
+  // --tag-output prefixes lines with "[jobid,r]<stdout>:"; make them look like railcomm run's "[r] ".
+  const res = caseResults(r.stdout.replace(/^\[\d+,(\d+)\]<stdout>:\s?/gm, '[$1] '));
+  assert.ok(res.size >= 19, r.stderr.slice(-2000));
+  for (const [name, byRank] of res) for (let k = 0; k < 4; k++) assert.equal(byRank.get(k), 'ok', `${name}, rank ${k}: ${byRank.get(k)}`);
+  assert.equal(r.code, 0);
+});
+
+test("mpirun killed mid-job: ranks wired up through PMIx exit, none is left behind", { skip: noPmix }, async () => {
+  const child = spawn(mpirun, ['--allow-run-as-root', '--oversubscribe', '-n', '2', process.execPath, jobScript('wait-after-init.mjs')],
+    { env: { ...process.env, ...clean }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const pids = [];
+  let out = '';
+  let job = '';
+  try {
+    await new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`ranks did not come up: ${out}`)), 30_000);
+      child.stdout.on('data', (d) => {
+        out += d;
+        for (const m of out.matchAll(/^UP rank=\d+ pid=(\d+) job=(\d+)$/gm)) { job = m[2]; if (!pids.includes(Number(m[1]))) pids.push(Number(m[1])); }
+        if (pids.length === 2) { clearTimeout(t); resolve(); }
+      });
+    });
+    child.kill('SIGKILL');
+    const alive = (pid) => { try { process.kill(pid, 0); return !/^\S+ \S+ Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/\(.*\)/, 'x')); } catch { return false; } };
+    const t0 = Date.now();
+    while (pids.some(alive) && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(pids.filter(alive), [], 'ranks outlived mpirun');
+    assert.deepEqual(readdirSync('/dev/shm').filter((n) => n.startsWith(`railcomm-${job}-`)), [], 'the job left shared-memory segments');
+  } finally {
+    child.kill('SIGKILL');
+    for (const pid of pids) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
+  }
+});
+
+test('mpirun through PMIx: a rank that never calls init() fails the others within RAILCOMM_CONNECT_TIMEOUT', { skip: noPmix }, async () => {
+  const r = await run(mpirun, ['--allow-run-as-root', '--oversubscribe', '-n', '2', '-x', 'RAILCOMM_CONNECT_TIMEOUT=2000', process.execPath, jobScript('late-rank.mjs')], clean, 60_000);
+  assert.notEqual(r.code, 0);
+  const m = /^LATE rank 0 failed after (\d+) ms: ERR_TIMEOUT: .*not all 2 ranks arrived within 2000 ms/m.exec(r.stdout);
+  assert.ok(m, r.stdout + r.stderr);
+  assert.ok(Number(m[1]) < 10_000, `took ${m[1]} ms`);
+});
+
+test("Open MPI's mpirun without PMIx module and without MASTER_ADDR: a clear ERR_BOOT, no hang", { skip: noMpirun }, async () => {
+  const r = await run(mpirun, ['--allow-run-as-root', '--oversubscribe', '-n', '2', '-x', 'RAILCOMM_NO_PMIX=1', process.execPath, jobScript('wireup-check.mjs')], clean, 60_000);
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /ERR_BOOT/);
+  assert.match(r.stderr, /PMIx module is unavailable \(disabled by RAILCOMM_NO_PMIX=1\) and MASTER_ADDR and MASTER_PORT are not set/);
 });

@@ -1,7 +1,7 @@
 // A real single-host Slurm (Debian slurm-wlm + munge, started by
-// test/helpers/slurm.sh as root, stopped afterwards): srun starts the ranks,
-// plain and with --mpi=pmix, and railcomm wires up through rank 0's service on
-// the step's first host. Skipped, with the reason printed, where Slurm is missing.
+// test/helpers/slurm.sh as root, stopped afterwards): srun starts the ranks;
+// plain srun wires up through rank 0's service on the step's first host,
+// srun --mpi=pmix through Slurm's PMIx server. Skipped, saying why, where missing.
 
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,6 +11,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jobScript, caseResults } from './jobs.mjs';
+import { loadPmix, pmixWhy } from '../../dist/boot/pmix.js';
 
 const helper = fileURLToPath(new URL('../helpers/slurm.sh', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'railcomm-slurm-'));
@@ -29,8 +30,8 @@ after(() => { if (!skipReason) spawnSync(helper, ['down', dir]); });
 
 const clean = Object.fromEntries(Object.keys(process.env).filter((k) => /^(RAILCOMM_|OMPI_|PMIX_|SLURM_|PMI_)|^(RANK|WORLD_SIZE|LOCAL_RANK|MASTER_ADDR|MASTER_PORT)$/.test(k)).map((k) => [k, undefined]));
 
-function srun(args, limitMs = 120_000) {
-  const child = spawn('srun', args, { env: { ...process.env, ...clean, SLURM_CONF: join(dir, 'slurm.conf'), RAILCOMM_JOB_KEY: 'aa'.repeat(16) }, stdio: ['ignore', 'pipe', 'pipe'] });
+function srun(args, limitMs = 120_000, env = { RAILCOMM_JOB_KEY: 'aa'.repeat(16) }) {
+  const child = spawn('srun', args, { env: { ...process.env, ...clean, SLURM_CONF: join(dir, 'slurm.conf'), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '', stderr = '';
   child.stdout.on('data', (d) => { stdout += d; });
   child.stderr.on('data', (d) => { stderr += d; });
@@ -40,14 +41,32 @@ function srun(args, limitMs = 120_000) {
   });
 }
 
-for (const mpi of [[], ['--mpi=pmix']]) {
-  test(`srun -n 4 --overcommit ${mpi.join(' ')} node app.js wires up`, { skip: skipReason ?? false }, async () => {
-    const r = await srun(['-n', '4', '--overcommit', ...mpi, process.execPath, jobScript('wireup-check.mjs')]);
-    assert.equal(r.code, 0, r.stderr);
-    const lines = r.stdout.trim().split('\n').filter((l) => l.startsWith('WIREUP')).sort();
-    assert.deepEqual(lines, [0, 1, 2, 3].map((x) => `WIREUP ok launcher=slurm rank=${x} size=4`));
-  });
-}
+const wireupLines = (stdout, prefix) => stdout.trim().split('\n').filter((l) => l.startsWith(prefix)).sort();
+
+test('srun -n 4 --overcommit node app.js wires up through rank 0\'s service', { skip: skipReason ?? false }, async () => {
+  const r = await srun(['-n', '4', '--overcommit', process.execPath, jobScript('wireup-check.mjs')]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(wireupLines(r.stdout, 'WIREUP '), [0, 1, 2, 3].map((x) => `WIREUP ok launcher=slurm rank=${x} size=4`));
+  for (const l of wireupLines(r.stdout, 'WIREUP-VIA')) assert.match(l, /rank 0's service at /);
+});
+
+const noPmix = skipReason ?? (loadPmix() === null ? `railcomm's PMIx module is unavailable: ${pmixWhy()}` : false);
+test('srun --mpi=pmix -n 4 --overcommit node app.js wires up through PMIx (no job key given, no warning)', { skip: noPmix }, async () => {
+  const r = await srun(['--mpi=pmix', '-n', '4', '--overcommit', process.execPath, jobScript('wireup-check.mjs')], 120_000, {});
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(wireupLines(r.stdout, 'WIREUP '), [0, 1, 2, 3].map((x) => `WIREUP ok launcher=slurm rank=${x} size=4`));
+  const via = wireupLines(r.stdout, 'WIREUP-VIA');
+  assert.equal(via.length, 4);
+  for (const l of via) assert.match(l, /^WIREUP-VIA rank=\d PMIx \(namespace slurm\.pmix\.\d+\.\d+, /);
+  assert.doesNotMatch(r.stderr, /no RAILCOMM_JOB_KEY/);
+});
+
+test('srun --mpi=pmix with PMIx turned off falls back to rank 0\'s service', { skip: skipReason ?? false }, async () => {
+  const r = await srun(['--mpi=pmix', '-n', '4', '--overcommit', process.execPath, jobScript('wireup-check.mjs')], 120_000, { RAILCOMM_JOB_KEY: 'aa'.repeat(16), RAILCOMM_NO_PMIX: '1' });
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(wireupLines(r.stdout, 'WIREUP '), [0, 1, 2, 3].map((x) => `WIREUP ok launcher=slurm rank=${x} size=4`));
+  for (const l of wireupLines(r.stdout, 'WIREUP-VIA')) assert.match(l, /rank 0's service at .* \(PMIx unavailable: disabled by RAILCOMM_NO_PMIX=1\)/);
+});
 
 test('srun -n 4: the point-to-point suite', { skip: skipReason ?? false }, async () => {
   const r = await srun(['-n', '4', '--overcommit', '--label', process.execPath, jobScript('p2p-suite.mjs')]);

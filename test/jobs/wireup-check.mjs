@@ -13,5 +13,6 @@ await comm.barrier();
 const ok = sum[0] === (comm.size * (comm.size - 1)) / 2 && (comm.rank !== 0 || t[0] === sum[0]);
 const tcp = comm.world.ctx.rails.find((r) => r.component === 'tcp');
 console.log(`WIREUP ${ok ? 'ok' : 'wrong'} launcher=${comm.world.ctx.launch.launcher} rank=${comm.rank} size=${comm.size}`);
+console.log(`WIREUP-VIA rank=${comm.rank} ${comm.world.ctx.launch.wireup}`);
 if (process.env.SHOW_DEVICE) console.log(`DEVICE rank=${comm.rank} ${tcp ? tcp.device.name + ' ' + tcp.address() : 'none'}`);
 await comm.finalize();
