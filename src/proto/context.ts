@@ -16,6 +16,7 @@ import { AmRegistry } from './am.js';
 import { ProtoEndpoint, thresholdsFor } from './endpoint.js';
 import { PointToPoint } from './p2p.js';
 import { RmaEngine } from './rma/engine.js';
+import { loadNative } from '../native/addon.js';
 import { channels } from './observe.js';
 import { Progress } from './progress.js';
 import os from 'node:os';
@@ -231,6 +232,8 @@ export class Context {
       await ctx.close().catch(() => { /* the original error matters */ });
       throw err;
     }
+    // Windows between processes of this host map each other's memory where the shm rail runs.
+    if (ctx.rails.some((r) => r.component === 'shm')) ctx.rma.segments = loadNative();
     return ctx;
   }
 

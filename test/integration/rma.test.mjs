@@ -1,9 +1,11 @@
-// One-sided communication (windows) in real jobs: over tcp and udp between processes,
-// natively between worker threads (tbsm, shared memory), mixed in a hybrid
+// One-sided communication (windows) in real jobs: emulated over tcp and udp
+// between processes, directly on mapped memory between processes of one host
+// (shm segments) and worker threads (SharedArrayBuffer), mixed in a hybrid
 // job, on one rank, and with a target that dies.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
 import { railcomm, jobScript, caseResults, linesWith } from './jobs.mjs';
 
 const CASES = 14;
@@ -26,6 +28,16 @@ test('windows: 4 processes over tcp (emulated by active messages)', async () => 
   assert.ok(stats.every((s) => s.emulated > 100), JSON.stringify(stats));
 });
 
+test('windows: 4 processes on one host (shm: allocated windows are mapped by every rank, operations go straight to memory)', async (t) => {
+  const { loadNative, nativeWhy } = await import('../../dist/native/addon.js');
+  if (loadNative() === null) { t.skip(`native addon unavailable: ${nativeWhy()}`); return; }
+  const before = new Set(readdirSync('/dev/shm'));
+  const stats = await suite(['-n', '4'], 4);
+  assert.ok(stats.every((s) => s.native > 3 * s.emulated), JSON.stringify(stats));
+  const left = readdirSync('/dev/shm').filter((f) => f.startsWith('railcomm-') && !before.has(f));
+  assert.deepEqual(left, [], 'window segments are unlinked once mapped');
+});
+
 test('windows: 3 processes over udp, clean and with injected faults', async () => {
   for (const faults of ['', 'drop=0.05,dup=0.02,reorder=0.1,corrupt=0.001']) {
     const stats = await suite(['-n', '3'], 3, { RAILCOMM_RAILS: 'udp,self', RAILCOMM_UDP_FAULTS: faults });
@@ -46,10 +58,12 @@ test('windows: 2 processes x 2 threads (direct inside a process, emulated across
 
 test('windows: a job of one rank', () => suite(['-n', '1'], 1));
 
-test('windows: a target that dies fails the origin\'s operations and releases its locks', async () => {
-  const job = await railcomm(['run', '-n', '3', '--timeout', '60', jobScript('rma-peer-exit.mjs')], { limitMs: 90_000 });
-  assert.equal(job.code, 3, `${job.stdout}\n${job.stderr}`);
-  const results = linesWith(job.stdout, 'RESULT').map((l) => `${l.rank} ${l.rest}`);
-  assert.ok(results.includes('0 ok ERR_PEER_FAILED'), `${job.stdout}\n${job.stderr}`);
-  assert.ok(results.includes('2 ok target'), `${job.stdout}\n${job.stderr}`);
+test('windows: a target that dies fails the origin\'s operations and releases its locks (tcp: in flight; shm: mapped)', async () => {
+  for (const [args, env] of [[['--rails', 'tcp'], {}], [[], { RMA_DIRECT: '1' }]]) {
+    const job = await railcomm(['run', '-n', '3', ...args, '--timeout', '60', jobScript('rma-peer-exit.mjs')], { limitMs: 90_000, env });
+    assert.equal(job.code, 3, `${job.stdout}\n${job.stderr}`);
+    const results = linesWith(job.stdout, 'RESULT').map((l) => `${l.rank} ${l.rest}`);
+    assert.ok(results.includes('0 ok ERR_PEER_FAILED'), `${args} ${job.stdout}\n${job.stderr}`);
+    assert.ok(results.includes('2 ok target'), `${args} ${job.stdout}\n${job.stderr}`);
+  }
 });

@@ -24,10 +24,19 @@ if (comm.rank === 0) {
   await w.lock(1, 'shared');
   await comm.send(new Uint8Array(1), 1, 1);
   await new Promise((r) => setTimeout(r, 100));
-  // Rank 1 is busy and dies before answering: the get in flight fails, it does not hang.
-  const e = await rejectsWith(() => w.get(new Uint8Array(1 << 20), 1, 0), ErrorCode.PEER_FAILED);
+  let e;
+  if (process.env.RMA_DIRECT === '1') {
+    // Rank 1's window is mapped here: nothing is in flight. Once rank 1 is
+    // known dead, operations on it fail even though its memory is still mapped.
+    await rejectsWith(() => comm.recv(new Uint8Array(1), 1, 5), ErrorCode.PEER_FAILED);
+    e = await rejectsWith(() => w.get(new Uint8Array(1 << 20), 1, 0), ErrorCode.PEER_FAILED);
+  } else {
+    // Rank 1 is busy and dies before answering: the get in flight fails, it does not hang.
+    e = await rejectsWith(() => w.get(new Uint8Array(1 << 20), 1, 0), ErrorCode.PEER_FAILED);
+  }
   await rejectsWith(() => w.put(new Uint8Array(1 << 20), 1, 0), ErrorCode.PEER_FAILED);
   await rejectsWith(() => w.fetchAndOp(1, 1, 0, 'sum', 'i32'), ErrorCode.PEER_FAILED);
+  await rejectsWith(() => w.accumulate(new Int32Array(1), 1, 0, 'sum'), ErrorCode.PEER_FAILED);
   // Queued behind rank 1's exclusive lock; granted once rank 2 learns rank 1 died.
   await w.lock(2, 'exclusive');
   await w.put(new Uint8Array([9]), 2, 0);

@@ -26,6 +26,7 @@ import {
 export interface RmaHost {
   readonly worldRank: number;
   endpointFor(world: number): ProtoEndpoint;
+  existingEndpoint(world: number): ProtoEndpoint | undefined;
 }
 
 const K_PUT = 0, K_GET = 1, K_ACC = 2, K_ATOMIC = 3, K_FLUSH = 4, K_LOCK = 5, K_UNLOCK = 6;
@@ -138,8 +139,16 @@ export class RmaEngine {
   // ---- origin side -------------------------------------------------------
 
   /** Copy src into the target region at offset. Resolves at local completion. */
+  /** A peer known dead: its mapped memory may still be there, but operations on it fail. */
+  private deadTarget(target: number): Promise<never> | null {
+    const f = this.host.existingEndpoint(target)?.failure;
+    return f ? Promise.reject(f) : null;
+  }
+
   put(target: number, rr: RemoteRegion, offset: number, src: Uint8Array): Promise<unknown> {
     if (rr.local !== null) {
+      const dead = this.deadTarget(target);
+      if (dead !== null) return dead;
       rr.local.set(src, offset);
       this.nativeOps++;
       return RESOLVED;
@@ -150,6 +159,8 @@ export class RmaEngine {
   /** Copy the target region at offset into dst. Resolves once the bytes are here. */
   get(target: number, rr: RemoteRegion, offset: number, dst: Uint8Array): Promise<unknown> {
     if (rr.local !== null) {
+      const dead = this.deadTarget(target);
+      if (dead !== null) return dead;
       dst.set(rr.local.subarray(offset, offset + dst.byteLength));
       this.nativeOps++;
       return RESOLVED;
@@ -161,6 +172,8 @@ export class RmaEngine {
   /** target[offset + i] = target[offset + i] op src[i], atomically per element. */
   accumulate(target: number, rr: RemoteRegion, offset: number, src: Uint8Array, type: number, op: number): Promise<unknown> {
     if (rr.local !== null) {
+      const dead = this.deadTarget(target);
+      if (dead !== null) return dead;
       applyAccumulate(rr.local, offset, src, type, op);
       this.nativeOps++;
       return RESOLVED;
@@ -171,6 +184,8 @@ export class RmaEngine {
   /** Fetch-and-op (op) or compare-and-swap (OP_CSWAP) on one element; resolves to the old value. */
   atomic(target: number, rr: RemoteRegion, offset: number, type: number, op: number, operand: number | bigint, compare: number | bigint): Promise<number | bigint> {
     if (rr.local !== null) {
+      const dead = this.deadTarget(target);
+      if (dead !== null) return dead;
       this.nativeOps++;
       return Promise.resolve(applyAtomic(rr.local, offset, type, op, operand, compare));
     }
