@@ -1,46 +1,131 @@
-// Decides whether a communicator can use the shared-memory collective path
-// (every member is a worker-thread rank of this process) and gives that path
-// its segment: rank 0 makes a SharedArrayBuffer and hands it to the others.
+// Decides whether a communicator can use the shared-memory collective path and
+// gives that path its segment and its doorbell: worker threads of one process
+// share a SharedArrayBuffer and sleep with Atomics.waitAsync; processes of one
+// host (the shm rail runs) map a /dev/shm segment and sleep on a futex through
+// the native addon (Atomics.wait does not reach across processes).
 
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { ThreadShare } from '../../proto/rma/thread-share.js';
+import { loadNative, shmJobPrefix, type DoorbellWaiter, type NativeAddon } from '../../native/addon.js';
+import type { Context } from '../../proto/context.js';
 import type { Communicator } from '../communicator.js';
 import { barrierDissemination, type CollComm } from './engine.js';
 import { SharedCollectives, peerFailedError, type SharedHost } from './shared.js';
 
 export function sharedPathFor(comm: Communicator, group: readonly number[], collCtx: number): SharedCollectives | null {
   const ctx = comm.world.ctx;
-  const { threads, threadBase } = ctx.launch;
-  if (threads < 2 || group.length < 2 || ctx.params.collSharedMax <= 0) return null;
-  if (!group.every((w) => w >= threadBase && w < threadBase + threads)) return null;
-  const key = `coll/${collCtx}/${group[0]}`;
-  const host: SharedHost = {
-    spinMs: ctx.oversubscribed ? 0 : ctx.params.spinUs / 1000,
-    slotBytes: ctx.params.collSharedSlot & ~63,
-    async attach(c: CollComm, bytes: number): Promise<Uint8Array> {
-      const share = (ctx.rma.threadShare ??= new ThreadShare(ctx.launch.jobId));
-      // Every member's channel exists once all passed this barrier: the offer reaches them all.
-      await barrierDissemination(c);
-      if (c.rank === 0) {
-        const seg = new Uint8Array(new SharedArrayBuffer(bytes));
-        share.offer(key, seg);
-        return seg;
-      }
-      const seg = await share.take(key, ctx.params.connectTimeout);
-      if (seg === null || seg.byteLength !== bytes) {
-        throw new RailcommError(ErrorCode.NO_RAIL, `shared-memory collectives: rank 0's segment did not arrive within ${ctx.params.connectTimeout} ms (RAILCOMM_CONNECT_TIMEOUT)`);
-      }
+  const { threads, threadBase, size, localSize } = ctx.launch;
+  if (group.length < 2 || ctx.params.collSharedMax <= 0) return null;
+  const me = group.indexOf(ctx.worldRank);
+  const native = ctx.rails.some((r) => r.component === 'shm') ? loadNative() : null;
+  // Every rank of the job on this host, and the shm rail open: any communicator maps one segment.
+  if (native !== null && localSize >= size) return new SharedCollectives(new HostSegment(ctx, native, group, `${shmJobPrefix(ctx.launch.jobId)}c${collCtx}-${group[0]}`), me, group.length);
+  if (threads >= 2 && group.every((w) => w >= threadBase && w < threadBase + threads)) {
+    return new SharedCollectives(new ThreadSegment(ctx, group, `coll/${collCtx}/${group[0]}`), me, group.length);
+  }
+  return null;
+}
+
+abstract class SegmentHost implements SharedHost {
+  readonly spinMs: number;
+  readonly slotBytes: number;
+  protected readonly ctx: Context;
+  protected readonly group: readonly number[];
+  protected readonly key: string;
+
+  constructor(ctx: Context, group: readonly number[], key: string) {
+    this.ctx = ctx;
+    this.group = group;
+    this.key = key;
+    this.spinMs = ctx.oversubscribed ? 0 : ctx.params.spinUs / 1000;
+    this.slotBytes = ctx.params.collSharedSlot & ~63;
+  }
+
+  abstract attach(c: CollComm, bytes: number): Promise<Uint8Array>;
+  abstract sleep(ctrl: Int32Array, seen: number, ms: number): Promise<unknown>;
+  abstract wake(ctrl: Int32Array): void;
+
+  keep(on: boolean): void {
+    this.ctx.progress.keep(on);
+  }
+
+  checkAlive(): void {
+    for (const w of this.group) {
+      const f = this.ctx.existingEndpoint(w)?.failure;
+      if (f) throw peerFailedError(w, f);
+    }
+  }
+
+  protected missing(): RailcommError {
+    return new RailcommError(ErrorCode.NO_RAIL, `shared-memory collectives: rank ${this.group[0]}'s segment did not arrive within ${this.ctx.params.connectTimeout} ms (RAILCOMM_CONNECT_TIMEOUT)`);
+  }
+}
+
+/** Thread ranks of one process: rank 0 hands a SharedArrayBuffer to the others. */
+class ThreadSegment extends SegmentHost {
+  async attach(c: CollComm, bytes: number): Promise<Uint8Array> {
+    const share = (this.ctx.rma.threadShare ??= new ThreadShare(this.ctx.launch.jobId));
+    // Every member's channel exists once all passed this barrier: the offer reaches them all.
+    await barrierDissemination(c);
+    if (c.rank === 0) {
+      const seg = new Uint8Array(new SharedArrayBuffer(bytes));
+      share.offer(this.key, seg);
       return seg;
-    },
-    keep(on: boolean): void {
-      ctx.progress.keep(on);
-    },
-    checkAlive(): void {
-      for (const w of group) {
-        const f = ctx.existingEndpoint(w)?.failure;
-        if (f) throw peerFailedError(w, f);
-      }
-    },
-  };
-  return new SharedCollectives(host, group.indexOf(ctx.worldRank), group.length);
+    }
+    const seg = await share.take(this.key, this.ctx.params.connectTimeout);
+    if (seg === null || seg.byteLength !== bytes) throw this.missing();
+    return seg;
+  }
+
+  sleep(ctrl: Int32Array, seen: number, ms: number): Promise<unknown> {
+    const w = Atomics.waitAsync(ctrl, 0, seen, ms);
+    return w.async ? w.value : Promise.resolve();
+  }
+
+  wake(ctrl: Int32Array): void {
+    Atomics.notify(ctrl, 0);
+  }
+}
+
+/** Processes of one host: rank 0 creates a named segment, the others map it, then the name goes. */
+class HostSegment extends SegmentHost {
+  private readonly native: NativeAddon;
+  private waiter: DoorbellWaiter | null = null;
+  private woken: (() => void) | null = null;
+
+  constructor(ctx: Context, native: NativeAddon, group: readonly number[], key: string) {
+    super(ctx, group, key);
+    this.native = native;
+  }
+
+  async attach(c: CollComm, bytes: number): Promise<Uint8Array> {
+    let seg: Uint8Array | null = null;
+    if (c.rank === 0) seg = new Uint8Array(this.native.shmCreate(this.key, bytes));
+    await barrierDissemination(c);
+    if (c.rank !== 0) {
+      seg = new Uint8Array(this.native.shmOpen(this.key));
+      if (seg.byteLength < bytes) throw this.missing();
+    }
+    // Everyone mapped it: remove the name so nothing outlives the job.
+    await barrierDissemination(c);
+    if (c.rank === 0) this.native.shmUnlink(this.key);
+    this.waiter = this.native.doorbellWaiter(seg!.buffer as SharedArrayBuffer, seg!.byteOffset, () => {
+      const w = this.woken;
+      this.woken = null;
+      if (w !== null) w();
+    });
+    return seg!.subarray(0, bytes);
+  }
+
+  sleep(_ctrl: Int32Array, seen: number, ms: number): Promise<unknown> {
+    return new Promise<void>((resolve) => {
+      const t = setTimeout(() => { this.woken = null; resolve(); }, ms);
+      this.woken = () => { clearTimeout(t); resolve(); };
+      this.native.doorbellArm(this.waiter!, seen);
+    });
+  }
+
+  wake(ctrl: Int32Array): void {
+    this.native.futexWake(ctrl.buffer as SharedArrayBuffer, ctrl.byteOffset);
+  }
 }

@@ -1,5 +1,5 @@
 // Collectives through shared memory, for a communicator whose ranks all map
-// one segment (worker threads of one process). Each rank has two slots
+// one segment (worker threads of one process, or processes of one host). Each rank has two slots
 // (alternating by phase) and a flag on its own cache line: a phase is "write
 // my slot, raise my flag to the phase number, wait until every flag has
 // reached it", after which every rank reads what it needs straight from the
@@ -14,8 +14,9 @@ import type { CollComm } from './engine.js';
 
 const LINE = 64;
 const LINE_I32 = LINE / 4;
-/** Int32 index of the doorbell word sleepers wait on. */
+/** Int32 index of the doorbell word sleepers wait on, and of the count of sleepers. */
 const BELL = 0;
+const SLEEPERS = 1;
 /** How long one spin burst runs before the event loop gets a turn (ms). */
 const BURST_MS = 0.05;
 /** How long a sleeper waits before checking that its peers are alive (ms). */
@@ -33,6 +34,10 @@ export interface SharedHost {
   checkAlive(): void;
   /** Hold the event loop open while a collective waits (true) or not (false). */
   keep(on: boolean): void;
+  /** Sleep until ctrl[BELL] differs from `seen` (or `ms` pass); only this rank's event loop waits. */
+  sleep(ctrl: Int32Array, seen: number, ms: number): Promise<unknown>;
+  /** Wake every rank sleeping on ctrl[BELL] (after it changed). */
+  wake(ctrl: Int32Array): void;
 }
 
 type Ctor = new (b: ArrayBufferLike, o: number, n: number) => ReduceArray;
@@ -135,7 +140,8 @@ export class SharedCollectives {
     const ctrl = this.ctrl!;
     Atomics.store(ctrl, (this.rank + 1) * LINE_I32, s);
     Atomics.add(ctrl, BELL, 1);
-    Atomics.notify(ctrl, BELL);
+    // A sleeper counts itself before reading the bell, so this sees it (sequentially consistent).
+    if (Atomics.load(ctrl, SLEEPERS) > 0) this.host.wake(ctrl);
     return s;
   }
 
@@ -182,19 +188,23 @@ export class SharedCollectives {
       }
     }
     const ctrl = this.ctrl!;
-    for (;;) {
-      const bell = Atomics.load(ctrl, BELL);
-      if (this.allArrived(s)) return;
-      const w = Atomics.waitAsync(ctrl, BELL, bell, CHECK_MS);
-      if (w.async) await w.value;
-      if (this.allArrived(s)) return;
-      try {
-        this.host.checkAlive();
-      } catch (e) {
-        // A member died mid-phase: this communicator's shared state is no longer coherent.
-        this.broken = e as RailcommError;
-        throw e;
+    Atomics.add(ctrl, SLEEPERS, 1);
+    try {
+      for (;;) {
+        const bell = Atomics.load(ctrl, BELL);
+        if (this.allArrived(s)) return;
+        await this.host.sleep(ctrl, bell, CHECK_MS);
+        if (this.allArrived(s)) return;
+        try {
+          this.host.checkAlive();
+        } catch (e) {
+          // A member died mid-phase: this communicator's shared state is no longer coherent.
+          this.broken = e as RailcommError;
+          throw e;
+        }
       }
+    } finally {
+      Atomics.sub(ctrl, SLEEPERS, 1);
     }
   }
 
