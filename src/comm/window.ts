@@ -27,6 +27,9 @@ export type LockMode = 'exclusive' | 'shared';
 const ATOMIC_TYPES: Record<string, number> = { i32: T_I32, u32: T_U32, i64: T_I64, u64: T_U64, f64: T_F64 };
 const FETCH_OPS: readonly string[] = ['sum', 'min', 'max', 'band', 'bor', 'bxor', 'replace', 'no_op'];
 const FLOAT_FETCH_OPS: readonly string[] = ['sum', 'min', 'max', 'replace', 'no_op'];
+const codes = (ops: readonly string[]): ReadonlyMap<string, number> => new Map(ops.map((o) => [o, o === 'no_op' ? OP_NO_OP : (OP_NAMES as readonly string[]).indexOf(o)]));
+const FETCH_CODES = codes(FETCH_OPS);
+const FLOAT_FETCH_CODES = codes(FLOAT_FETCH_OPS);
 const ACC_OPS: readonly string[] = ['sum', 'prod', 'min', 'max', 'band', 'bor', 'bxor', 'land', 'lor', 'replace'];
 
 let hostKeyCache: string | null = null;
@@ -104,9 +107,8 @@ export class Window {
   /** Apply op with value to one element of target's window; resolves to the element's previous value. */
   fetchAndOp(value: number | bigint, target: number, targetByteOffset: number, op: FetchOp, type: AtomicType): Promise<number | bigint> {
     const t = this.atomicType('fetchAndOp', type);
-    const allowed = t === T_F64 ? FLOAT_FETCH_OPS : FETCH_OPS;
-    if (!allowed.includes(op as string)) throw new RailcommError(ErrorCode.INVALID_ARG, `fetchAndOp: op must be one of ${allowed.join(', ')} for ${type}, got ${String(op)}`);
-    const code = op === 'no_op' ? OP_NO_OP : OP_NAMES.indexOf(op);
+    const code = (t === T_F64 ? FLOAT_FETCH_CODES : FETCH_CODES).get(op);
+    if (code === undefined) throw new RailcommError(ErrorCode.INVALID_ARG, `fetchAndOp: op must be one of ${(t === T_F64 ? FLOAT_FETCH_OPS : FETCH_OPS).join(', ')} for ${type}, got ${String(op)}`);
     const v = this.atomicValue('fetchAndOp', 'value', value, t, type);
     const rr = this.access('fetchAndOp', target, targetByteOffset, TYPE_SIZE[t]!, TYPE_SIZE[t]!);
     return this.rma.atomic(this.comm.worldRankOf(target), rr, targetByteOffset, t, code, v, v);
