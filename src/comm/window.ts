@@ -33,12 +33,15 @@ const FLOAT_FETCH_CODES = codes(FLOAT_FETCH_OPS);
 const ACC_OPS: readonly string[] = ['sum', 'prod', 'min', 'max', 'band', 'bor', 'bxor', 'land', 'lor', 'replace'];
 
 let hostKeyCache: string | null = null;
-/** Same text on every process of this machine (boot id), different on other machines. */
+/** Same text on every process of this machine and network namespace, different elsewhere. */
 function hostKey(): string {
   if (hostKeyCache === null) {
     let boot = '';
+    let netns = '';
     try { boot = fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim(); } catch { /* not Linux */ }
-    hostKeyCache = `${os.hostname()}/${boot}`;
+    // Ranks in other network namespaces count as other hosts (as for the shm rail).
+    try { netns = fs.readlinkSync('/proc/self/ns/net'); } catch { /* not Linux */ }
+    hostKeyCache = `${os.hostname()}/${boot}/${netns}`;
   }
   return hostKeyCache;
 }
