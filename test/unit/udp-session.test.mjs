@@ -12,7 +12,7 @@ import { Hotel, GuestList } from '../../dist/core/hotel.js';
 import { UdpCounters } from '../../dist/rail/udp/counters.js';
 import { TrafficCounters } from '../../dist/core/counters.js';
 import { checksum } from '../../dist/rail/udp/checksum.js';
-import { Bad, ACK_BYTES, SUM_FROM, T_ACK, checkDatagram, encodeCommon, setSum, stampAck } from '../../dist/rail/udp/wire.js';
+import { Bad, ACK_BYTES, FRAG_BYTES, SUM_FROM, T_ACK, checkDatagram, encodeCommon, setSum, stampAck } from '../../dist/rail/udp/wire.js';
 import { seqAdd, seqDiff, seqLt } from '../../dist/rail/udp/seq.js';
 
 const AM = 1;
@@ -40,7 +40,10 @@ function makeSide(name, clock, link, got) {
     release: () => {}, releaseFrag: () => {},
     transmit: (_s, buf, len) => link.push({ to: name === 'a' ? 'b' : 'a', bytes: Buffer.from(buf.subarray(0, len)) }),
     prioIdle: () => true,
-    wantPass: () => {}, wantAck: (s, urgent) => { s.ackOwed = true; if (urgent) s.ackUrgent = true; },
+    wantPass: () => { host.scheduled = true; }, wantAck: (s, urgent) => { s.ackOwed = true; if (urgent) s.ackUrgent = true; host.scheduled = true; },
+    // The rail's backstop timer: armed on request, it advances the hotel once it fires (quietRun below).
+    timer: false, armTimer: () => { host.timer = true; },
+    scheduled: false,
     grant: () => 1 << 16,
     bad: 0,
   };
@@ -66,6 +69,7 @@ function makeSide(name, clock, link, got) {
     const bad = checkDatagram(v, bytes.length, checksum(bytes, SUM_FROM, bytes.length - SUM_FROM), LIMITS.hdrMax, LIMITS.fragMax);
     if (bad !== Bad.OK) { host.bad++; return; }
     s.receive(bytes, v, bytes.length);
+    host.scheduled = true; // the rail runs a pass after each receive burst
   };
   return host;
 }
@@ -142,6 +146,74 @@ test('udp session: a clean link needs no retransmission', () => {
   const { got, a } = simulate({ sizes: [0, 10, 100, 2000, 5000, 1, 599], seed: 1, drop: 0, dup: 0, reorder: 0, corrupt: 0, start: 0xfffffffe });
   assert.equal(got.length, 7);
   assert.equal(a.counters.retransmits, 0);
+});
+
+/**
+ * Drive both sides as the rail does, event by event: a pass runs only when
+ * something asked for one (a receive, wantPass, wantAck), and the hotel is
+ * otherwise advanced only by an armed timer (the rail's backstop: re-armed
+ * while guests wait). `drop(bytes)` decides which datagrams the link loses.
+ * Returns whether `done()` became true within `ms` simulated milliseconds.
+ */
+function quietRun(clock, link, sides, drop, done, ms) {
+  const end = clock.t + ms;
+  const byName = { a: sides[0], b: sides[1] };
+  while (clock.t < end) {
+    for (const h of sides) {
+      if (!h.scheduled) continue;
+      h.scheduled = false;
+      h.pass();
+      if (h.hotel.guests > 0) h.timer = true;
+    }
+    if (link.length > 0) {
+      const p = link.shift();
+      if (!drop(p.bytes)) byName[p.to].deliver(p.bytes);
+      continue;
+    }
+    if (done()) return true;
+    clock.t += 1;
+    for (const h of sides) {
+      if (!h.timer) continue;
+      h.timer = false;
+      h.hotel.advance(clock.t, expireToSession);
+      if (h.retx.size > 0) h.scheduled = true;
+      if (h.hotel.guests > 0) h.timer = true;
+    }
+  }
+  return done();
+}
+
+test('udp session: a last message with no follow-up traffic, lost once, is retransmitted by the timer and delivered', () => {
+  const isFrag = (bytes) => bytes.length > ACK_BYTES && (bytes[3] & 0x7f) !== T_ACK;
+  for (const size of [0, 40, 150, 3000]) { // tiny (priority channel), small, chunked
+    const clock = { t: 1000 };
+    const link = [];
+    const got = [];
+    const a = makeSide('a', clock, link, []);
+    const b = makeSide('b', clock, link, got);
+    a.session.start(1, 0xfffffff0, 7, 1 << 16);
+    b.session.start(2, 7, 0xfffffff0, 1 << 16);
+    const hdr = Buffer.alloc(8);
+    // One exchange, then quiet: every timer has run down, nothing is owed.
+    hdr.writeUInt32LE(0, 0);
+    assert.ok(a.session.send(AM, 0, hdr, 8, payload(0, 10), null));
+    assert.ok(quietRun(clock, link, [a, b], () => false, () => got.length === 1 && a.session.idle && !a.timer && !b.timer && !a.scheduled && !b.scheduled, 1000), 'first message, then quiet');
+    clock.t += 5000;
+    // The last message, sent from the rank's own code (outside any pass); its first datagram is lost.
+    let lost = 0;
+    hdr.writeUInt32LE(1, 0);
+    assert.ok(a.session.send(AM, 0, hdr, 8, payload(1, size), null));
+    const drop = (bytes) => { if (lost === 0 && isFrag(bytes)) { lost++; return true; } return false; };
+    assert.ok(quietRun(clock, link, [a, b], drop, () => got.length === 2 && a.session.idle, 2000), `size ${size}: the lost message was delivered (got ${got.length}, hotel guests ${a.hotel.guests}, timer ${a.timer})`);
+    assert.equal(lost, 1);
+    assert.deepEqual(got.map((m) => m.id), [0, 1]);
+    assert.ok(got[1].bytes.equals(payload(1, size)));
+    assert.equal(a.hotel.guests, 0, 'hotel empty');
+    assert.equal(a.retx.size, 0);
+    // One segment: only the timer can repair it. Chunked: the next chunk draws an ACK with a hole, or the timer.
+    if (FRAG_BYTES + 8 + size <= LIMITS.dataMax) assert.ok(a.counters.timeouts >= 1, 'recovered through a timeout');
+    else assert.ok(a.counters.timeouts + a.counters.fastRetransmits >= 1, 'retransmitted');
+  }
 });
 
 test('udp seq: comparisons survive the 32-bit wrap', () => {

@@ -230,7 +230,6 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
     const port = prio ? ep.prioPort : ep.dataPort;
     if (this.faults !== null) this.faults.send(buf, len, port, ep.ip, prio);
     else (prio ? this.prio : this.data).send(buf, 0, len, port, ep.ip);
-    if (this.timer === null && this.hotel.guests > 0) this.armTimer();
   }
 
   /** FaultWire: where datagrams go after fault injection. */
@@ -358,7 +357,11 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
     this.acksSpare = acks;
   }
 
-  /** Keep the backstop timer running while anything waits on time; hold the loop open only for unacknowledged data. */
+  /**
+   * Keep the backstop timer running while anything waits on time; hold the
+   * loop open only for unacknowledged data. SessionHost: sessions call it for
+   * every segment they check into the hotel.
+   */
   armTimer(): void {
     if (this.closed) return;
     const busy = this.hotel.guests > 0 || this.retx.size > 0 || this.handshaking.size > 0;

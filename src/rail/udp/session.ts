@@ -58,6 +58,13 @@ export interface SessionHost {
   prioIdle(): boolean;
   /** The session has queued segments that progress should post. */
   wantPass(s: Session): void;
+  /**
+   * A segment waits in the hotel: keep the timer that advances it running.
+   * A segment sent outside the host's own passes (a send from the rank's code)
+   * and then lost draws no ACK and no later datagram, so only this timer can
+   * ever retransmit it.
+   */
+  armTimer(): void;
   /** The session owes its peer an ACK (urgent: a duplicate or out-of-order arrival). */
   wantAck(s: Session, urgent: boolean): void;
   /** Credit to grant the peer (bytes it may have in flight to us). */
@@ -328,8 +335,14 @@ export class Session {
     seg.sends++;
     this.host.transmit(this, seg.buf, seg.len, prio);
     this.host.counters.segsSent++;
-    this.host.hotel.checkIn(seg, now + this.rtt.rto);
+    this.checkIn(seg, now + this.rtt.rto);
     this.ackSent();
+  }
+
+  /** Wait in the hotel until `dueMs`, with the host's timer sure to look. */
+  private checkIn(seg: Segment, dueMs: number): void {
+    this.host.hotel.checkIn(seg, dueMs);
+    this.host.armTimer();
   }
 
   /** An ACK went out (piggy-backed or explicit). */
@@ -348,7 +361,7 @@ export class Session {
   expired(seg: Segment): void {
     const now = this.host.now();
     if (seg.seq !== this.txBase) {
-      this.host.hotel.checkIn(seg, now + this.rtt.rto);
+      this.checkIn(seg, now + this.rtt.rto);
       return;
     }
     if (this.holeArmed && this.holeSeq === seg.seq) {
@@ -490,7 +503,7 @@ export class Session {
       // (a sender out of credit sends nothing that would draw one).
       this.holeSeq = seg.seq;
       this.holeArmed = true;
-      this.host.hotel.checkIn(seg, seg.sentAt + wait);
+      this.checkIn(seg, seg.sentAt + wait);
     }
   }
 
