@@ -107,32 +107,8 @@ function accumulateInto(dst: AnyArray, src: AnyArray, type: number, op: number, 
     }
     return;
   }
-  if (type === T_F64) {
-    const bits = new BigInt64Array(dst.buffer, dst.byteOffset, n);
-    const s = src as Float64Array;
-    for (let i = 0; i < n; i++) {
-      for (;;) {
-        const old = Atomics.load(bits, i);
-        f64bits[0] = old;
-        f64[0] = combineNum(op, f64[0]!, s[i]!);
-        if (Atomics.compareExchange(bits, i, old, f64bits[0]!) === old) break;
-      }
-    }
-    return;
-  }
-  if (type === T_F32) {
-    const bits = new Int32Array(dst.buffer, dst.byteOffset, n);
-    const s = src as Float32Array;
-    for (let i = 0; i < n; i++) {
-      for (;;) {
-        const old = Atomics.load(bits, i);
-        f32bits[0] = old;
-        f32[0] = combineNum(op, f32[0]!, s[i]!);
-        if (Atomics.compareExchange(bits, i, old, f32bits[0]!) === old) break;
-      }
-    }
-    return;
-  }
+  if (type === T_F64) { floatCas(new BigInt64Array(dst.buffer, dst.byteOffset, n), f64, f64bits, src as Float64Array, op, n); return; }
+  if (type === T_F32) { floatCas(new Int32Array(dst.buffer, dst.byteOffset, n), f32, f32bits, src as Float32Array, op, n); return; }
   if (isBigType(type)) {
     const d = dst as BigInt64Array, s = src as BigInt64Array;
     for (let i = 0; i < n; i++) {
@@ -167,6 +143,23 @@ function accumulateInto(dst: AnyArray, src: AnyArray, type: number, op: number, 
           // Typed-array stores wrap to the element width, so compare after storing.
           if (Atomics.compareExchange(d, i, old, combineInt(op, old, b)) === old) break;
         }
+    }
+  }
+}
+
+/**
+ * Float elements on shared memory: Atomics has no float operations, so each
+ * element is replaced by compare-and-swap on its bit pattern (val/valBits: one
+ * scratch element seen as float and as bits).
+ */
+function floatCas(bits: BigInt64Array | Int32Array, val: Float64Array | Float32Array, valBits: BigInt64Array | Int32Array, src: Float64Array | Float32Array, op: number, n: number): void {
+  const b = bits as Int32Array, vb = valBits as Int32Array;
+  for (let i = 0; i < n; i++) {
+    for (;;) {
+      const old = Atomics.load(b, i);
+      vb[0] = old;
+      val[0] = combineNum(op, val[0]!, src[i]!);
+      if (Atomics.compareExchange(b, i, old, vb[0]!) === old) break;
     }
   }
 }
