@@ -76,7 +76,10 @@ export class SharedCollectives {
       this.queue.push(() => {
         const go = async (): Promise<void> => {
           if (this.broken !== null) throw this.broken;
-          if (this.seg === null) await this.setup(c);
+          if (this.seg === null) {
+            // A failed set-up leaves the ranks disagreeing on the segment: never try again.
+            try { await this.setup(c); } catch (e) { this.broken = e as RailcommError; throw e; }
+          }
           await f();
         };
         this.exec(go).then(resolve, reject);
