@@ -48,7 +48,7 @@ function dropNextFrags(rail, n) {
   for (const sock of [rail.data, rail.prio]) {
     const send = sock.send;
     sock.send = function (buf, off, len, ...rest) {
-      if (left > 0 && (buf[3] & 0x7f) === T_FRAG) { left--; return undefined; }
+      if (left > 0 && (buf[3] & 0x3f) === T_FRAG) { left--; return undefined; }
       return send.call(this, buf, off, len, ...rest);
     };
   }

@@ -67,3 +67,23 @@ test('udp wire: handshakes round-trip', () => {
   assert.equal(check(b), Bad.OK);
   assert.deepEqual(decodeHandshake(b), h);
 });
+
+test('CRC32C: the addon and the JS table agree with the standard check value, and a CRC-marked datagram verifies and catches a flipped bit', async () => {
+  const { crc32c, crc32cTable, datagramSum } = await import('../../dist/rail/udp/checksum.js');
+  const { markCrcSum, isCrcSum, getType, SUM_FROM } = await import('../../dist/rail/udp/wire.js');
+  const nine = new TextEncoder().encode('123456789');
+  assert.equal(crc32cTable(nine, 0, 9), 0xe3069283);
+  assert.equal(crc32c(nine, 0, 9), 0xe3069283);
+  const big = new Uint8Array(70000).map((_, i) => (i * 7 + 3) & 0xff);
+  assert.equal(crc32c(big, 5, 65000), crc32cTable(big, 5, 65000));
+  const dg = new Uint8Array(200).map((_, i) => i & 0xff);
+  const v = new DataView(dg.buffer);
+  v.setUint8(3, 1);
+  markCrcSum(v);
+  assert.equal(isCrcSum(v), true);
+  assert.equal(getType(v), 1, 'the CRC bit does not change the type');
+  const sum = datagramSum(v, dg, dg.length);
+  assert.equal(sum, crc32cTable(dg, SUM_FROM, dg.length - SUM_FROM));
+  dg[150] ^= 0x10;
+  assert.notEqual(datagramSum(v, dg, dg.length), sum);
+});

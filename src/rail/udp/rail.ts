@@ -16,11 +16,11 @@ import { UdpCounters } from './counters.js';
 import { Frag, SEG_OVERHEAD, Segment } from './segment.js';
 import { Session, expireToSession, type SessionHost, type SessionLimits } from './session.js';
 import { UdpEndpoint } from './endpoint.js';
-import { checksum } from './checksum.js';
+import { crcInHardware, datagramSum } from './checksum.js';
 import { FaultInjector, parseFaults, type FaultWire } from './faults.js';
 import {
-  ACK_BYTES, Bad, COMMON_BYTES, FRAG_BYTES, SUM_FROM, T_CHALLENGE, T_HELLO, T_PROOF,
-  checkDatagram, decodeHandshake, getToken, getType, sumLength,
+  ACK_BYTES, Bad, COMMON_BYTES, FRAG_BYTES, T_CHALLENGE, T_HELLO, T_PROOF,
+  checkDatagram, decodeHandshake, getToken, getType,
 } from './wire.js';
 
 /** Largest AM header carried. */
@@ -91,7 +91,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
     const tinyMax = Math.min(mtu, FRAG_BYTES + p.udpTinyMtu);
     this.limits = {
       hdrMax: HDR_MAX, fragMax: FRAG_MAX, tinyMax, dataMax: mtu, window: w,
-      rtoMs: p.udpRtoMs, rtoFloorMs: RTO_FLOOR_MS, highWater: HIGH_WATER, headerSumOnly: !p.udpChecksum,
+      rtoMs: p.udpRtoMs, rtoFloorMs: RTO_FLOOR_MS, highWater: HIGH_WATER, headerSumOnly: !p.udpChecksum, crc32c: p.udpChecksum && crcInHardware,
     };
     this.caps = {
       reliable: true,
@@ -271,7 +271,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
     const len = msg.length;
     if (len < COMMON_BYTES) { c.dropShort++; return; }
     const v = new DataView(msg.buffer, msg.byteOffset, len);
-    const bad = checkDatagram(v, len, checksum(msg, SUM_FROM, sumLength(v, len)), HDR_MAX, FRAG_MAX);
+    const bad = checkDatagram(v, len, datagramSum(v, msg, len), HDR_MAX, FRAG_MAX);
     if (bad !== Bad.OK) {
       if (bad === Bad.SHORT) c.dropShort++;
       else if (bad === Bad.FOREIGN) c.dropForeign++;

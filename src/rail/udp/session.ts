@@ -12,13 +12,13 @@ import type { RailcommError } from '../../core/errors.js';
 import type { UdpCounters } from './counters.js';
 import { Frag, SEG_OVERHEAD, Segment } from './segment.js';
 import { RttEstimator } from './rtt.js';
-import { checksum } from './checksum.js';
+import { datagramSum } from './checksum.js';
 import { Reassembler } from './reassembly.js';
 import { seqAdd } from './seq.js';
 import {
-  CHUNK_BYTES, FRAG_BYTES, SUM_FROM, T_ACK, T_CHUNK, T_FRAG,
+  CHUNK_BYTES, FRAG_BYTES, T_ACK, T_CHUNK, T_FRAG,
   encodeChunk, encodeCommon, encodeFrag, getAck, getCredit, getHole, getSeq, getType,
-  markHeaderSum, setSeq, setSum, setToken, stampAck, sumLength,
+  markCrcSum, markHeaderSum, setSeq, setSum, setToken, stampAck,
 } from './wire.js';
 
 export interface SessionLimits {
@@ -38,6 +38,8 @@ export interface SessionLimits {
   readonly highWater: number;
   /** Checksum only the headers (RAILCOMM_UDP_CHECKSUM=0). */
   readonly headerSumOnly?: boolean;
+  /** Checksum with CRC32C (this process has it in hardware). */
+  readonly crc32c?: boolean;
 }
 
 export interface SessionHost {
@@ -329,7 +331,8 @@ export class Session {
     setToken(seg.view, this.token);
     stampAck(seg.view, (this.rxNext - 1) >>> 0, this.host.grant(this), this.rxHeld > 0);
     if (this.host.limits.headerSumOnly === true) markHeaderSum(seg.view);
-    setSum(seg.view, checksum(seg.buf, SUM_FROM, sumLength(seg.view, seg.len), seg.words));
+    if (this.host.limits.crc32c === true) markCrcSum(seg.view);
+    setSum(seg.view, datagramSum(seg.view, seg.buf, seg.len, seg.words));
     const now = this.host.now();
     seg.sentAt = now;
     seg.sends++;

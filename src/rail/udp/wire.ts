@@ -58,7 +58,16 @@ export const UDP_MAX = 65507;
  * (RAILCOMM_UDP_CHECKSUM=0: the payload is left to the link's own checksum).
  */
 export const SUM_HEADER_ONLY = 0x80;
-export const getType = (v: DataView): number => v.getUint8(3) & 0x7f;
+/**
+ * Set in the type byte when the checksum is CRC32C (the sender's native addon
+ * computes it in hardware); otherwise it is the word-wise sum of checksum.ts.
+ */
+export const SUM_CRC32C = 0x40;
+export const getType = (v: DataView): number => v.getUint8(3) & 0x3f;
+export const isCrcSum = (v: DataView): boolean => (v.getUint8(3) & SUM_CRC32C) !== 0;
+export function markCrcSum(v: DataView): void {
+  v.setUint8(3, v.getUint8(3) | SUM_CRC32C);
+}
 /** How many bytes from SUM_FROM the checksum of this datagram covers. */
 export const sumLength = (v: DataView, len: number): number =>
   ((v.getUint8(3) & SUM_HEADER_ONLY) !== 0 ? Math.min(len, CHUNK_BYTES) : len) - SUM_FROM;
