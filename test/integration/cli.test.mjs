@@ -39,6 +39,12 @@ test('railcomm bench latency --json prints one JSON object', async () => {
   assert.equal(bad.code, 2);
 });
 
+test('examples/histogram.js: one-sided accumulate and fetch-and-op, every sample counted once', async () => {
+  const r = await railcomm(['run', '-n', '3', '--timeout', '60', 'examples/histogram.js'], { limitMs: 90_000 });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^\[0\] 40000 samples in 40 batches/m);
+});
+
 test('examples/ring.js on 4 ranks, importing the package by name', async () => {
   const r = await railcomm(['run', '-n', '4', '--timeout', '60', 'examples/ring.js'], { limitMs: 90_000 });
   assert.equal(r.code, 0, r.stderr);
