@@ -3,9 +3,9 @@
 // (between fences, or between lock and unlock of a target). Arguments are
 // checked here, at the call; the protocol layer's RMA engine moves the bytes.
 
-import os from 'node:os';
-import fs from 'node:fs';
 import { RailcommError, ErrorCode } from '../core/errors.js';
+import { hostKey } from '../core/host.js';
+import { shmJobPrefix } from '../native/addon.js';
 import { asBytes, describe } from '../core/bytes.js';
 import { checkRank } from './checks.js';
 import type { Communicator } from './communicator.js';
@@ -31,20 +31,6 @@ const codes = (ops: readonly string[]): ReadonlyMap<string, number> => new Map(o
 const FETCH_CODES = codes(FETCH_OPS);
 const FLOAT_FETCH_CODES = codes(FLOAT_FETCH_OPS);
 const ACC_OPS: readonly string[] = ['sum', 'prod', 'min', 'max', 'band', 'bor', 'bxor', 'land', 'lor', 'replace'];
-
-let hostKeyCache: string | null = null;
-/** Same text on every process of this machine and network namespace, different elsewhere. */
-function hostKey(): string {
-  if (hostKeyCache === null) {
-    let boot = '';
-    let netns = '';
-    try { boot = fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim(); } catch { /* not Linux */ }
-    // Ranks in other network namespaces count as other hosts (as for the shm rail).
-    try { netns = fs.readlinkSync('/proc/self/ns/net'); } catch { /* not Linux */ }
-    hostKeyCache = `${os.hostname()}/${boot}/${netns}`;
-  }
-  return hostKeyCache;
-}
 
 /** How the window's memory came to be (for allocWindow). */
 interface Allocation {
@@ -255,7 +241,7 @@ export async function allocateWindow(comm: Communicator, size: number): Promise<
   const segs = ctx.rma.segments;
   const otherProcessesHere = launch.localSize > launch.threads;
   if (segs !== null && otherProcessesHere) {
-    const name = `railcomm-${launch.jobId}-w${launch.rank}-${process.pid}-${nextSegment++}`;
+    const name = `${shmJobPrefix(launch.jobId)}w${launch.rank}-${process.pid}-${nextSegment++}`;
     const sab = segs.shmCreate(name, Math.max(size, 8));
     return createWindow(comm, { bytes: new Uint8Array(sab, 0, size), share: SHARE_HOST, segment: name });
   }

@@ -2,26 +2,13 @@
 // mapped by railcomm's native addon. Unavailable (with the reason) when the
 // addon did not build; processes on one host then use tcp.
 
-import { existsSync, readFileSync, readlinkSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync } from 'node:fs';
 import type { Component, Device, Rail, RailEnv } from '../api.js';
 import type { Params } from '../../core/params.js';
 import { loadNative, nativeWhy } from '../../native/addon.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
+import { hostKey } from '../../core/host.js';
 import { ShmRail } from './rail.js';
-
-/**
- * Same kernel boot, host name and network namespace: the peer is on "this
- * host" as launchers see hosts (network namespaces stand for hosts in tests
- * and containers), and may share our /dev/shm (the inbox's existence decides).
- */
-export function hostKey(): string {
-  let boot = '';
-  let net = '';
-  try { boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim(); } catch { /* not Linux */ }
-  try { net = readlinkSync('/proc/self/ns/net'); } catch { /* no namespaces */ }
-  return `${os.hostname()}/${boot}/${net}`;
-}
 
 export const shmComponent: Component = {
   name: 'shm',
