@@ -109,25 +109,9 @@ function accumulateInto(dst: AnyArray, src: AnyArray, type: number, op: number, 
   }
   if (type === T_F64) { floatCas(new BigInt64Array(dst.buffer, dst.byteOffset, n), f64, f64bits, src as Float64Array, op, n); return; }
   if (type === T_F32) { floatCas(new Int32Array(dst.buffer, dst.byteOffset, n), f32, f32bits, src as Float32Array, op, n); return; }
-  if (isBigType(type)) {
-    const d = dst as BigInt64Array, s = src as BigInt64Array;
-    for (let i = 0; i < n; i++) {
-      const b = s[i]!;
-      switch (op) {
-        case OP_SUM: Atomics.add(d, i, b); break;
-        case OP_BAND: Atomics.and(d, i, b); break;
-        case OP_BOR: Atomics.or(d, i, b); break;
-        case OP_BXOR: Atomics.xor(d, i, b); break;
-        case OP_REPLACE: Atomics.store(d, i, b); break;
-        default:
-          for (;;) {
-            const old = Atomics.load(d, i);
-            if (Atomics.compareExchange(d, i, old, combineBig(op, old, b)) === old) break;
-          }
-      }
-    }
-    return;
-  }
+  // Integer elements, 8 to 64 bits: Atomics takes number or bigint arrays alike
+  // (the casts only quiet the type checker), so one loop serves both.
+  const big = isBigType(type);
   const d = dst as Int32Array, s = src as Int32Array;
   for (let i = 0; i < n; i++) {
     const b = s[i]!;
@@ -141,7 +125,8 @@ function accumulateInto(dst: AnyArray, src: AnyArray, type: number, op: number, 
         for (;;) {
           const old = Atomics.load(d, i);
           // Typed-array stores wrap to the element width, so compare after storing.
-          if (Atomics.compareExchange(d, i, old, combineInt(op, old, b)) === old) break;
+          const next = big ? combineBig(op, old as unknown as bigint, b as unknown as bigint) as unknown as number : combineInt(op, old, b);
+          if (Atomics.compareExchange(d, i, old, next) === old) break;
         }
     }
   }
