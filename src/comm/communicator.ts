@@ -21,6 +21,13 @@ export interface RequestOptions {
 
 const EMPTY = new Uint8Array(0);
 
+/** Stands in for a CollComm a shared-memory collective will not use (its segment is attached). */
+const UNUSED_COMM: CollComm = {
+  rank: -1, size: 0, scratch: new ScratchPool(),
+  send(): Request { throw new RailcommError(ErrorCode.PROTOCOL, 'internal: a shared-memory collective sent a message after set-up'); },
+  recv(): Request { throw new RailcommError(ErrorCode.PROTOCOL, 'internal: a shared-memory collective posted a receive after set-up'); },
+};
+
 export class Communicator implements ClaimedReceiver {
   readonly rank: number;
   readonly size: number;
@@ -230,6 +237,12 @@ export class Communicator implements ClaimedReceiver {
     const p = plan();
     if (p.shared !== true) return this.done(this.startColl(what, () => p));
     this.planner.announce(p);
+    // Once the segment is attached the point-to-point half of a CollComm is never
+    // used: skip building one (an object and two closures per call).
+    if (this.planner.shared?.attached === true) {
+      this.collSeq = (this.collSeq + 1) & 0x7fffffff;
+      return p.run(UNUSED_COMM);
+    }
     return p.run(this.collComm());
   }
 

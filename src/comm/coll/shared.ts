@@ -61,8 +61,9 @@ export class SharedCollectives {
     this.size = size;
   }
 
-  get slotBytes(): number {
-    return this.host.slotBytes;
+  /** The segment is attached: later calls need no point-to-point (the CollComm goes unused). */
+  get attached(): boolean {
+    return this.seg !== null;
   }
 
   /**
