@@ -11,17 +11,14 @@ import { endpointId, jobOf, rankOf } from '../../core/ids.js';
 import { shmJobPrefix, type DoorbellWaiter, type NativeAddon } from '../../native/addon.js';
 import { Doorbell, FRAME_HEAD, Ring } from '../shared/ring.js';
 import { deliverFrame } from '../shared/deliver.js';
+import { maySleep, pollRings, type Inbound as SharedInbound } from '../shared/poll.js';
 import { ShmEndpoint } from './endpoint.js';
 import { RegionCache } from '../../core/region-cache.js';
 import {
   CTL_FREE, CTL_HDR, INBOX_BELL_BYTE, INBOX_BYTES, INBOX_SLOTS, IN_ANNOUNCED, IN_SLOTS, checkStamp, decodeAddress, encodeAddress, inboxName, ringName, segmentName, stampInbox,
 } from './wire.js';
 
-interface Inbound {
-  ring: Ring;
-  ep: ShmEndpoint;
-  visit: (am: number, off: number, hdrLen: number, payLen: number) => void;
-}
+type Inbound = SharedInbound<ShmEndpoint>;
 
 /** How often peers' pids are checked (ms). */
 const LIVENESS_MS = 500;
@@ -197,29 +194,8 @@ export class ShmRail implements Rail {
 
   /** Drain inbound rings and re-drive blocked senders; true if anything happened. */
   poll(): boolean {
-    let any = false;
-    if (Atomics.load(this.inWords, IN_ANNOUNCED) !== this.seen && this.accept()) any = true;
-    const ins = this.inbound;
-    for (let i = 0; i < ins.length; i++) {
-      const e = ins[i]!;
-      if (!e.ring.hasData()) continue;
-      try {
-        if (e.ring.drain(e.visit) > 0) {
-          any = true;
-          if (e.ring.takeWaiter()) e.ep.ringPeer();
-        }
-      } catch (err) {
-        ins.splice(i--, 1);
-        e.ep.abort((err as Error).message);
-      }
-    }
-    if (this.blocked.size > 0) {
-      const eps = [...this.blocked];
-      for (const ep of eps) {
-        if (ep.hasRoom()) { this.blocked.delete(ep); this.env.upcalls.ready(ep); any = true; }
-      }
-    }
-    return any;
+    const accepted = Atomics.load(this.inWords, IN_ANNOUNCED) !== this.seen && this.accept();
+    return pollRings(this.inbound, this.blocked, this.env.upcalls) || accepted;
   }
 
   /** Arm the futex doorbell; false (nothing armed) when something already waits. */
@@ -227,8 +203,7 @@ export class ShmRail implements Rail {
     if (this.closed) return true;
     const seen = this.bell.prepareSleep();
     if (Atomics.load(this.inWords, IN_ANNOUNCED) !== this.seen) { this.bell.cancelSleep(); return false; }
-    for (const e of this.inbound) if (e.ring.hasData()) { this.bell.cancelSleep(); return false; }
-    for (const ep of this.blocked) if (!ep.sleepUntilRoom()) { this.bell.cancelSleep(); return false; }
+    if (!maySleep(this.inbound, this.blocked)) { this.bell.cancelSleep(); return false; }
     this.wakeFn = wake;
     if (!this.armed) {
       this.armed = true;

@@ -14,17 +14,14 @@ import { formatId } from '../../core/ids.js';
 import { BroadcastChannel } from 'node:worker_threads';
 import { Doorbell, FRAME_HEAD, Ring } from '../shared/ring.js';
 import { AM_BYE, deliverFrame, type RingPeer } from '../shared/deliver.js';
+import { maySleep, pollRings, type Inbound as SharedInbound } from '../shared/poll.js';
 
 type ChannelMsg =
   | { kind: 'bell'; from: string; to?: string; sab: SharedArrayBuffer }
   | { kind: 'ring'; from: string; to: string; sab: SharedArrayBuffer }
   | { kind: 'poke'; to: string };
 
-interface Inbound {
-  ring: Ring;
-  ep: TbsmEndpoint;
-  visit: (am: number, off: number, hdrLen: number, payLen: number) => void;
-}
+type Inbound = SharedInbound<TbsmEndpoint>;
 
 export class TbsmRail implements Rail {
   readonly name = 'tbsm';
@@ -125,39 +122,13 @@ export class TbsmRail implements Rail {
 
   /** Drain inbound rings and re-drive blocked senders; true if anything happened. */
   poll(): boolean {
-    let any = false;
-    const ins = this.inbound;
-    for (let i = 0; i < ins.length; i++) {
-      const e = ins[i]!;
-      if (!e.ring.hasData()) continue;
-      try {
-        if (e.ring.drain(e.visit) > 0) {
-          any = true;
-          // Room was freed: a producer that sleeps waiting for it is rung.
-          if (e.ring.takeWaiter()) e.ep.ringPeer();
-        }
-      } catch (err) {
-        // A broken stream cannot be trusted any longer (DESIGN section 8).
-        ins.splice(i--, 1);
-        e.ep.abort((err as Error).message);
-      }
-    }
-    if (this.blocked.size > 0) {
-      // A snapshot: a sender re-driven here may block again and re-enter the set.
-      const eps = [...this.blocked];
-      for (const ep of eps) {
-        if (ep.hasRoom()) { this.blocked.delete(ep); this.env.upcalls.ready(ep); any = true; }
-      }
-    }
-    return any;
+    return pollRings(this.inbound, this.blocked, this.env.upcalls);
   }
 
   /** Arm the doorbell; false (and nothing armed) when data is already waiting. */
   sleep(wake: () => void): boolean {
     const seen = this.bell.prepareSleep();
-    for (const e of this.inbound) if (e.ring.hasData()) { this.bell.cancelSleep(); return false; }
-    // A blocked sender may sleep too: its receiver rings us when it frees room.
-    for (const ep of this.blocked) if (!ep.sleepUntilRoom()) { this.bell.cancelSleep(); return false; }
+    if (!maySleep(this.inbound, this.blocked)) { this.bell.cancelSleep(); return false; }
     // One waiter at a time: something else (a socket, a new request) may have
     // woken us while the previous one still waits; it stays valid.
     if (!this.armed) {

@@ -1,0 +1,59 @@
+// Polling shared by the ring rails (tbsm between threads, shm between
+// processes): drain every inbound ring, ring a producer that sleeps waiting for
+// the room just freed, re-drive senders that found their ring full, and say
+// whether a rail may sleep (nothing waits, and blocked senders will be rung).
+
+import type { RailEndpoint, RailUpcalls } from '../api.js';
+import type { Ring } from './ring.js';
+
+/** What a ring rail's endpoint offers its rail's poller. */
+export interface RingEndpoint extends RailEndpoint {
+  /** The peer sleeps until we free room in its ring to us: ring its doorbell. */
+  ringPeer(): void;
+  /** Our ring to the peer can take the largest frame again. */
+  hasRoom(): boolean;
+  /** Ask to be rung when room is freed; false (nothing armed) when there is room already. */
+  sleepUntilRoom(): boolean;
+}
+
+/** One ring we consume, its endpoint, and the visitor that delivers its frames. */
+export interface Inbound<E extends RingEndpoint> {
+  ring: Ring;
+  ep: E;
+  visit: (am: number, off: number, hdrLen: number, payLen: number) => void;
+}
+
+/** Drain inbound rings and re-drive blocked senders; true if anything happened. */
+export function pollRings<E extends RingEndpoint>(ins: Array<Inbound<E>>, blocked: Set<E>, upcalls: RailUpcalls): boolean {
+  let any = false;
+  for (let i = 0; i < ins.length; i++) {
+    const e = ins[i]!;
+    if (!e.ring.hasData()) continue;
+    try {
+      if (e.ring.drain(e.visit) > 0) {
+        any = true;
+        // Room was freed: a producer that sleeps waiting for it is rung.
+        if (e.ring.takeWaiter()) e.ep.ringPeer();
+      }
+    } catch (err) {
+      // A broken stream cannot be trusted any longer (DESIGN section 8).
+      ins.splice(i--, 1);
+      e.ep.abort((err as Error).message);
+    }
+  }
+  if (blocked.size > 0) {
+    // A snapshot: a sender re-driven here may block again and re-enter the set.
+    for (const ep of [...blocked]) {
+      if (ep.hasRoom()) { blocked.delete(ep); upcalls.ready(ep); any = true; }
+    }
+  }
+  return any;
+}
+
+/** Whether the rail may sleep: no inbound data waits and every blocked sender armed its wake-up. */
+export function maySleep<E extends RingEndpoint>(ins: ReadonlyArray<Inbound<E>>, blocked: ReadonlySet<E>): boolean {
+  for (const e of ins) if (e.ring.hasData()) return false;
+  // A blocked sender may sleep too: its receiver rings us when it frees room.
+  for (const ep of blocked) if (!ep.sleepUntilRoom()) return false;
+  return true;
+}
