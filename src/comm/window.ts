@@ -15,7 +15,7 @@ import {
   RKEY_MAX, SHARE_HOST, SHARE_NONE, SHARE_THREADS, packRkey, unpackRkey, type Region, type RemoteRegion,
 } from '../proto/rma/region.js';
 import {
-  OP_CSWAP, OP_NAMES, OP_NO_OP, OP_REPLACE, T_F64, T_I32, T_I64, T_U32, T_U64, TYPE_SIZE, isBitwiseOp, isFloatType, typeOfArray,
+  OP_CSWAP, forgetElementViews, OP_NAMES, OP_NO_OP, OP_REPLACE, T_F64, T_I32, T_I64, T_U32, T_U64, TYPE_SIZE, isBitwiseOp, isFloatType, typeOfArray,
 } from '../proto/rma/apply.js';
 import { LOCK_EXCLUSIVE, LOCK_SHARED } from '../proto/rma/wire.js';
 
@@ -154,10 +154,13 @@ export class Window {
   }
 
   /** Every operation this rank issued to target is complete there (the epoch stays open). */
-  async flush(target: number): Promise<void> {
+  flush(target: number): Promise<void> {
+    // Not async: a flush with nothing outstanding returns an already settled
+    // promise, and the one-sided latency loop (put, flush) pays one await
+    // instead of three. Bad arguments throw at the call, as put's do.
     this.live('flush');
     checkRank(target, this.comm.size, 'flush: target', false);
-    await this.rma.flush(this.comm.worldRankOf(target));
+    return this.rma.flush(this.comm.worldRankOf(target)) as Promise<void>;
   }
 
   /** Collective: complete everything, then release the window on every rank. */
@@ -170,6 +173,7 @@ export class Window {
     this.rma.regions.deregister(this.region);
     if (this.region.share === SHARE_THREADS) this.rma.threadShare?.withdraw(`${this.comm.world.ctx.worldRank}/${this.region.id}`);
     for (const r of this.remote) r.local = null;
+    forgetElementViews();
     this.rma.progress.serve(false);
   }
 

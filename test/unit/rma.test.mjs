@@ -164,3 +164,22 @@ test('wire: headers round-trip, offsets above 4 GiB', () => {
   encodeGet(v, 1, 12, 2, 2 ** 40);
   assert.equal(getLength(v, 0), 2 ** 40);
 });
+
+test('atomics: regions at an offset in their buffer, several buffers in turn, and misalignment refused', () => {
+  // applyAtomic keeps whole-buffer views of the last buffer; switching buffers
+  // and regions that start inside a buffer must still hit the right element.
+  const a = new SharedArrayBuffer(64);
+  const b = new ArrayBuffer(64);
+  const ra = new Uint8Array(a, 16, 32);
+  const rb = new Uint8Array(b, 8, 24);
+  for (let i = 0; i < 3; i++) {
+    assert.equal(applyAtomic(ra, 8, T_I64, 0, 5n, 0n), BigInt(5 * i));
+    assert.equal(applyAtomic(rb, 4, T_U32, 0, 2, 0), 2 * i);
+  }
+  assert.equal(new DataView(a).getBigInt64(24, true), 15n);
+  assert.equal(new DataView(b).getUint32(12, true), 6);
+  assert.equal(new DataView(a).getBigInt64(16, true), 0n, 'the neighbour is untouched');
+  assert.throws(() => applyAtomic(new Uint8Array(a, 4, 16), 0, T_I64, 0, 1n, 0n), RangeError);
+  assert.throws(() => applyAtomic(new Uint8Array(b, 2, 16), 0, T_I32, 0, 1, 0), RangeError);
+  assert.throws(() => applyAtomic(new Uint8Array(b, 4, 16), 0, T_F64, 0, 1, 0), RangeError);
+});

@@ -49,6 +49,31 @@ function view(type: number, buf: ArrayBufferLike, off: number, n: number): AnyAr
   }
 }
 
+/**
+ * Whole-buffer views of the last buffer a single-element atomic touched, one
+ * per element type: an atomic is one element, and making a typed array for it
+ * on every call cost more than the atomic itself (an allocation per call, and
+ * the young-generation scavenges behind it). Callers index by byte position /
+ * element size (the window checks alignment).
+ */
+let cachedBuffer: ArrayBufferLike | null = null;
+const cachedViews: Array<AnyArray | undefined> = [];
+/** Drop the cached views (a window was freed: its memory must not stay reachable from here). */
+export function forgetElementViews(): void {
+  cachedBuffer = null;
+  cachedViews.length = 0;
+}
+
+function elementView(type: number, buf: ArrayBufferLike): AnyArray {
+  if (buf !== cachedBuffer) { cachedBuffer = buf; cachedViews.length = 0; }
+  let v = cachedViews[type];
+  if (v === undefined) {
+    v = view(type, buf, 0, Math.floor(buf.byteLength / TYPE_SIZE[type]!));
+    cachedViews[type] = v;
+  }
+  return v;
+}
+
 function combineNum(op: number, a: number, b: number): number {
   switch (op) {
     case OP_SUM: return a + b;
@@ -202,9 +227,11 @@ export function applyAtomic(region: Uint8Array, offset: number, type: number, op
   const base = region.byteOffset + offset;
   if (type === T_F64) {
     // Floats: compare-and-swap on the bit pattern.
-    const bits = new BigInt64Array(region.buffer, base, 1);
+    if ((base & 7) !== 0) throw new RangeError(`atomic on a misaligned 8-byte element at byte ${base}`);
+    const bits = elementView(T_I64, region.buffer) as BigInt64Array;
+    const i = base / 8;
     for (;;) {
-      const old = shared ? Atomics.load(bits, 0) : bits[0]!;
+      const old = shared ? Atomics.load(bits, i) : bits[i]!;
       f64bits[0] = old;
       const oldF = f64[0]!;
       let next: number;
@@ -217,34 +244,37 @@ export function applyAtomic(region: Uint8Array, offset: number, type: number, op
       }
       f64[0] = next;
       if (op === OP_NO_OP) return oldF;
-      if (!shared) { bits[0] = f64bits[0]!; return oldF; }
-      if (Atomics.compareExchange(bits, 0, old, f64bits[0]!) === old) return oldF;
+      if (!shared) { bits[i] = f64bits[0]!; return oldF; }
+      if (Atomics.compareExchange(bits, i, old, f64bits[0]!) === old) return oldF;
     }
   }
-  const a = view(type, region.buffer, base, 1) as Int32Array | Uint32Array | BigInt64Array | BigUint64Array;
+  const size = TYPE_SIZE[type]!;
+  if (base % size !== 0) throw new RangeError(`atomic on a misaligned ${size}-byte element at byte ${base}`);
+  const a = elementView(type, region.buffer) as Int32Array | Uint32Array | BigInt64Array | BigUint64Array;
+  const i = base / size;
   if (op === OP_CSWAP) {
-    if (shared) return Atomics.compareExchange(a as Int32Array, 0, compare as number, operand as number);
-    const old = a[0]!;
-    if (old === compare) a[0] = operand as never;
+    if (shared) return Atomics.compareExchange(a as Int32Array, i, compare as number, operand as number);
+    const old = a[i]!;
+    if (old === compare) a[i] = operand as never;
     return old;
   }
-  if (op === OP_NO_OP) return shared ? Atomics.load(a as Int32Array, 0) : a[0]!;
+  if (op === OP_NO_OP) return shared ? Atomics.load(a as Int32Array, i) : a[i]!;
   if (shared) {
     switch (op) {
-      case OP_SUM: return Atomics.add(a as Int32Array, 0, operand as number);
-      case OP_BAND: return Atomics.and(a as Int32Array, 0, operand as number);
-      case OP_BOR: return Atomics.or(a as Int32Array, 0, operand as number);
-      case OP_BXOR: return Atomics.xor(a as Int32Array, 0, operand as number);
-      case OP_REPLACE: return Atomics.exchange(a as Int32Array, 0, operand as number);
+      case OP_SUM: return Atomics.add(a as Int32Array, i, operand as number);
+      case OP_BAND: return Atomics.and(a as Int32Array, i, operand as number);
+      case OP_BOR: return Atomics.or(a as Int32Array, i, operand as number);
+      case OP_BXOR: return Atomics.xor(a as Int32Array, i, operand as number);
+      case OP_REPLACE: return Atomics.exchange(a as Int32Array, i, operand as number);
       default:
         for (;;) {
-          const old = Atomics.load(a as Int32Array, 0);
+          const old = Atomics.load(a as Int32Array, i);
           const next = typeof old === 'bigint' ? combineBig(op, old, operand as bigint) : combineInt(op, old, operand as number);
-          if (Atomics.compareExchange(a as Int32Array, 0, old, next as number) === old) return old;
+          if (Atomics.compareExchange(a as Int32Array, i, old, next as number) === old) return old;
         }
     }
   }
-  const old = a[0]!;
-  a[0] = (typeof old === 'bigint' ? combineBig(op, old, operand as bigint) : combineInt(op, old, operand as number)) as never;
+  const old = a[i]!;
+  a[i] = (typeof old === 'bigint' ? combineBig(op, old, operand as bigint) : combineInt(op, old, operand as number)) as never;
   return old;
 }

@@ -1,0 +1,68 @@
+// One-sided operations on one host (issue 6): railcomm's windows (2 processes,
+// allocated windows mapped by both ranks) against Open MPI's one-sided
+// component over vader (bench/mpi/osc), interleaved round by round; medians
+// over rounds and the median of the per-round ratios, as markdown.
+//   flock /tmp/railcomm-bench.lock node bench/compare-rma.mjs [--rounds 5] [--json out.json]
+// Open MPI's default osc here (rdma) crashes in compare-and-swap
+// (open-mpi/ompi#11349) after printing the other tests; those are used.
+
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const here = (p) => fileURLToPath(new URL(p, import.meta.url));
+const args = process.argv.slice(2);
+const opt = (name, def) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : def; };
+const rounds = Number(opt('--rounds', '5'));
+const jsonOut = opt('--json', '');
+const cli = here('../dist/cli/main.js');
+
+/** stdout of a command, also when it failed after printing (Open MPI's crash in CAS). */
+function run(cmd, argv) {
+  try { return execFileSync(cmd, argv, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 300_000 }); }
+  catch (e) { return e.stdout ?? ''; }
+}
+const jsonLines = (out) => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+const pick = (rows, size, key) => rows.find((r) => r.size === size)?.[key];
+
+/** One round of each side: { measure: value }. */
+function railcomm() {
+  const m = {};
+  const bench = (kind, sizes) => jsonLines(run(process.execPath, [cli, 'bench', kind, '--sizes', sizes, '--json']))[0]?.results ?? [];
+  const put = bench('put', '8,1048576');
+  m['put 8 B + flush, median us'] = pick(put, 8, 'usec_median');
+  m['put 1 MiB bandwidth, MB/s'] = pick(put, 1048576, 'mbps');
+  m['get 8 B, median us'] = pick(bench('get', '8'), 8, 'usec_median');
+  const at = bench('atomic', '8');
+  m['fetch-add, median us'] = at[0]?.usec_median;
+  m['fetch-add rate, ops/s'] = at[0]?.ops_per_sec;
+  return m;
+}
+function openmpi() {
+  const rows = Object.fromEntries(jsonLines(run('mpirun', ['--allow-run-as-root', '-np', '2', '--mca', 'pml', 'ob1', '--mca', 'btl', 'self,vader',
+    here('./mpi/osc'), 'all', '-s', '8,1048576', '--json'])).map((j) => [j.benchmark, j.results]));
+  return {
+    'put 8 B + flush, median us': pick(rows.put ?? [], 8, 'usec_median'),
+    'put 1 MiB bandwidth, MB/s': pick(rows.putbw ?? [], 1048576, 'mbps'),
+    'get 8 B, median us': pick(rows.get ?? [], 8, 'usec_median'),
+    'fetch-add, median us': pick(rows.fadd ?? [], 8, 'usec_median'),
+    'fetch-add rate, ops/s': pick(rows.fadd ?? [], 8, 'ops_per_sec'),
+  };
+}
+
+const median = (xs) => { const s = xs.filter(Number.isFinite).sort((a, b) => a - b); const n = s.length; return n === 0 ? NaN : n % 2 ? s[n >> 1] : (s[n / 2 - 1] + s[n / 2]) / 2; };
+const perRound = [];
+for (let r = 0; r < rounds; r++) {
+  perRound.push({ railcomm: railcomm(), openmpi: openmpi() });
+  process.stderr.write(`round ${r + 1}/${rounds} done\n`);
+}
+const lines = ['| measure | railcomm (per round) | Open MPI (per round) | railcomm median | Open MPI median | median of per-round ratios |', '|---|---|---|---|---|---|'];
+for (const k of Object.keys(perRound[0].railcomm)) {
+  const a = perRound.map((p) => p.railcomm[k]);
+  const b = perRound.map((p) => p.openmpi[k]);
+  const ratios = perRound.map((p) => p.railcomm[k] / p.openmpi[k]);
+  const f = (x) => (Number.isFinite(x) ? (x >= 1000 ? Math.round(x).toString() : x.toFixed(3)) : '-');
+  lines.push(`| ${k} | ${a.map(f).join(' / ')} | ${b.map(f).join(' / ')} | ${f(median(a))} | ${f(median(b))} | ${median(ratios).toFixed(2)} |`);
+}
+console.log(lines.join('\n'));
+if (jsonOut) writeFileSync(jsonOut, JSON.stringify(perRound, null, 1));
