@@ -63,15 +63,22 @@ export class Progress {
     return this.outstanding;
   }
 
-  /** A request started: hold the loop open and start polling. */
+  /**
+   * A request started: start polling, and make sure the loop stays open. While
+   * progress spins, its own setImmediate/microtask chain keeps the loop open,
+   * so the holder is ref'd only when progress goes to sleep (or cannot spin):
+   * an eager send that completes at once never toggles it, which took two
+   * calls into libuv per message.
+   */
   hold(): void {
-    if (this.outstanding++ === 0 && this.kept === 0) this.holder.ref();
+    this.outstanding++;
+    if (this.spinMs <= 0 && this.pollers.length === 0) this.setRef(true);
     this.activity();
   }
 
   /** A request settled. */
   release(): void {
-    if (--this.outstanding === 0 && this.kept === 0) this.holder.unref();
+    if (--this.outstanding === 0 && this.kept === 0) this.setRef(false);
   }
 
   /**
@@ -79,13 +86,19 @@ export class Progress {
    * own doorbell (shared-memory collectives): no progress passes for it.
    */
   keep(on: boolean): void {
-    const before = this.outstanding + this.kept;
     this.kept += on ? 1 : -1;
-    const after = this.outstanding + this.kept;
-    if (before === 0 && after > 0) this.holder.ref();
-    else if (before > 0 && after === 0) this.holder.unref();
+    if (this.kept > 0) this.setRef(true);
+    else if (this.outstanding === 0) this.setRef(false);
   }
   private kept = 0;
+  private refd = false;
+
+  private setRef(on: boolean): void {
+    if (on === this.refd) return;
+    this.refd = on;
+    if (on) this.holder.ref();
+    else this.holder.unref();
+  }
 
   /** Something happened (bytes arrived, a request started): keep polling a while longer. */
   activity(): void {
@@ -215,6 +228,8 @@ export class Progress {
 
   /** Stop spinning: polled rails ring us when data arrives. */
   private sleep(): void {
+    // Requests wait with no pass queued: only the holder keeps the loop open now.
+    if (this.outstanding > 0) this.setRef(true);
     for (const p of this.pollers) {
       if (!p.sleep(this.wake)) { this.activity(); return; }
     }

@@ -88,10 +88,11 @@ export class Request implements Posted, Completion {
     if (this.promise !== null) return this.promise;
     if (this.state === COMPLETE) return (this.promise = Promise.resolve(this.getStatus()));
     if (this.state === FAILED) return (this.promise = Promise.reject(this.error!));
-    this.promise = new Promise<Status>((resolve, reject) => {
-      this.resolveFn = resolve;
-      this.rejectFn = reject;
-    });
+    // One shared executor hands the functions over through module variables:
+    // no closure per waited request (it ran on every receive's hot path).
+    this.promise = new Promise<Status>(capture);
+    this.resolveFn = captured.resolve;
+    this.rejectFn = captured.reject;
     return this.promise;
   }
 
@@ -183,3 +184,10 @@ export class Request implements Posted, Completion {
 }
 
 const EMPTY = new Uint8Array(0);
+
+/** Where `capture` leaves a new promise's functions; read right after the constructor returns. */
+const captured: { resolve: ((s: Status) => void) | null; reject: ((e: RailcommError) => void) | null } = { resolve: null, reject: null };
+function capture(resolve: (s: Status) => void, reject: (e: RailcommError) => void): void {
+  captured.resolve = resolve;
+  captured.reject = reject;
+}
