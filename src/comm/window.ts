@@ -121,7 +121,7 @@ export class Window {
    */
   async fence(): Promise<void> {
     this.live('fence');
-    await this.flushAll();
+    await this.completeAll();
     await this.comm.barrier();
     this.fenceOpen = true;
   }
@@ -163,12 +163,18 @@ export class Window {
     return this.rma.flush(this.comm.worldRankOf(target)) as Promise<void>;
   }
 
+  /** Every operation this rank issued to any rank of the window is complete there (MPI_Win_flush_all). */
+  flushAll(): Promise<void> {
+    this.live('flushAll');
+    return this.completeAll();
+  }
+
   /** Collective: complete everything, then release the window on every rank. */
   async free(): Promise<void> {
     this.live('free');
     if (this.locked.size > 0) throw new RailcommError(ErrorCode.INVALID_ARG, `free: this rank still holds locks on ranks ${[...this.locked.keys()].join(', ')}; unlock them first`);
     this.freed = true;
-    await this.flushAll();
+    await this.completeAll();
     await this.comm.barrier();
     this.rma.regions.deregister(this.region);
     if (this.region.share === SHARE_THREADS) this.rma.threadShare?.withdraw(`${this.comm.world.ctx.worldRank}/${this.region.id}`);
@@ -177,7 +183,7 @@ export class Window {
     this.rma.progress.serve(false);
   }
 
-  private async flushAll(): Promise<void> {
+  private async completeAll(): Promise<void> {
     const waits: Array<Promise<unknown>> = [];
     for (let r = 0; r < this.comm.size; r++) waits.push(this.rma.flush(this.comm.worldRankOf(r)));
     await Promise.all(waits);

@@ -214,6 +214,31 @@ const cases = [
     await w.free();
   }],
 
+  ['flushAll (and the per-rail flush) complete puts to every rank before a message says so', async () => {
+    // Each rank writes its pattern into every other rank's window under
+    // shared locks, flushAll()s once, then tells each rank with a message.
+    const w = await comm.allocWindow(64 * p);
+    for (let t = 0; t < p; t++) if (t !== me) await w.lock(t, 'shared');
+    for (let t = 0; t < p; t++) if (t !== me) await w.put(pattern(64, me + 10), t, me * 64);
+    if (me % 2 === 0) await w.flushAll();
+    else {
+      // The protocol layer's per-rail flush, once for each rail that carries a target.
+      const ctx = comm.world.ctx;
+      const rails = new Set();
+      for (let t = 0; t < p; t++) if (t !== me) rails.add(ctx.endpointFor(comm.worldRankOf(t)).lane?.rail.name ?? null);
+      for (const r of rails) await ctx.rma.flushRail(r);
+    }
+    for (let t = 0; t < p; t++) if (t !== me) await comm.send(new Uint8Array(1), t, 8);
+    for (let i = 1; i < p; i++) {
+      const st = await comm.recv(new Uint8Array(1), -1, 8);
+      assert.ok(samePattern(w.buffer.subarray(st.source * 64), 64, st.source + 10), `rank ${st.source}'s put is here`);
+    }
+    for (let t = 0; t < p; t++) if (t !== me) await w.unlock(t);
+    await comm.barrier();
+    await w.free();
+    throwsWith(() => w.flushAll(), ErrorCode.INVALID_ARG);
+  }],
+
   ['passive target: a rank busy in a timer still serves locks and puts', async () => {
     const w = await comm.allocWindow(8 * p);
     if (me === 0) {

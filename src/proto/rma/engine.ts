@@ -208,6 +208,22 @@ export class RmaEngine {
     return this.start(op);
   }
 
+  /**
+   * Every operation issued so far over one rail is complete at its targets
+   * (the per-rail flush: all targets whose lane is that rail); with no rail,
+   * over every rail. Operations that went straight to mapped memory are
+   * complete already.
+   */
+  flushRail(rail: string | null): Promise<unknown> {
+    const waits: Array<Promise<unknown>> = [];
+    for (const target of this.targets.keys()) {
+      if (rail !== null && this.host.existingEndpoint(target)?.lane?.rail.name !== rail) continue;
+      const w = this.flush(target);
+      if (w !== RESOLVED) waits.push(w);
+    }
+    return waits.length === 0 ? RESOLVED : Promise.all(waits);
+  }
+
   /** Wait until the target grants its lock on the region (mode: LOCK_EXCLUSIVE / LOCK_SHARED). */
   lock(target: number, region: number, mode: number): Promise<unknown> {
     return this.start(new RmaOp(this, K_LOCK, target, region, 0, EMPTY, 0, mode, 0, 0));
