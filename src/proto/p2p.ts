@@ -143,6 +143,32 @@ export class PointToPoint implements Canceller {
     if (blocked !== null) ep.pushOp(blocked);
   }
 
+  /**
+   * The blocking send's fast path: an eager-sized message that the lane takes
+   * at once is sent and complete here, with no Request, no loop hold and no
+   * progress pass (each cost more than the ring write on the shared-memory
+   * rails). Returns false, having changed nothing, whenever it must go the
+   * general way: no lane yet, sends queued ahead, a failed peer, rendezvous
+   * size, no eager credits left, or a rail with no room.
+   */
+  sendNow(buf: Uint8Array, dest: number, ctx: number, source: number, tag: number): boolean {
+    const ep = this.host.endpointFor(dest);
+    const lane = ep.lane;
+    const len = buf.byteLength;
+    const cost = len + EAGER_OVERHEAD;
+    if (lane === null || ep.failure !== null || ep.hasPending || len > ep.th.eager) return false;
+    if (len !== 0 && (len > ep.th.zcopy || ep.credits < cost)) return false;
+    const owed = ep.owed;
+    encodeMatchHeader(this.scratchView, ctx, source, tag, ep.txSeq, ep.takeOwed());
+    if (lane.sendCopy(AM_EAGER, this.scratch, EAGER_HDR, len > 0 ? buf : null) === NO_RESOURCE) {
+      ep.owed = owed;
+      return false;
+    }
+    ep.txSeq = (ep.txSeq + 1) >>> 0;
+    ep.credits -= cost;
+    return true;
+  }
+
   /** Put the first piece of a send on the lane; returns the op that found no resource, if any. */
   private startSend(ep: ProtoEndpoint, userReq: Request): PendingOp | null {
     if (userReq.state !== PENDING) return null;
