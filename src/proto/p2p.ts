@@ -117,13 +117,19 @@ export class PointToPoint implements Canceller {
   }
 
   private state(ctx: number): ContextState {
+    // Consecutive messages mostly share a context: one Map lookup saved per message.
+    if (ctx === this.lastCtx) return this.lastState!;
     let s = this.contexts.get(ctx);
     if (s === undefined) {
       s = { queues: new MatchQueues<Request, Unexpected>(), group: null, probes: [], collective: false, broken: null };
       this.contexts.set(ctx, s);
     }
+    this.lastCtx = ctx;
+    this.lastState = s;
     return s;
   }
+  private lastCtx = -1;
+  private lastState: ContextState | null = null;
 
   // ---- sending -----------------------------------------------------------
 
@@ -486,7 +492,7 @@ export class PointToPoint implements Canceller {
   /** Why a match header from this peer cannot be true, or null. */
   private checkMatchHeader(ep: ProtoEndpoint, v: DataView, o: number): string | null {
     const src = hdrSrc(v, o);
-    const group = this.contexts.get(hdrCtx(v, o))?.group ?? null;
+    const group = this.state(hdrCtx(v, o)).group;
     if (group !== null ? group[src] !== ep.rank : src >= this.host.worldSize) {
       return `message claims source rank ${src} on context ${hdrCtx(v, o)}, but comes from world rank ${ep.rank}`;
     }
