@@ -8,7 +8,7 @@ import { NO_RESOURCE } from '../rail/api.js';
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import { MatchQueues, ANY_SOURCE, type Arrived } from './matching.js';
 import type { Linked, List } from './list.js';
-import { Request, KIND_PROBE, KIND_SEND, PENDING, type Canceller } from './request.js';
+import { Request, KIND_PROBE, KIND_SEND, PENDING, type Canceller, type Status } from './request.js';
 import { ProtoEndpoint, type PendingOp } from './endpoint.js';
 import type { AmRegistry } from './am.js';
 import { IPC_STATE_NAMES, IpcNegotiation, IpcPeer, SPLIT_MIN, splitPoint, type IpcLink } from './ipc.js';
@@ -274,6 +274,23 @@ export class PointToPoint implements Canceller {
     // Nothing queued from it, and it can never send again: fail now.
     const ep = srcWorld >= 0 ? this.host.existingEndpoint(srcWorld) : undefined;
     if (ep !== undefined && ep.failure !== null) { st.queues.removePosted(req); req.fail(ep.failure); }
+  }
+
+  /**
+   * The blocking receive's fast path: when an eager message that fits is
+   * already queued, take it and return its Status, with no Request (the
+   * common case in halo exchanges, where the neighbour's message is here
+   * before the receive). null, having changed nothing, otherwise.
+   */
+  recvNow(buf: Uint8Array, ctx: number, src: number, tag: number): Status | null {
+    const st = this.state(ctx);
+    if (st.queues.arrivedCount === 0 || st.broken !== null) return null;
+    const u = st.queues.findArrived(src, tag);
+    if (u === null || u.data === null || u.size > buf.byteLength) return null;
+    st.queues.removeArrived(u);
+    this.returnCredit(u.ep, u.size + EAGER_OVERHEAD);
+    if (u.size > 0) buf.set(u.data);
+    return { source: u.src, tag: u.tag, bytes: u.size };
   }
 
   /** A receive matched an unexpected message. */

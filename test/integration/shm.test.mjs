@@ -27,7 +27,7 @@ async function suite(args, script, ranks, minCases, env = SHM) {
 const statsOf = (stderr) => linesWith(stderr, 'railcomm stats').map((l) => JSON.parse(l.rest));
 
 test('point-to-point suite, 4 processes over shm; large messages read once (RGET)', { skip }, async () => {
-  const job = await suite(['-n', '4', '--stats'], 'p2p-suite.mjs', 4, 19);
+  const job = await suite(['-n', '4', '--stats'], 'p2p-suite.mjs', 4, 20);
   const stats = statsOf(job.stderr);
   assert.equal(stats.length, 4);
   for (const s of stats) {
@@ -38,7 +38,7 @@ test('point-to-point suite, 4 processes over shm; large messages read once (RGET
 });
 
 test('hybrid: 2 processes x 2 threads, tbsm inside a process and shm across (counters)', { skip }, async () => {
-  const job = await suite(['-n', '4', '--threads-per-process', '2', '--stats'], 'p2p-suite.mjs', 4, 19, {});
+  const job = await suite(['-n', '4', '--threads-per-process', '2', '--stats'], 'p2p-suite.mjs', 4, 20, {});
   for (const s of statsOf(job.stderr)) {
     assert.ok(s.rails.tbsm.msgsSent > 0 && s.rails.tbsm.msgsRecv > 0, `rank ${s.rank}: tbsm to its sibling thread`);
     assert.ok(s.rails.shm.msgsSent > 0 && s.rails.shm.msgsRecv > 0, `rank ${s.rank}: shm to the other process`);

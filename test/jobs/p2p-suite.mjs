@@ -61,6 +61,29 @@ const cases = [
     }
   }],
 
+  ['receives of messages that are already here: selective, wildcard, truncated', async () => {
+    // Rank 1's tag-99 message arrives after the others (one ordered stream),
+    // so every receive below finds its message queued already.
+    if (size < 2) return;
+    if (rank === 1) {
+      for (let i = 0; i < 6; i++) await comm.send(new Int32Array([i, i]), 0, 20 + (i % 3));
+      await comm.send(pattern(100, 4), 0, 23);
+      await comm.send(new Uint8Array(0), 0, 99);
+    } else if (rank === 0) {
+      await comm.recv(new Uint8Array(0), 1, 99);
+      const v = new Int32Array(2);
+      let st = await comm.recv(v, 1, 22);
+      assert.deepEqual([st.source, st.tag, st.bytes, v[0]], [1, 22, 8, 2]);
+      st = await comm.recv(v, ANY_SOURCE, 20);
+      assert.deepEqual([st.source, st.tag, v[0]], [1, 20, 0]);
+      st = await comm.recv(v, 1, ANY_TAG);
+      assert.deepEqual([st.tag, v[0]], [21, 1]);
+      await rejectsWith(comm.recv(new Uint8Array(10), 1, 23), 'ERR_TRUNCATE');
+      for (const [tag, val] of [[20, 3], [21, 4], [22, 5]]) { st = await comm.recv(v, 1, tag); assert.equal(v[0], val); }
+      assert.equal(comm.iprobe(1, ANY_TAG), undefined, 'nothing left');
+    }
+  }],
+
   ['ANY_SOURCE collects every sender', async () => {
     if (rank === 0) {
       const seen = new Set();
