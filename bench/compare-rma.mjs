@@ -8,14 +8,11 @@
 
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { benchPath, median, opt } from './lib/compare.mjs';
 
-const here = (p) => fileURLToPath(new URL(p, import.meta.url));
-const args = process.argv.slice(2);
-const opt = (name, def) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : def; };
 const rounds = Number(opt('--rounds', '5'));
 const jsonOut = opt('--json', '');
-const cli = here('../dist/cli/main.js');
+const cli = benchPath('../dist/cli/main.js');
 
 /** stdout of a command, also when it failed after printing (Open MPI's crash in CAS). */
 function run(cmd, argv) {
@@ -40,7 +37,7 @@ function railcomm() {
 }
 function openmpi() {
   const rows = Object.fromEntries(jsonLines(run('mpirun', ['--allow-run-as-root', '-np', '2', '--mca', 'pml', 'ob1', '--mca', 'btl', 'self,vader',
-    here('./mpi/osc'), 'all', '-s', '8,1048576', '--json'])).map((j) => [j.benchmark, j.results]));
+    benchPath('mpi/osc'), 'all', '-s', '8,1048576', '--json'])).map((j) => [j.benchmark, j.results]));
   return {
     'put 8 B + flush, median us': pick(rows.put ?? [], 8, 'usec_median'),
     'put 1 MiB bandwidth, MB/s': pick(rows.putbw ?? [], 1048576, 'mbps'),
@@ -50,7 +47,6 @@ function openmpi() {
   };
 }
 
-const median = (xs) => { const s = xs.filter(Number.isFinite).sort((a, b) => a - b); const n = s.length; return n === 0 ? NaN : n % 2 ? s[n >> 1] : (s[n / 2 - 1] + s[n / 2]) / 2; };
 const perRound = [];
 for (let r = 0; r < rounds; r++) {
   perRound.push({ railcomm: railcomm(), openmpi: openmpi() });

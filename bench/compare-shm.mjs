@@ -8,20 +8,17 @@
 
 import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { benchPath, median, opt, flag } from './lib/compare.mjs';
 
-const here = (p) => fileURLToPath(new URL(p, import.meta.url));
-const args = process.argv.slice(2);
-const opt = (name, def) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : def; };
 const rounds = Number(opt('--rounds', '5'));
 const latSizes = opt('--lat-sizes', '8,65536,1048576');
 const bwSizes = opt('--bw-sizes', '65536,1048576,4194304');
 const jsonOut = opt('--json', '');
 /** Also thread ranks (tbsm), with and without single copy. */
-const withThreads = args.includes('--threads');
+const withThreads = flag('--threads');
 
-const cli = here('../dist/cli/main.js');
-const mpiBin = here('./mpi/pingpong');
+const cli = benchPath('../dist/cli/main.js');
+const mpiBin = benchPath('mpi/pingpong');
 const haveMpi = existsSync(mpiBin) && (() => { try { execFileSync('which', ['mpirun']); return true; } catch { return false; } })();
 const vader = (mode, sizes, extra = []) => ['mpirun', ['--allow-run-as-root', '-np', '2', '--mca', 'pml', 'ob1', '--mca', 'btl', 'self,vader',
   mpiBin, mode, '--json', '--label', 'ompi-vader', '--sizes', sizes, ...extra]];
@@ -44,7 +41,6 @@ const runners = {
   },
 };
 
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const n = s.length; return n === 0 ? NaN : n % 2 ? s[n >> 1] : (s[n / 2 - 1] + s[n / 2]) / 2; };
 const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '-');
 
 const data = { latency: {}, bw: {} };

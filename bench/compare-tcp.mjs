@@ -8,18 +8,15 @@
 
 import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { benchPath, median, opt } from './lib/compare.mjs';
 
-const here = (p) => fileURLToPath(new URL(p, import.meta.url));
-const args = process.argv.slice(2);
-const opt = (name, def) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : def; };
 const rounds = Number(opt('--rounds', '5'));
 const latSizes = opt('--lat-sizes', '0,8,1024,16384,65536,1048576,4194304');
 const bwSizes = opt('--bw-sizes', '8,1024,65536,1048576,4194304');
 const jsonOut = opt('--json', '');
 
-const cli = here('../dist/cli/main.js');
-const mpiBin = here('./mpi/pingpong');
+const cli = benchPath('../dist/cli/main.js');
+const mpiBin = benchPath('mpi/pingpong');
 const haveMpi = existsSync(mpiBin) && (() => { try { execFileSync('which', ['mpirun']); return true; } catch { return false; } })();
 const mpirun = (mode, sizes) => ['mpirun', ['--allow-run-as-root', '--oversubscribe', '-n', '2', '--mca', 'pml', 'ob1', '--mca', 'btl', 'self,tcp',
   '--mca', 'btl_tcp_if_include', 'lo', mpiBin, mode, '--json', '--label', 'ompi-tcp', '--sizes', sizes]];
@@ -27,19 +24,18 @@ const mpirun = (mode, sizes) => ['mpirun', ['--allow-run-as-root', '--oversubscr
 const runners = {
   latency: {
     'railcomm-tcp': () => [process.execPath, [cli, 'bench', 'latency', '--rails', 'tcp', '--sizes', latSizes, '--json']],
-    'raw-node': () => [process.execPath, [here('./raw-tcp-pingpong.mjs'), '--sizes', latSizes, '--json']],
-    'raw-node-spin': () => [process.execPath, [here('./raw-tcp-pingpong.mjs'), '--sizes', latSizes, '--json', '--spin']],
+    'raw-node': () => [process.execPath, [benchPath('raw-tcp-pingpong.mjs'), '--sizes', latSizes, '--json']],
+    'raw-node-spin': () => [process.execPath, [benchPath('raw-tcp-pingpong.mjs'), '--sizes', latSizes, '--json', '--spin']],
     ...(haveMpi ? { 'ompi-tcp': () => mpirun('latency', latSizes) } : {}),
   },
   bw: {
     'railcomm-tcp': () => [process.execPath, [cli, 'bench', 'bw', '--rails', 'tcp', '--sizes', bwSizes, '--iters', '1200', '--json']],
-    'raw-node': () => [process.execPath, [here('./raw-tcp-stream.mjs'), '--sizes', bwSizes, '--json', '--iters', '30']],
-    'raw-node-spin': () => [process.execPath, [here('./raw-tcp-stream.mjs'), '--sizes', bwSizes, '--json', '--spin', '--iters', '30']],
+    'raw-node': () => [process.execPath, [benchPath('raw-tcp-stream.mjs'), '--sizes', bwSizes, '--json', '--iters', '30']],
+    'raw-node-spin': () => [process.execPath, [benchPath('raw-tcp-stream.mjs'), '--sizes', bwSizes, '--json', '--spin', '--iters', '30']],
     ...(haveMpi ? { 'ompi-tcp': () => [mpirun('bw', bwSizes)[0], [...mpirun('bw', bwSizes)[1], '--iters', '30']] } : {}),
   },
 };
 
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const n = s.length; return n === 0 ? NaN : n % 2 ? s[n >> 1] : (s[n / 2 - 1] + s[n / 2]) / 2; };
 const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '-');
 
 // data[bench][who][size] = [value per round]
