@@ -37,6 +37,8 @@ export interface NativeAddon {
   cmaWrite(pid: number, address: bigint, src: ArrayBufferView): number;
   /** CRC32C (Castagnoli) of the view, chained from `seed` (default 0). */
   crc32c(view: ArrayBufferView, seed?: number): number;
+  /** CRC32C of view[offset, offset + length) (seed 0), without a subarray per call. */
+  crc32cRange(view: ArrayBufferView, offset: number, length: number): number;
   /** Whether crc32c uses the CPU's instruction (SSE4.2). */
   crc32cHardware(): boolean;
 }

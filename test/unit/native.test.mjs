@@ -105,6 +105,23 @@ test('crc32c: the Castagnoli check value, chaining, and agreement with a bitwise
   assert.equal(native.crc32c(data), (~c) >>> 0);
 });
 
+test('crc32c: lengths around the interleaved blocks (3 x 256 B, 3 x 4 KiB) and crc32cRange agree with the bitwise reference', { skip }, () => {
+  const ref = (b) => {
+    let c = ~0 >>> 0;
+    for (const x of b) { c ^= x; for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1; }
+    return (~c) >>> 0;
+  };
+  const data = Buffer.from(Array.from({ length: 70000 }, (_, i) => (i * 2654435761) >>> 13 & 255));
+  for (const len of [0, 1, 7, 8, 9, 767, 768, 769, 1535, 1536, 12287, 12288, 12289, 24576 + 768 + 5, 65504, 65536]) {
+    for (const off of [0, 3, 8]) {
+      const want = ref(data.subarray(off, off + len));
+      assert.equal(native.crc32c(data.subarray(off, off + len)), want, `crc32c length ${len} offset ${off}`);
+      assert.equal(native.crc32cRange(data, off, len), want, `crc32cRange length ${len} offset ${off}`);
+    }
+  }
+  assert.throws(() => native.crc32cRange(data, 69990, 11), TypeError);
+});
+
 test('removeJobSegments removes exactly one job\'s leftovers', { skip }, () => {
   native.shmCreate(name('left1'), 4096);
   native.shmCreate(name('left2'), 4096);
