@@ -11,6 +11,8 @@ export class UdpCounters extends TrafficCounters {
   /** Retransmission timeouts (the hotel), and segments sent again early on a duplicate ACK (fast). */
   timeouts = 0;
   fastRetransmits = 0;
+  /** Congestion-window halvings (several losses in one flight). */
+  windowCuts = 0;
   dupAcks = 0;
   /** Segments received twice or older than expected (their ACK was lost). */
   dupSegs = 0;
@@ -44,7 +46,7 @@ export class UdpCounters extends TrafficCounters {
     return {
       ...super.snapshot(),
       segsSent: this.segsSent, segsRecv: this.segsRecv, acksSent: this.acksSent,
-      timeouts: this.timeouts, fastRetransmits: this.fastRetransmits,
+      timeouts: this.timeouts, fastRetransmits: this.fastRetransmits, windowCuts: this.windowCuts,
       dupAcks: this.dupAcks, dupSegs: this.dupSegs, outOfOrder: this.outOfOrder,
       dropShort: this.dropShort, dropForeign: this.dropForeign, dropCorrupt: this.dropCorrupt,
       dropType: this.dropType, dropLength: this.dropLength, dropUnknownPeer: this.dropUnknownPeer,

@@ -11,8 +11,8 @@ import { mac, macEquals, nonce } from '../../core/auth.js';
 import { formatId } from '../../core/ids.js';
 import { Session, type SessionOwner } from './session.js';
 import {
-  ACK_BYTES, AM_CONTROL, FLAG_BYE, HS_BYTES, SUM_FROM, T_ACK, T_CHALLENGE, T_HELLO, T_PROOF,
-  encodeCommon, encodeHandshake, handshakeContext, setSum, stampAck, type Handshake,
+  ACK_BYTES, AM_CONTROL, FLAG_BYE, HS_BYTES, SUM_FROM, T_CHALLENGE, T_HELLO, T_PROOF,
+  encodeAck, encodeHandshake, handshakeContext, setSum, type Handshake,
 } from './wire.js';
 import { checksum } from './checksum.js';
 import type { UdpRail } from './rail.js';
@@ -328,10 +328,9 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
   }
 
   /** Build the explicit ACK datagram for this session in its own buffer. */
-  encodeAck(ack: number, credit: number, hole: boolean): void {
+  encodeAck(ack: number, credit: number, hole: boolean, highest: number): void {
     const v = this.ackView;
-    encodeCommon(v, T_ACK, this.session.token, 0);
-    stampAck(v, ack, credit, hole);
+    encodeAck(v, this.session.token, ack, credit, hole, highest);
     setSum(v, checksum(this.ackBuf, SUM_FROM, ACK_BYTES - SUM_FROM, this.ackWords));
   }
 }

@@ -258,7 +258,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
 
   sendAck(s: Session): void {
     const ep = s.owner as UdpEndpoint;
-    ep.encodeAck((s.rxNext - 1) >>> 0, this.grant(s), s.rxHeld > 0);
+    ep.encodeAck((s.rxNext - 1) >>> 0, this.grant(s), s.rxHeld > 0, s.rxHighest);
     this.transmitRaw(ep, ep.ackBuf, ACK_BYTES, true);
     this.counters.acksSent++;
     s.ackSent();
