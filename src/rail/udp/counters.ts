@@ -13,6 +13,10 @@ export class UdpCounters extends TrafficCounters {
   fastRetransmits = 0;
   /** Congestion-window halvings (several losses in one flight). */
   windowCuts = 0;
+  /** Times the sender had segments to post but stopped: window full (segments), credit or congestion window (bytes). */
+  stallsWindow = 0;
+  stallsCredit = 0;
+  stallsCwnd = 0;
   dupAcks = 0;
   /** Segments received twice or older than expected (their ACK was lost). */
   dupSegs = 0;
@@ -47,6 +51,7 @@ export class UdpCounters extends TrafficCounters {
       ...super.snapshot(),
       segsSent: this.segsSent, segsRecv: this.segsRecv, acksSent: this.acksSent,
       timeouts: this.timeouts, fastRetransmits: this.fastRetransmits, windowCuts: this.windowCuts,
+      stallsWindow: this.stallsWindow, stallsCredit: this.stallsCredit, stallsCwnd: this.stallsCwnd,
       dupAcks: this.dupAcks, dupSegs: this.dupSegs, outOfOrder: this.outOfOrder,
       dropShort: this.dropShort, dropForeign: this.dropForeign, dropCorrupt: this.dropCorrupt,
       dropType: this.dropType, dropLength: this.dropLength, dropUnknownPeer: this.dropUnknownPeer,

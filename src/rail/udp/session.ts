@@ -255,6 +255,15 @@ export class Session {
     return ((this.txNext - this.txBase) | 0) < this.host.limits.window && (this.flight === 0 || this.flight + weight <= Math.min(this.credit, this.cwnd));
   }
 
+  /** Count why pump stopped with segments left to post (--stats). */
+  private stalled(weight: number): false {
+    const c = this.host.counters;
+    if (((this.txNext - this.txBase) | 0) >= this.host.limits.window) c.stallsWindow++;
+    else if (this.flight + weight > this.credit) c.stallsCredit++;
+    else c.stallsCwnd++;
+    return false;
+  }
+
   /**
    * Segment `seq` was lost. The first loss opens an episode that lasts until
    * everything in flight then is acknowledged; a second loss inside it halves
@@ -288,7 +297,7 @@ export class Session {
     while (this.qHead < this.queue.length && this.open && !this.dead) {
       const item = this.queue[this.qHead]!;
       if (item instanceof Segment) {
-        if (!this.canPost(item.weight)) return false;
+        if (!this.canPost(item.weight)) return this.stalled(item.weight);
         this.queue[this.qHead++] = null as unknown as Segment;
         this.queuedBytes -= item.len;
         this.post(item, item.tiny && this.host.prioIdle());
@@ -299,7 +308,7 @@ export class Session {
       const room = lim.dataMax - CHUNK_BYTES - (first ? f.hdrLen : 0);
       const n = Math.min(room, f.payLen - f.off);
       const len = CHUNK_BYTES + (first ? f.hdrLen : 0) + n;
-      if (!this.canPost(len + SEG_OVERHEAD)) return false;
+      if (!this.canPost(len + SEG_OVERHEAD)) return this.stalled(len + SEG_OVERHEAD);
       const seg = this.host.segment(false);
       seg.owner = this;
       const v = seg.view;
@@ -524,15 +533,16 @@ export class Session {
     const seg = this.txRing[this.txBase & this.mask]!;
     // Proof that it is lost: the peer holds a segment sent after its latest
     // copy on the same channel (a channel delivers in order; only the other
-    // channel can overtake). Else it may just be overtaken, by a tiny segment
-    // on the priority channel: a first copy arrives within a millisecond; a
-    // copy already sent again gets a round trip.
+    // channel can overtake). Else it may just be overtaken: the peer read a
+    // tiny segment from its priority socket while this one still waited in its
+    // data socket, which can hold milliseconds of segments. Round trips are
+    // measured through that queue, so wait about two of them.
     let proof = false;
     if (explicit && ((highest - this.txBase) | 0) > 0 && ((highest - this.txNext) | 0) < 0) {
       const later = this.txRing[highest & this.mask]!;
       proof = later.prio === seg.prio && later.txOrder > seg.txOrder;
     }
-    const wait = seg.sends === 1 ? 1 : Math.max(1, Math.min(this.rtt.rto / 2, this.rtt.srtt * 2));
+    const wait = Math.max(1, Math.min(this.rtt.rto / 2, this.rtt.srtt * 2));
     if (proof || this.host.now() - seg.sentAt >= wait) {
       this.toRetransmit(seg);
       this.lost(seg.seq);
