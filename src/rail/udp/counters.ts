@@ -7,6 +7,8 @@ import { TrafficCounters } from '../../core/counters.js';
 export class UdpCounters extends TrafficCounters {
   segsSent = 0;
   segsRecv = 0;
+  /** sendmmsg calls that posted a pass's data segments (the addon's batched sends). */
+  sendBatches = 0;
   acksSent = 0;
   /** Retransmission timeouts (the hotel), and segments sent again early on a duplicate ACK (fast). */
   timeouts = 0;
@@ -49,7 +51,7 @@ export class UdpCounters extends TrafficCounters {
     this.refresh?.();
     return {
       ...super.snapshot(),
-      segsSent: this.segsSent, segsRecv: this.segsRecv, acksSent: this.acksSent,
+      segsSent: this.segsSent, segsRecv: this.segsRecv, sendBatches: this.sendBatches, acksSent: this.acksSent,
       timeouts: this.timeouts, fastRetransmits: this.fastRetransmits, windowCuts: this.windowCuts,
       stallsWindow: this.stallsWindow, stallsCredit: this.stallsCredit, stallsCwnd: this.stallsCwnd,
       dupAcks: this.dupAcks, dupSegs: this.dupSegs, outOfOrder: this.outOfOrder,

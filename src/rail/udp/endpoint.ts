@@ -33,6 +33,9 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
   /** The token the peer stamps on datagrams to us. */
   readonly myToken: number;
   ip = '';
+  /** `ip` as a host-order IPv4 number for batched sends (0: not a dotted quad). */
+  private ipNum = 0;
+  private ipNumOf = '';
   dataPort = 0;
   prioPort = 0;
 
@@ -65,6 +68,15 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
     this.ackView = new DataView(this.ackBuf.buffer, this.ackBuf.byteOffset, ACK_BYTES);
     this.ackWords = new Int32Array(this.ackBuf.buffer, this.ackBuf.byteOffset, ACK_BYTES >>> 2);
     this.setAddress(address);
+  }
+
+  ipv4(): number {
+    if (this.ipNumOf !== this.ip) {
+      this.ipNumOf = this.ip;
+      const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(this.ip);
+      this.ipNum = m === null ? 0 : ((+m[1]! << 24) | (+m[2]! << 16) | (+m[3]! << 8) | +m[4]!) >>> 0;
+    }
+    return this.ipNum;
   }
 
   setAddress(address: string): void {
