@@ -1,6 +1,7 @@
 // Loader of railcomm's optional native addon (native/, built by npm install):
 // /dev/shm segments as SharedArrayBuffer, a cross-process futex doorbell, CMA
-// single-copy reads and CRC32C. Returns null, with the reason, when it is absent.
+// single-copy reads, CRC32C and batched datagram sends. Returns null, with the
+// reason, when it is absent.
 
 import { createRequire } from 'node:module';
 import { existsSync, readFileSync, readdirSync, unlinkSync } from 'node:fs';
@@ -37,6 +38,15 @@ export interface NativeAddon {
   cmaWrite(pid: number, address: bigint, src: ArrayBufferView): number;
   /** CRC32C (Castagnoli) of the view, chained from `seed` (default 0). */
   crc32c(view: ArrayBufferView, seed?: number): number;
+  /** CRC32C of view[offset, offset + length) (seed 0), without a subarray per call. */
+  crc32cRange(view: ArrayBufferView, offset: number, length: number): number;
+  /**
+   * sendmmsg(2) on a UDP socket's fd: bufs[i]'s first lens[i] bytes to the IPv4
+   * address addrs[i] (host order) port ports[i], for i < count (at most 256).
+   * Never blocks: returns how many went (fewer when the socket buffer is full),
+   * or -errno when none did.
+   */
+  udpSendBatch(fd: number, bufs: ArrayBufferView[], lens: Uint32Array, ports: Uint32Array, addrs: Uint32Array, count: number): number;
   /** Whether crc32c uses the CPU's instruction (SSE4.2). */
   crc32cHardware(): boolean;
 }

@@ -105,6 +105,52 @@ test('crc32c: the Castagnoli check value, chaining, and agreement with a bitwise
   assert.equal(native.crc32c(data), (~c) >>> 0);
 });
 
+test('crc32c: lengths around the interleaved blocks (3 x 256 B, 3 x 4 KiB) and crc32cRange agree with the bitwise reference', { skip }, () => {
+  const ref = (b) => {
+    let c = ~0 >>> 0;
+    for (const x of b) { c ^= x; for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1; }
+    return (~c) >>> 0;
+  };
+  const data = Buffer.from(Array.from({ length: 70000 }, (_, i) => (i * 2654435761) >>> 13 & 255));
+  for (const len of [0, 1, 7, 8, 9, 767, 768, 769, 1535, 1536, 12287, 12288, 12289, 24576 + 768 + 5, 65504, 65536]) {
+    for (const off of [0, 3, 8]) {
+      const want = ref(data.subarray(off, off + len));
+      assert.equal(native.crc32c(data.subarray(off, off + len)), want, `crc32c length ${len} offset ${off}`);
+      assert.equal(native.crc32cRange(data, off, len), want, `crc32cRange length ${len} offset ${off}`);
+    }
+  }
+  assert.throws(() => native.crc32cRange(data, 69990, 11), TypeError);
+});
+
+test('udpSendBatch: one sendmmsg delivers each buffer\'s first bytes to its own address and port, in order', { skip }, async () => {
+  const dgram = await import('node:dgram');
+  const bound = (s) => new Promise((r) => s.bind(0, '127.0.0.1', () => r(s.address().port)));
+  const rx1 = dgram.createSocket('udp4'), rx2 = dgram.createSocket('udp4'), tx = dgram.createSocket('udp4');
+  const [p1, p2] = [await bound(rx1), await bound(rx2)];
+  await bound(tx);
+  const got1 = [], got2 = [];
+  rx1.on('message', (m) => got1.push(m.toString()));
+  rx2.on('message', (m) => got2.push(m.toString()));
+  try {
+    const fd = tx[Object.getOwnPropertySymbols(tx).find((x) => x.description === 'state symbol')].handle.fd;
+    const bufs = ['alpha--', 'beta', 'gamma!!', 'delta'].map((t) => Buffer.from(t));
+    const lens = new Uint32Array([5, 4, 5, 5]);
+    const ports = new Uint32Array([p1, p2, p1, p2]);
+    const lo = 0x7f000001;
+    const addrs = new Uint32Array([lo, lo, lo, lo]);
+    assert.equal(native.udpSendBatch(fd, bufs, lens, ports, addrs, 4), 4);
+    const until = async (f) => { for (let i = 0; i < 200 && !f(); i++) await new Promise((r) => setTimeout(r, 5)); };
+    await until(() => got1.length === 2 && got2.length === 2);
+    assert.deepEqual(got1, ['alpha', 'gamma']);
+    assert.deepEqual(got2, ['beta', 'delta']);
+    assert.throws(() => native.udpSendBatch(fd, bufs, new Uint32Array([50, 4, 5, 5]), ports, addrs, 4), TypeError, 'a length beyond its buffer');
+    assert.throws(() => native.udpSendBatch(fd, bufs, lens, ports, addrs, 5), TypeError, 'a count beyond the arrays');
+    assert.ok(native.udpSendBatch(-1, bufs, lens, ports, addrs, 1) < 0, 'a bad fd is -errno, not a crash');
+  } finally {
+    rx1.close(); rx2.close(); tx.close();
+  }
+});
+
 test('removeJobSegments removes exactly one job\'s leftovers', { skip }, () => {
   native.shmCreate(name('left1'), 4096);
   native.shmCreate(name('left2'), 4096);

@@ -12,7 +12,7 @@ import { Hotel, GuestList } from '../../dist/core/hotel.js';
 import { UdpCounters } from '../../dist/rail/udp/counters.js';
 import { TrafficCounters } from '../../dist/core/counters.js';
 import { checksum } from '../../dist/rail/udp/checksum.js';
-import { Bad, ACK_BYTES, FRAG_BYTES, SUM_FROM, T_ACK, checkDatagram, encodeCommon, setSum, stampAck } from '../../dist/rail/udp/wire.js';
+import { Bad, ACK_BYTES, FRAG_BYTES, SUM_FROM, T_ACK, checkDatagram, encodeAck, setSum } from '../../dist/rail/udp/wire.js';
 import { seqAdd, seqDiff, seqLt } from '../../dist/rail/udp/seq.js';
 
 const AM = 1;
@@ -59,7 +59,7 @@ function makeSide(name, clock, link, got) {
     s.pump();
     if (s.ackOwed) {
       const b = Buffer.alloc(ACK_BYTES); const v = new DataView(b.buffer);
-      encodeCommon(v, T_ACK, s.token, 0); stampAck(v, (s.rxNext - 1) >>> 0, 1 << 16, s.rxHeld > 0);
+      encodeAck(v, s.token, (s.rxNext - 1) >>> 0, 1 << 16, s.rxHeld > 0, s.rxHighest);
       setSum(v, checksum(b, SUM_FROM, ACK_BYTES - SUM_FROM));
       host.transmit(s, b, ACK_BYTES); s.ackSent();
     }
@@ -214,6 +214,67 @@ test('udp session: a last message with no follow-up traffic, lost once, is retra
     if (FRAG_BYTES + 8 + size <= LIMITS.dataMax) assert.ok(a.counters.timeouts >= 1, 'recovered through a timeout');
     else assert.ok(a.counters.timeouts + a.counters.fastRetransmits >= 1, 'retransmitted');
   }
+});
+
+/**
+ * A stream of one-segment messages over a link that keeps order and loses the
+ * first copy of the segments at the given offsets from the first sequence
+ * number. Returns the received messages and both sides.
+ */
+function lossyStream(start, count, lostAt) {
+  const clock = { t: 1000 };
+  const link = [];
+  const got = [];
+  const a = makeSide('a', clock, link, []);
+  const b = makeSide('b', clock, link, got);
+  a.session.start(1, start, 7, 1 << 16);
+  b.session.start(2, 7, start, 1 << 16);
+  const hdr = Buffer.alloc(8);
+  for (let i = 0; i < count; i++) {
+    hdr.writeUInt32LE(i, 0);
+    assert.ok(a.session.send(AM, 0, hdr, 8, payload(i, 500), null)); // 540-byte datagrams: the data channel
+  }
+  const pending = new Set(lostAt.map((k) => seqAdd(start, k)));
+  const drop = (bytes) => {
+    if ((bytes[3] & 0x3f) === T_ACK) return false;
+    const seq = bytes.readUInt32LE(12);
+    return pending.delete(seq);
+  };
+  const done = quietRun(clock, link, [a, b], drop, () => got.length === count && a.session.idle, 5000);
+  return { done, got, a, b, elapsed: clock.t - 1000 };
+}
+
+test('udp session: one loss in a flight, with later segments behind it on its channel, is retransmitted at once (no timer, no waiting), once, and leaves the congestion window alone', () => {
+  fc.assert(fc.property(
+    fc.oneof(fc.integer({ min: 0, max: 0xffffffff }), fc.integer({ min: 0xffffffff - 20, max: 0xffffffff })),
+    fc.integer({ min: 0, max: LIMITS.window - 2 }),
+    (start, k) => {
+      const { done, got, a, b, elapsed } = lossyStream(start, 3 * LIMITS.window, [k]);
+      assert.ok(done, 'every message delivered');
+      assert.equal(elapsed, 0, 'repaired before any timer could fire (the simulated clock never moved)');
+      got.forEach((m, i) => assert.equal(m.id, i, 'in order'));
+      assert.equal(a.counters.timeouts, 0, 'no timeout: the HOLE ACK proved the loss');
+      assert.equal(a.counters.retransmits, 1, 'only the lost segment was sent again');
+      assert.equal(b.counters.dupSegs, 0, 'nothing arrived twice');
+      assert.equal(a.counters.windowCuts, 0, 'a single random loss is not congestion');
+      assert.equal(a.session.cwnd, 1 << 30);
+    }), { numRuns: 60 });
+});
+
+test('udp session: two losses in one flight halve the congestion window once, and every message still arrives in order', () => {
+  fc.assert(fc.property(
+    fc.integer({ min: 0, max: 0xffffffff }),
+    fc.integer({ min: 0, max: LIMITS.window - 3 }), fc.integer({ min: 1, max: LIMITS.window - 2 }),
+    (start, k1, gap) => {
+      const k2 = Math.min(LIMITS.window - 2, k1 + gap);
+      fc.pre(k2 > k1);
+      const { done, got, a } = lossyStream(start, 3 * LIMITS.window, [k1, k2]);
+      assert.ok(done, 'every message delivered');
+      got.forEach((m, i) => assert.equal(m.id, i, 'in order'));
+      assert.equal(a.counters.windowCuts, 1, 'one halving for the episode');
+      assert.equal(a.counters.retransmits, 2);
+      assert.equal(a.hotel.guests, 0);
+    }), { numRuns: 60 });
 });
 
 test('udp seq: comparisons survive the 32-bit wrap', () => {

@@ -13,11 +13,16 @@ const native = loadNative();
 /** Whether this process computes CRC32C in hardware (then its segments carry CRC32C). */
 export const crcInHardware = native !== null && native.crc32cHardware();
 
+const hasRange = native !== null && typeof native.crc32cRange === 'function';
+
 let table: Uint32Array | null = null;
 
 /** CRC32C (Castagnoli) of bytes[off, off + len): the addon's, or a table-driven one in JS. */
 export function crc32c(bytes: Uint8Array, off: number, len: number): number {
-  if (native !== null) return native.crc32c(bytes.subarray(off, off + len)) >>> 0;
+  if (native !== null) {
+    // (An addon built before crc32cRange existed takes a subarray.)
+    return (hasRange ? native.crc32cRange(bytes, off, len) : native.crc32c(bytes.subarray(off, off + len))) >>> 0;
+  }
   return crc32cTable(bytes, off, len);
 }
 

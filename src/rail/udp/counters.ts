@@ -7,10 +7,18 @@ import { TrafficCounters } from '../../core/counters.js';
 export class UdpCounters extends TrafficCounters {
   segsSent = 0;
   segsRecv = 0;
+  /** sendmmsg calls that posted a pass's data segments (the addon's batched sends). */
+  sendBatches = 0;
   acksSent = 0;
   /** Retransmission timeouts (the hotel), and segments sent again early on a duplicate ACK (fast). */
   timeouts = 0;
   fastRetransmits = 0;
+  /** Congestion-window halvings (several losses in one flight). */
+  windowCuts = 0;
+  /** Times the sender had segments to post but stopped: window full (segments), credit or congestion window (bytes). */
+  stallsWindow = 0;
+  stallsCredit = 0;
+  stallsCwnd = 0;
   dupAcks = 0;
   /** Segments received twice or older than expected (their ACK was lost). */
   dupSegs = 0;
@@ -43,8 +51,9 @@ export class UdpCounters extends TrafficCounters {
     this.refresh?.();
     return {
       ...super.snapshot(),
-      segsSent: this.segsSent, segsRecv: this.segsRecv, acksSent: this.acksSent,
-      timeouts: this.timeouts, fastRetransmits: this.fastRetransmits,
+      segsSent: this.segsSent, segsRecv: this.segsRecv, sendBatches: this.sendBatches, acksSent: this.acksSent,
+      timeouts: this.timeouts, fastRetransmits: this.fastRetransmits, windowCuts: this.windowCuts,
+      stallsWindow: this.stallsWindow, stallsCredit: this.stallsCredit, stallsCwnd: this.stallsCwnd,
       dupAcks: this.dupAcks, dupSegs: this.dupSegs, outOfOrder: this.outOfOrder,
       dropShort: this.dropShort, dropForeign: this.dropForeign, dropCorrupt: this.dropCorrupt,
       dropType: this.dropType, dropLength: this.dropLength, dropUnknownPeer: this.dropUnknownPeer,

@@ -11,8 +11,8 @@ import { mac, macEquals, nonce } from '../../core/auth.js';
 import { formatId } from '../../core/ids.js';
 import { Session, type SessionOwner } from './session.js';
 import {
-  ACK_BYTES, AM_CONTROL, FLAG_BYE, HS_BYTES, SUM_FROM, T_ACK, T_CHALLENGE, T_HELLO, T_PROOF,
-  encodeCommon, encodeHandshake, handshakeContext, setSum, stampAck, type Handshake,
+  ACK_BYTES, AM_CONTROL, FLAG_BYE, HS_BYTES, SUM_FROM, T_CHALLENGE, T_HELLO, T_PROOF,
+  encodeAck, encodeHandshake, handshakeContext, setSum, type Handshake,
 } from './wire.js';
 import { checksum } from './checksum.js';
 import type { UdpRail } from './rail.js';
@@ -33,6 +33,9 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
   /** The token the peer stamps on datagrams to us. */
   readonly myToken: number;
   ip = '';
+  /** `ip` as a host-order IPv4 number for batched sends (0: not a dotted quad). */
+  private ipNum = 0;
+  private ipNumOf = '';
   dataPort = 0;
   prioPort = 0;
 
@@ -65,6 +68,15 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
     this.ackView = new DataView(this.ackBuf.buffer, this.ackBuf.byteOffset, ACK_BYTES);
     this.ackWords = new Int32Array(this.ackBuf.buffer, this.ackBuf.byteOffset, ACK_BYTES >>> 2);
     this.setAddress(address);
+  }
+
+  ipv4(): number {
+    if (this.ipNumOf !== this.ip) {
+      this.ipNumOf = this.ip;
+      const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(this.ip);
+      this.ipNum = m === null ? 0 : ((+m[1]! << 24) | (+m[2]! << 16) | (+m[3]! << 8) | +m[4]!) >>> 0;
+    }
+    return this.ipNum;
   }
 
   setAddress(address: string): void {
@@ -328,10 +340,9 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
   }
 
   /** Build the explicit ACK datagram for this session in its own buffer. */
-  encodeAck(ack: number, credit: number, hole: boolean): void {
+  encodeAck(ack: number, credit: number, hole: boolean, highest: number): void {
     const v = this.ackView;
-    encodeCommon(v, T_ACK, this.session.token, 0);
-    stampAck(v, ack, credit, hole);
+    encodeAck(v, this.session.token, ack, credit, hole, highest);
     setSum(v, checksum(this.ackBuf, SUM_FROM, ACK_BYTES - SUM_FROM, this.ackWords));
   }
 }

@@ -18,6 +18,7 @@ import { Session, expireToSession, type SessionHost, type SessionLimits } from '
 import { UdpEndpoint } from './endpoint.js';
 import { crcInHardware, datagramSum } from './checksum.js';
 import { FaultInjector, parseFaults, type FaultWire } from './faults.js';
+import { loadNative, type NativeAddon } from '../../native/addon.js';
 import {
   ACK_BYTES, Bad, COMMON_BYTES, FRAG_BYTES, T_CHALLENGE, T_HELLO, T_PROOF,
   checkDatagram, decodeHandshake, getToken, getType,
@@ -36,6 +37,22 @@ const TICK_MS = 2;
 const RTO_FLOOR_MS = 5;
 /** Handshakes under way (bounds memory spent on unproven peers). */
 const MAX_HANDSHAKES = 256;
+/** Data segments a pass posts with one sendmmsg (the addon's limit). */
+const BATCH_MAX = 256;
+
+/**
+ * The fd of a bound dgram socket, for the addon's sendmmsg; -1 where it
+ * cannot be found. Node keeps the handle behind an internal symbol: should
+ * that change, batching is simply off and dgram.send serves.
+ */
+function socketFd(s: dgram.Socket): number {
+  for (const sym of Object.getOwnPropertySymbols(s)) {
+    if (sym.description !== 'state symbol') continue;
+    const fd = (s as unknown as Record<symbol, { handle?: { fd?: unknown } } | undefined>)[sym]?.handle?.fd;
+    if (typeof fd === 'number' && Number.isInteger(fd) && fd >= 0) return fd;
+  }
+  return -1;
+}
 
 export class UdpRail implements Rail, SessionHost, FaultWire {
   readonly name: string;
@@ -74,6 +91,20 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
   private readonly faults: FaultInjector | null;
   private readonly peerTimeoutMs: number;
   private readonly ackDelay: number;
+  /**
+   * Data segments posted during a pass, sent together at its end with one
+   * sendmmsg through the addon: one system call, and one wake-up of a sleeping
+   * receiver, per pass instead of per datagram.
+   */
+  private batchSend: NativeAddon['udpSendBatch'] | null = null;
+  private batchFd = -1;
+  private inPass = false;
+  private batchN = 0;
+  private readonly batchBufs: Buffer[] = [];
+  private readonly batchEps: UdpEndpoint[] = [];
+  private readonly batchLens = new Uint32Array(BATCH_MAX);
+  private readonly batchPorts = new Uint32Array(BATCH_MAX);
+  private readonly batchAddrs = new Uint32Array(BATCH_MAX);
   private readonly pass = (): void => this.runPass();
   private readonly onTimer = (): void => this.tick();
   private readonly onMessage = (msg: Buffer, rinfo: dgram.RemoteInfo): void => this.receive(msg, rinfo);
@@ -139,6 +170,11 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
       rail.data.close();
       rail.prio.close();
       throw new RailcommError(ErrorCode.NO_RAIL, `udp: cannot bind on ${rail.ip} (device ${device.name}): ${(err as Error).message}`, { cause: err });
+    }
+    const native = loadNative();
+    if (native !== null && typeof native.udpSendBatch === 'function' && rail.faults === null) {
+      rail.batchFd = socketFd(rail.data);
+      if (rail.batchFd >= 0) rail.batchSend = native.udpSendBatch;
     }
     // The kernel doubles what it grants for its own bookkeeping: half is ours.
     rail.rxBudget = Math.max(4 * (mtu + SEG_OVERHEAD), Math.floor(rail.data.getRecvBufferSize() / 2));
@@ -229,7 +265,32 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
     if (this.closed) return;
     const port = prio ? ep.prioPort : ep.dataPort;
     if (this.faults !== null) this.faults.send(buf, len, port, ep.ip, prio);
-    else (prio ? this.prio : this.data).send(buf, 0, len, port, ep.ip);
+    else if (!prio && this.inPass && this.batchSend !== null && ep.ipv4() !== 0) {
+      // A segment is not touched again before the pass ends (ACKs that free
+      // segments are handled by receive callbacks, never inside a pass).
+      const i = this.batchN++;
+      this.batchBufs[i] = buf;
+      this.batchEps[i] = ep;
+      this.batchLens[i] = len;
+      this.batchPorts[i] = port;
+      this.batchAddrs[i] = ep.ipv4();
+      if (this.batchN === BATCH_MAX) this.flushBatch();
+    } else (prio ? this.prio : this.data).send(buf, 0, len, port, ep.ip);
+  }
+
+  /** Send the pass's batched data segments: sendmmsg, or dgram.send for what it did not take. */
+  private flushBatch(): void {
+    const n = this.batchN;
+    if (n === 0) return;
+    this.batchN = 0;
+    let sent = 0;
+    // Datagrams libuv still queues (its socket buffer was full) must not be overtaken.
+    if (this.data.getSendQueueCount() === 0) {
+      sent = this.batchSend!(this.batchFd, this.batchBufs, this.batchLens, this.batchPorts, this.batchAddrs, n);
+      if (sent < 0) sent = 0;
+      else this.counters.sendBatches++;
+    }
+    for (let i = sent; i < n; i++) this.data.send(this.batchBufs[i]!, 0, this.batchLens[i]!, this.batchPorts[i]!, this.batchEps[i]!.ip);
   }
 
   /** FaultWire: where datagrams go after fault injection. */
@@ -258,7 +319,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
 
   sendAck(s: Session): void {
     const ep = s.owner as UdpEndpoint;
-    ep.encodeAck((s.rxNext - 1) >>> 0, this.grant(s), s.rxHeld > 0);
+    ep.encodeAck((s.rxNext - 1) >>> 0, this.grant(s), s.rxHeld > 0, s.rxHighest);
     this.transmitRaw(ep, ep.ackBuf, ACK_BYTES, true);
     this.counters.acksSent++;
     s.ackSent();
@@ -323,20 +384,26 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
   private runPass(): void {
     this.passScheduled = false;
     if (this.closed) return;
-    this.hotel.advance(this.now(), expireToSession);
-    for (let g = this.retx.shift(); g !== null; g = this.retx.shift()) {
-      const seg = g as Segment;
-      (seg.owner as Session).resend(seg);
+    this.inPass = true;
+    try {
+      this.hotel.advance(this.now(), expireToSession);
+      for (let g = this.retx.shift(); g !== null; g = this.retx.shift()) {
+        const seg = g as Segment;
+        (seg.owner as Session).resend(seg);
+      }
+      const ready = this.ready;
+      this.ready = this.readySpare;
+      for (let i = 0; i < ready.length; i++) {
+        const s = ready[i]!;
+        s.readyListed = false;
+        if (!s.dead) s.pump();
+      }
+      ready.length = 0;
+      this.readySpare = ready;
+    } finally {
+      this.inPass = false;
+      this.flushBatch();
     }
-    const ready = this.ready;
-    this.ready = this.readySpare;
-    for (let i = 0; i < ready.length; i++) {
-      const s = ready[i]!;
-      s.readyListed = false;
-      if (!s.dead) s.pump();
-    }
-    ready.length = 0;
-    this.readySpare = ready;
     this.flushAcks(false);
     this.upcalls.activity();
     this.armTimer();

@@ -24,6 +24,9 @@ export class Segment implements Guest {
   sentAt = 0;
   /** Times transmitted (1 = never retransmitted: its round trip may be sampled). */
   sends = 0;
+  /** Channel of the latest transmission (true: priority), and its place in the session's transmit order. */
+  prio = false;
+  txOrder = 0;
   /** The session it belongs to while not free (a Session; typed loosely to avoid a cycle). */
   owner: object | null = null;
 

@@ -14,7 +14,7 @@ import { Frag, SEG_OVERHEAD, Segment } from './segment.js';
 import { RttEstimator } from './rtt.js';
 import { datagramSum } from './checksum.js';
 import { Reassembler } from './reassembly.js';
-import { seqAdd } from './seq.js';
+import { seqAdd, seqLt } from './seq.js';
 import {
   CHUNK_BYTES, FRAG_BYTES, T_ACK, T_CHUNK, T_FRAG,
   encodeChunk, encodeCommon, encodeFrag, getAck, getCredit, getHole, getSeq, getType,
@@ -111,14 +111,21 @@ export class Session {
   /** Weighted bytes the peer lets us have in flight (its latest grant). */
   credit = 262144;
   /**
-   * Congestion window (weighted bytes), TCP style: halved when a segment is
-   * lost (at most once per round trip), regrown by each acknowledgement. The
-   * peer's credit is sized to its socket buffer; a lossy path behind a deep
-   * queue repairs each hole a queue later, so the queue is kept short then.
+   * Congestion window (weighted bytes): halved when several segments of one
+   * flight are lost (a queue on the path overflowing; at most once per
+   * flight), regrown by each acknowledgement. A single loss in a flight is
+   * taken for random loss and only repaired: halving on it, as TCP does, caps
+   * a path with 1% random loss at a small fraction of its speed. The peer's
+   * credit is sized to its socket buffer and bounds the flight anyway.
    */
   cwnd = 1 << 30;
   private ssthresh = 1 << 30;
-  private lastCut = -1e9;
+  /** Loss episode: losses before recoverEnd (txNext when it began) belong to it. */
+  private inEpisode = false;
+  private recoverEnd = 0;
+  private episodeLosses = 0;
+  /** Transmissions so far (orders them per channel for loss evidence). */
+  private txCount = 0;
   private queue: Array<Segment | Frag> = [];
   private qHead = 0;
   queuedBytes = 0;
@@ -135,6 +142,8 @@ export class Session {
   private readonly rxRing: Array<Buffer | null>;
   private readonly rxViews: Array<DataView | null>;
   rxHeld = 0;
+  /** Highest sequence number held out of order (valid while rxHeld > 0); explicit ACKs carry it. */
+  rxHighest = 0;
   ackOwed = false;
   ackUrgent = false;
   ackListed = false;
@@ -246,14 +255,32 @@ export class Session {
     return ((this.txNext - this.txBase) | 0) < this.host.limits.window && (this.flight === 0 || this.flight + weight <= Math.min(this.credit, this.cwnd));
   }
 
-  /** A segment was lost: halve the congestion window, once per round trip. */
-  private lost(): void {
-    const now = this.host.now();
-    if (now - this.lastCut < Math.max(1, this.rtt.srtt)) return;
-    this.lastCut = now;
+  /** Count why pump stopped with segments left to post (--stats). */
+  private stalled(weight: number): false {
+    const c = this.host.counters;
+    if (((this.txNext - this.txBase) | 0) >= this.host.limits.window) c.stallsWindow++;
+    else if (this.flight + weight > this.credit) c.stallsCredit++;
+    else c.stallsCwnd++;
+    return false;
+  }
+
+  /**
+   * Segment `seq` was lost. The first loss opens an episode that lasts until
+   * everything in flight then is acknowledged; a second loss inside it halves
+   * the congestion window, once per episode.
+   */
+  private lost(seq: number): void {
+    if (!this.inEpisode || !seqLt(seq, this.recoverEnd)) {
+      this.inEpisode = true;
+      this.recoverEnd = this.txNext;
+      this.episodeLosses = 1;
+      return;
+    }
+    if (++this.episodeLosses !== 2) return;
     const floor = 4 * (this.host.limits.dataMax + SEG_OVERHEAD);
     this.ssthresh = Math.max(floor, Math.min(this.flight, this.credit) / 2);
     this.cwnd = this.ssthresh;
+    this.host.counters.windowCuts++;
   }
 
   /** `w` weighted bytes were acknowledged: grow the window (fast below ssthresh, then by about a segment per window). */
@@ -270,7 +297,7 @@ export class Session {
     while (this.qHead < this.queue.length && this.open && !this.dead) {
       const item = this.queue[this.qHead]!;
       if (item instanceof Segment) {
-        if (!this.canPost(item.weight)) return false;
+        if (!this.canPost(item.weight)) return this.stalled(item.weight);
         this.queue[this.qHead++] = null as unknown as Segment;
         this.queuedBytes -= item.len;
         this.post(item, item.tiny && this.host.prioIdle());
@@ -281,7 +308,7 @@ export class Session {
       const room = lim.dataMax - CHUNK_BYTES - (first ? f.hdrLen : 0);
       const n = Math.min(room, f.payLen - f.off);
       const len = CHUNK_BYTES + (first ? f.hdrLen : 0) + n;
-      if (!this.canPost(len + SEG_OVERHEAD)) return false;
+      if (!this.canPost(len + SEG_OVERHEAD)) return this.stalled(len + SEG_OVERHEAD);
       const seg = this.host.segment(false);
       seg.owner = this;
       const v = seg.view;
@@ -341,6 +368,8 @@ export class Session {
     const now = this.host.now();
     seg.sentAt = now;
     seg.sends++;
+    seg.prio = prio;
+    seg.txOrder = ++this.txCount;
     this.host.transmit(this, seg.buf, seg.len, prio);
     this.host.counters.segsSent++;
     this.checkIn(seg, now + this.rtt.rto);
@@ -376,7 +405,7 @@ export class Session {
       // Not a timeout: the peer reported this hole, and the copy we waited for did not fill it.
       this.holeArmed = false;
       this.toRetransmit(seg);
-      this.lost();
+      this.lost(seg.seq);
       this.host.counters.fastRetransmits++;
       return;
     }
@@ -410,7 +439,7 @@ export class Session {
   receive(buf: Buffer, v: DataView, len: number): void {
     const type = getType(v);
     this.lastHeard = this.host.now();
-    this.onAck(getAck(v), getCredit(v), getHole(v), type === T_ACK);
+    this.onAck(getAck(v), getCredit(v), getHole(v), type === T_ACK, type === T_ACK ? getSeq(v) : 0);
     if (type === T_ACK || this.dead) return;
     const seq = getSeq(v);
     const d = (seq - this.rxNext) | 0;
@@ -426,7 +455,10 @@ export class Session {
     if (d > 0) {
       const slot = seq & this.mask;
       if (this.rxRing[slot] !== null) c.dupSegs++;
-      else { this.rxRing[slot] = buf; this.rxViews[slot] = v; this.rxHeld += len; c.outOfOrder++; }
+      else {
+        if (this.rxHeld === 0 || seqLt(this.rxHighest, seq)) this.rxHighest = seq;
+        this.rxRing[slot] = buf; this.rxViews[slot] = v; this.rxHeld += len; c.outOfOrder++;
+      }
       this.host.wantAck(this, true);
       return;
     }
@@ -450,9 +482,10 @@ export class Session {
   /**
    * A cumulative ACK (every segment up to `ack` arrived) with the peer's
    * credit; `hole`: the peer holds later segments, so the one after `ack` is
-   * missing. `explicit`: an ACK segment (a repeat of it is a duplicate ACK).
+   * missing. `explicit`: an ACK segment (a repeat of it is a duplicate ACK),
+   * which also names `highest`, the latest segment the peer holds.
    */
-  onAck(ack: number, credit: number, hole: boolean, explicit: boolean): void {
+  onAck(ack: number, credit: number, hole: boolean, explicit: boolean, highest = 0): void {
     this.credit = credit;
     const n = (ack - this.txBase + 1) | 0;
     const inflight = (this.txNext - this.txBase) | 0;
@@ -498,13 +531,21 @@ export class Session {
     }
     // The peer is missing txBase: send it again now, unless a copy is still on its way.
     const seg = this.txRing[this.txBase & this.mask]!;
-    // (A segment sent moments ago is more likely overtaken, by one on the other channel, than lost.)
-    // A first copy overtaken on the other channel arrives within a millisecond;
-    // a copy already sent again gets a round trip.
-    const wait = seg.sends === 1 ? 1 : Math.max(1, Math.min(this.rtt.rto / 2, this.rtt.srtt * 2));
-    if (this.host.now() - seg.sentAt >= wait) {
+    // Proof that it is lost: the peer holds a segment sent after its latest
+    // copy on the same channel (a channel delivers in order; only the other
+    // channel can overtake). Else it may just be overtaken: the peer read a
+    // tiny segment from its priority socket while this one still waited in its
+    // data socket, which can hold milliseconds of segments. Round trips are
+    // measured through that queue, so wait about two of them.
+    let proof = false;
+    if (explicit && ((highest - this.txBase) | 0) > 0 && ((highest - this.txNext) | 0) < 0) {
+      const later = this.txRing[highest & this.mask]!;
+      proof = later.prio === seg.prio && later.txOrder > seg.txOrder;
+    }
+    const wait = Math.max(1, Math.min(this.rtt.rto / 2, this.rtt.srtt * 2));
+    if (proof || this.host.now() - seg.sentAt >= wait) {
       this.toRetransmit(seg);
-      this.lost();
+      this.lost(seg.seq);
       this.host.counters.fastRetransmits++;
     } else if (seg.gList !== this.host.retx) {
       // Look again when that wait is over: no further ACK may come to say so

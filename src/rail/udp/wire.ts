@@ -13,7 +13,8 @@
  *       +--------+--------+--------+--------+
  *     8 | session token (u32): the receiver's token for this sender
  *       +--------+--------+--------+--------+
- *    12 | sequence number (u32; FRAG and CHUNK)
+ *    12 | sequence number (u32; FRAG and CHUNK); in an ACK: the highest
+ *       | sequence number the sender of the ACK holds (meaningful with HOLE)
  *       +--------+--------+--------+--------+
  *    16 | cumulative ACK (u32): every segment up to this one arrived
  *       +--------+--------+--------+--------+
@@ -99,6 +100,12 @@ export function encodeCommon(v: DataView, type: number, token: number, seq: numb
   v.setUint8(3, type);
   v.setUint32(8, token, true);
   v.setUint32(12, seq, true);
+}
+
+/** The explicit ACK datagram (ACK_BYTES): cumulative ACK, credit, HOLE and the highest sequence number held. */
+export function encodeAck(v: DataView, token: number, ack: number, credit: number, hole: boolean, highest: number): void {
+  encodeCommon(v, T_ACK, token, hole ? highest : ack);
+  stampAck(v, ack, credit, hole);
 }
 
 export function stampAck(v: DataView, ack: number, credit: number, hole: boolean): void {
