@@ -7,15 +7,12 @@
 
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { benchPath, median, opt } from './lib/compare.mjs';
 
-const here = (p) => fileURLToPath(new URL(p, import.meta.url));
-const args = process.argv.slice(2);
-const opt = (name, def) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : def; };
 const rounds = Number(opt('--rounds', '5'));
 const jsonOut = opt('--json', '');
-const cli = here('../dist/cli/main.js');
-const raw = here('./raw-udp.mjs');
+const cli = benchPath('../dist/cli/main.js');
+const raw = benchPath('raw-udp.mjs');
 const MIB = 1048576;
 /** Chunk payload per 1472-byte datagram (the rail's 40-byte chunk header). */
 const CHUNK_PAYLOAD_1472 = 1472 - 40;
@@ -58,7 +55,6 @@ for (let r = 0; r < rounds; r++) {
   }
   process.stderr.write(`round ${r + 1}/${rounds} done\n`);
 }
-const median = (xs) => { const s = xs.filter(Number.isFinite).sort((a, b) => a - b); const n = s.length; return n === 0 ? NaN : n % 2 ? s[n >> 1] : (s[n / 2 - 1] + s[n / 2]) / 2; };
 const fmt = (x) => (Number.isFinite(x) ? (Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(2)) : '-');
 const lines = ['', `| figure | median of ${rounds} | runs |`, '|---|---|---|'];
 for (const [name, xs] of Object.entries(data)) lines.push(`| ${name} | ${fmt(median(xs))} | ${xs.map(fmt).join(', ')} |`);
