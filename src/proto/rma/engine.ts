@@ -141,6 +141,8 @@ export class RmaEngine {
   /** Copy src into the target region at offset. Resolves at local completion. */
   /** A peer known dead: its mapped memory may still be there, but operations on it fail. */
   private deadTarget(target: number): Promise<never> | null {
+    // Checked on every operation on mapped memory: no lookup until some peer failed.
+    if (this.failedPeers === 0) return null;
     const f = this.host.existingEndpoint(target)?.failure;
     return f ? Promise.reject(f) : null;
   }
@@ -508,8 +510,12 @@ export class RmaEngine {
 
   // ---- failures ----------------------------------------------------------
 
+  /** Peers that failed so far (operations on mapped memory look them up only then). */
+  private failedPeers = 0;
+
   /** The peer is gone: its operations fail, and it no longer holds or waits for locks here. */
   peerFailed(ep: ProtoEndpoint, err: RailcommError): void {
+    this.failedPeers++;
     const t = this.targets.get(ep.rank);
     if (t !== undefined) {
       for (const op of t.waitingLane) op.fail(err);
