@@ -7,9 +7,10 @@ import { ANY_SOURCE, ANY_TAG } from '../proto/matching.js';
 
 export const TAG_MAX = 0x7fffffff;
 
-export function checkRank(r: unknown, size: number, what: string, allowAny: boolean): number {
+/** `what` + `suffix` name the argument in the error (two parts, so hot callers build no string unless it fails). */
+export function checkRank(r: unknown, size: number, what: string, allowAny: boolean, suffix = ''): number {
   if (typeof r !== 'number' || !Number.isInteger(r) || r >= size || (r < 0 && !(allowAny && r === ANY_SOURCE))) {
-    throw new RailcommError(ErrorCode.RANK, `${what} ${String(r)} is not a rank of this communicator (0..${size - 1}${allowAny ? ' or ANY_SOURCE' : ''})`);
+    throw new RailcommError(ErrorCode.RANK, `${what}${suffix} ${String(r)} is not a rank of this communicator (0..${size - 1}${allowAny ? ' or ANY_SOURCE' : ''})`);
   }
   return r;
 }

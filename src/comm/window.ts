@@ -192,14 +192,15 @@ export class Window {
   // ---- checks --------------------------------------------------------------
 
   private live(what: string): void {
-    this.comm.world.check(`window.${what}`);
+    // The name is built only for the error: live() runs on every put and get.
+    if (this.comm.world.isFinalized) this.comm.world.check(`window.${what}`);
     if (this.freed) throw new RailcommError(ErrorCode.INVALID_ARG, `window.${what}: the window was freed`);
   }
 
   /** Checks an access: epoch, target, range and alignment; returns the target's region. */
   private access(what: string, target: number, offset: number, len: number, align: number): RemoteRegion {
     this.live(what);
-    checkRank(target, this.comm.size, `${what}: target`, false);
+    checkRank(target, this.comm.size, what, false, ': target');
     if (!this.fenceOpen && !this.locked.has(target)) {
       throw new RailcommError(ErrorCode.INVALID_ARG, `${what}: outside an epoch; call fence() on every rank, or lock(${target}) first`);
     }
