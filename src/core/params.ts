@@ -51,6 +51,7 @@ export const PARAMS = {
   collGatherBinomial: spec({ name: 'COLL_GATHER_BINOMIAL', kind: 'size', def: 4096, min: 0, doc: 'gather blocks up to this many bytes go up a binomial tree; larger, straight to the root' }),
   collAlltoallPairwise: spec({ name: 'COLL_ALLTOALL_PAIRWISE', kind: 'size', def: 32768, min: 0, doc: 'alltoall blocks of at least this many bytes use pairwise exchange; smaller, every exchange at once' }),
   collSharedMax: spec({ name: 'COLL_SHARED_MAX', kind: 'size', def: 1048576, min: 0, doc: 'barrier, bcast, reduce, allreduce and allgather of up to this many bytes go through a shared segment when every rank of the communicator maps it (thread ranks of one process); 0 never' }),
+  collSharedSplit: spec({ name: 'COLL_SHARED_SPLIT', kind: 'size', def: 16384, min: 0, doc: 'shared-memory reduce and allreduce of at least this many bytes split the arithmetic (each rank reduces one block, then all copy every block out: two phases); smaller ones reduce the whole vector on every rank (one phase)' }),
   collSharedSlot: spec({ name: 'COLL_SHARED_SLOT', kind: 'size', def: 262144, min: 4096, doc: 'bytes each rank writes per phase of a shared-memory collective (the segment holds two per rank)' }),
   log: spec({ name: 'LOG', kind: 'string', def: 'warn', choices: ['error', 'warn', 'info', 'debug', 'trace'], doc: 'log level' }),
   protoInfo: spec({ name: 'PROTO_INFO', kind: 'bool', def: false, doc: 'print, per peer, which protocol and rail serve each message size range' }),

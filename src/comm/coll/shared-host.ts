@@ -29,6 +29,7 @@ export function sharedPathFor(comm: Communicator, group: readonly number[], coll
 abstract class SegmentHost implements SharedHost {
   readonly spinMs: number;
   readonly slotBytes: number;
+  readonly splitBytes: number;
   protected readonly ctx: Context;
   protected readonly group: readonly number[];
   protected readonly key: string;
@@ -39,6 +40,7 @@ abstract class SegmentHost implements SharedHost {
     this.key = key;
     this.spinMs = ctx.oversubscribed ? 0 : ctx.params.spinUs / 1000;
     this.slotBytes = ctx.params.collSharedSlot & ~63;
+    this.splitBytes = ctx.params.collSharedSplit;
   }
 
   abstract attach(c: CollComm, bytes: number): Promise<Uint8Array>;

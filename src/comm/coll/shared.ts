@@ -1,15 +1,18 @@
 // Collectives through shared memory, for a communicator whose ranks all map
-// one segment (worker threads of one process, or processes of one host). Each rank has two slots
-// (alternating by phase) and a flag on its own cache line: a phase is "write
-// my slot, raise my flag to the phase number, wait until every flag has
-// reached it", after which every rank reads what it needs straight from the
-// others' slots. A rank reaching phase s+2 (which reuses phase s's slots) has
-// seen every flag at s+1, so everyone finished reading phase s: two slots
-// suffice and no second handshake is needed. Reductions combine the slots in
-// rank order on every rank, so every rank gets the same bits.
+// one segment (worker threads of one process, or processes of one host). Each
+// rank has two slots and a flag on its own cache line. A round (one slot-sized
+// piece of one collective) uses the slots of its parity; a phase is "raise my
+// flag to the phase number, wait until every flag has reached it". Round k+2
+// reuses round k's slots, and nobody writes them before passing a phase of
+// round k+1, which every rank enters only after it finished reading round k:
+// two slots suffice and no extra handshake is needed between calls.
+// Reductions combine operands in rank order with one kernel, or each block is
+// reduced by one rank only and copied by the others: every rank gets the same bits.
 
 import { RailcommError, ErrorCode } from '../../core/errors.js';
-import { reduceInto, type Op, type ReduceArray } from './ops.js';
+import type { Op, ReduceArray } from './ops.js';
+import { kernel, type Kernel } from './kernels.js';
+import { block } from './engine.js';
 import type { CollComm } from './engine.js';
 
 const LINE = 64;
@@ -28,6 +31,8 @@ export interface SharedHost {
   readonly spinMs: number;
   /** Bytes of one slot. */
   readonly slotBytes: number;
+  /** Reductions of at least this many bytes split the work (each rank reduces a block); smaller ones reduce everything everywhere. */
+  readonly splitBytes: number;
   /** Make (rank 0) or map (others) the segment; collective over c. */
   attach(c: CollComm, bytes: number): Promise<Uint8Array>;
   /** Throws ERR_PEER_FAILED if a member is known dead. */
@@ -42,6 +47,8 @@ export interface SharedHost {
 
 type Ctor = new (b: ArrayBufferLike, o: number, n: number) => ReduceArray;
 
+const DONE = Promise.resolve();
+
 export class SharedCollectives {
   private readonly host: SharedHost;
   private readonly rank: number;
@@ -50,6 +57,8 @@ export class SharedCollectives {
   private ctrl: Int32Array | null = null;
   private dataOff = 0;
   private seq = 0;
+  /** Rounds so far: the parity of the next one picks the slots. */
+  private round = 0;
   /** Shared-memory collectives run one at a time per communicator; later ones wait here. */
   private busy = false;
   private readonly queue: Array<() => void> = [];
@@ -68,11 +77,17 @@ export class SharedCollectives {
 
   /**
    * Run f after the previous shared collective of this communicator (phases
-   * must not interleave), with the segment attached. The common case (idle,
-   * attached) calls f at once: every promise hop costs here.
+   * must not interleave), with the segment attached. f returns null when it
+   * finished without waiting. The common case (idle, attached, peers already
+   * there) then costs no promise of its own and holds nothing open: every hop
+   * costs here (an 8-byte allreduce takes well under a microsecond).
    */
-  run(c: CollComm, f: () => Promise<void>): Promise<void> {
-    if (!this.busy && this.seg !== null && this.broken === null) return this.exec(f);
+  run(c: CollComm, f: () => Promise<void> | null): Promise<void> {
+    if (!this.busy && this.seg !== null && this.broken === null) {
+      let w: Promise<void> | null;
+      try { w = f(); } catch (e) { return Promise.reject(e); }
+      return w === null ? DONE : this.hold(w);
+    }
     return new Promise<void>((resolve, reject) => {
       this.queue.push(() => {
         const go = async (): Promise<void> => {
@@ -83,18 +98,17 @@ export class SharedCollectives {
           }
           await f();
         };
-        this.exec(go).then(resolve, reject);
+        this.hold(go()).then(resolve, reject);
       });
       if (!this.busy) this.next();
     });
   }
 
-  private exec(f: () => Promise<void>): Promise<void> {
+  /** Later collectives queue, and the event loop stays open, until w settles. */
+  private hold(w: Promise<void>): Promise<void> {
     this.busy = true;
     this.host.keep(true);
-    let p: Promise<void>;
-    try { p = f(); } catch (e) { p = Promise.reject(e); }
-    return p.then(this.doneOk, this.doneErr);
+    return w.then(this.doneOk, this.doneErr);
   }
 
   private readonly doneOk = (): void => { this.finish(); };
@@ -118,16 +132,20 @@ export class SharedCollectives {
     this.ctrl = new Int32Array(this.seg.buffer, this.seg.byteOffset, this.dataOff / 4);
   }
 
-  /** My slot for the next phase (write into it, then call arrive()). */
-  private slot(r: number, phase: number): number {
-    return this.seg!.byteOffset + this.dataOff + ((phase & 1) * this.size + r) * this.host.slotBytes;
+  /** Byte offset in the segment's buffer of rank r's slot for round k. */
+  private slot(r: number, k: number): number {
+    return this.seg!.byteOffset + this.dataOff + ((k & 1) * this.size + r) * this.host.slotBytes;
+  }
+
+  private nextRound(): number {
+    return (this.round = (this.round + 1) | 0);
   }
 
   /** Views of every slot for one element type, made once (2 * size of them). */
   private readonly views = new Map<Ctor, ReduceArray[]>();
 
-  /** Rank r's slot for phase, as elements like `like` (the whole slot; use the first n). */
-  private view(like: ReduceArray, r: number, phase: number): ReduceArray {
+  /** Rank r's slot for round k, as elements like `like` (the whole slot; use the first n). */
+  private view(like: ReduceArray, r: number, k: number): ReduceArray {
     const C = like.constructor as Ctor;
     let v = this.views.get(C);
     if (v === undefined) {
@@ -136,7 +154,7 @@ export class SharedCollectives {
       for (let ph = 0; ph < 2; ph++) for (let q = 0; q < this.size; q++) v.push(new C(this.seg!.buffer, this.slot(q, ph), per));
       this.views.set(C, v);
     }
-    return v[(phase & 1) * this.size + r]!;
+    return v[(k & 1) * this.size + r]!;
   }
 
   private arrive(): number {
@@ -176,17 +194,19 @@ export class SharedCollectives {
     }
   }
 
+  /**
+   * Spin in bursts that let the event loop run, for the spin budget, then
+   * sleep on the doorbell. Not a short blocking futex wait instead of the
+   * spin: measured under load, a 200 us wait gave the core to another
+   * process and got it back only 15 ms later.
+   */
   private async waitAll(s: number): Promise<void> {
     if (this.allArrived(s)) return;
     const spinMs = this.host.spinMs;
     if (spinMs > 0) {
       const until = performance.now() + spinMs;
       for (;;) {
-        const burst = performance.now() + BURST_MS;
-        for (let i = 1; ; i++) {
-          if (this.allArrived(s)) return;
-          if ((i & 63) === 0 && performance.now() > burst) break;
-        }
+        if (this.spinFor(s, BURST_MS)) return;
         if (performance.now() > until) break;
         await new Promise<void>((r) => setImmediate(r));
       }
@@ -213,9 +233,8 @@ export class SharedCollectives {
   }
 
   /** One phase with nothing to exchange. */
-  async barrier(): Promise<void> {
-    const w = this.phase();
-    if (w !== null) await w;
+  barrier(): Promise<void> | null {
+    return this.phase();
   }
 
   /** root's bytes to everyone, a slot at a time. */
@@ -223,31 +242,86 @@ export class SharedCollectives {
     const slot = this.host.slotBytes;
     for (let off = 0; off < bytes.byteLength || off === 0; off += slot) {
       const n = Math.min(slot, bytes.byteLength - off);
-      const phase = this.seq + 1;
-      if (this.rank === root) new Uint8Array(this.seg!.buffer, this.slot(root, phase), n).set(bytes.subarray(off, off + n));
+      const k = this.nextRound();
+      if (this.rank === root) new Uint8Array(this.seg!.buffer, this.slot(root, k), n).set(bytes.subarray(off, off + n));
       const w = this.phase();
       if (w !== null) await w;
-      if (this.rank !== root) bytes.set(new Uint8Array(this.seg!.buffer, this.slot(root, phase), n), off);
+      if (this.rank !== root) bytes.set(new Uint8Array(this.seg!.buffer, this.slot(root, k), n), off);
       if (bytes.byteLength === 0) break;
     }
   }
 
   /** Reduce send into recv on every rank (allreduce) or on root only (reduce, root >= 0). */
-  async reduce(send: ReduceArray, recv: ReduceArray | null, op: Op, root: number): Promise<void> {
+  reduce(send: ReduceArray, recv: ReduceArray | null, op: Op, root: number): Promise<void> | null {
     const per = Math.max(1, Math.floor(this.host.slotBytes / send.BYTES_PER_ELEMENT));
+    const total = send.length;
+    const out = root < 0 || root === this.rank ? recv : null;
+    const k = kernel(op, send);
+    // Every rank takes the same branch: it depends only on the call's arguments and parameters.
+    const split = total * send.BYTES_PER_ELEMENT >= this.host.splitBytes;
+    if (!split && total <= per) return this.reduceWhole(k, send, out, 0, total);
+    return this.reduceRounds(k, send, out, per, split);
+  }
+
+  private async reduceRounds(k: Kernel, send: ReduceArray, out: ReduceArray | null, per: number, split: boolean): Promise<void> {
     const total = send.length;
     for (let at = 0; at < total || at === 0; at += per) {
       const n = Math.min(per, total - at);
-      const phase = this.seq + 1;
-      copyInto(this.view(send, this.rank, phase), 0, send, at, n);
-      const w = this.phase();
+      const w = split ? this.reduceSplit(k, send, out, at, n) : this.reduceWhole(k, send, out, at, n);
       if (w !== null) await w;
-      if (recv !== null && (root < 0 || root === this.rank) && n > 0) {
-        const out = at === 0 && n === recv.length ? recv : recv.subarray(at, at + n) as ReduceArray;
-        copyInto(out, 0, this.view(send, 0, phase), 0, n);
-        for (let r = 1; r < this.size; r++) reduceInto(op, out, this.view(send, r, phase), n);
-      }
       if (total === 0) break;
+    }
+  }
+
+  /**
+   * One round: every rank publishes its elements [at, at+n), then reduces all
+   * of them in rank order. One phase; for small vectors, where a second phase
+   * would cost more than the duplicated arithmetic.
+   */
+  private reduceWhole(k: Kernel, send: ReduceArray, out: ReduceArray | null, at: number, n: number): Promise<void> | null {
+    const round = this.nextRound();
+    copyInto(this.view(send, this.rank, round), 0, send, at, n);
+    const w = this.phase();
+    if (w !== null) return w.then(() => this.combineAll(k, send, out, at, n, round));
+    this.combineAll(k, send, out, at, n, round);
+    return null;
+  }
+
+  private combineAll(k: Kernel, like: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number): void {
+    if (out === null || n === 0) return;
+    // Operands all come from the slots, never from send: send may be recv itself.
+    const o = n === out.length ? out : out.subarray(at, at + n) as ReduceArray;
+    k(o, this.view(like, 0, round), this.view(like, 1, round), n);
+    for (let r = 2; r < this.size; r++) k(o, o, this.view(like, r, round), n);
+  }
+
+  /**
+   * One round in two phases: every rank publishes its elements [at, at+n)
+   * except its own block, reduces its block (its own operand straight from
+   * send) into that block of its slot, and after the second phase copies
+   * every block out. Each rank does 1/p of the arithmetic.
+   */
+  private async reduceSplit(k: Kernel, send: ReduceArray, out: ReduceArray | null, at: number, n: number): Promise<void> {
+    const round = this.nextRound(), me = this.rank, p = this.size;
+    const [b0, bn] = block(n, p, me);
+    const mine = this.view(send, me, round);
+    copyInto(mine, 0, send, at, b0);
+    copyInto(mine, b0 + bn, send, at + b0 + bn, n - b0 - bn);
+    let w = this.phase();
+    if (w !== null) await w;
+    if (bn > 0) {
+      const o = mine.subarray(b0, b0 + bn) as ReduceArray;
+      const x = (r: number): ReduceArray => (r === me ? send.subarray(at + b0, at + b0 + bn) : this.view(send, r, round).subarray(b0, b0 + bn)) as ReduceArray;
+      k(o, x(0), x(1), bn);
+      for (let r = 2; r < p; r++) k(o, o, x(r), bn);
+    }
+    // Send is not read after this phase, so recv may alias it.
+    w = this.phase();
+    if (w !== null) await w;
+    if (out === null) return;
+    for (let r = 0; r < p; r++) {
+      const [c0, cn] = block(n, p, r);
+      copyInto(out, at + c0, this.view(send, r, round), c0, cn);
     }
   }
 
@@ -257,11 +331,11 @@ export class SharedCollectives {
     const len = send.length;
     for (let at = 0; at < len || at === 0; at += per) {
       const n = Math.min(per, len - at);
-      const phase = this.seq + 1;
-      copyInto(this.view(send, this.rank, phase), 0, send, at, n);
+      const k = this.nextRound();
+      copyInto(this.view(send, this.rank, k), 0, send, at, n);
       const w = this.phase();
       if (w !== null) await w;
-      for (let r = 0; r < this.size; r++) copyInto(recv, r * len + at, this.view(send, r, phase), 0, n);
+      for (let r = 0; r < this.size; r++) copyInto(recv, r * len + at, this.view(send, r, k), 0, n);
       if (len === 0) break;
     }
   }
