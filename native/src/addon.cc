@@ -68,4 +68,5 @@ NODE_MODULE_INIT(/* exports, module, context */) {
   railcomm::InitDoorbell(exports, context);
   railcomm::InitCma(exports, context);
   railcomm::InitCrc(exports, context);
+  railcomm::InitReduce(exports, context);
 }

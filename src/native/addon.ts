@@ -35,11 +35,23 @@ export interface NativeAddon {
   cmaRead(pid: number, address: bigint, dst: ArrayBufferView): number;
   /** Write src into process `pid` at `address` (process_vm_writev): bytes written, or -errno. */
   cmaWrite(pid: number, address: bigint, src: ArrayBufferView): number;
+  /**
+   * out[i] = a[i] (op) b[i] for i < n in vector instructions, type and op as
+   * indices into TYPE_CODES and OP_CODES; false (nothing done) for pairs whose
+   * bits could differ from the JavaScript kernels'. out may be a.
+   */
+  reduce(type: number, op: number, out: ArrayBufferView, a: ArrayBufferView, b: ArrayBufferView, n: number): boolean;
+  /** dst's first src.byteLength bytes = src (memmove; V8 copies into a SharedArrayBuffer a word at a time). */
+  copy(dst: ArrayBufferView, src: ArrayBufferView): void;
   /** CRC32C (Castagnoli) of the view, chained from `seed` (default 0). */
   crc32c(view: ArrayBufferView, seed?: number): number;
   /** Whether crc32c uses the CPU's instruction (SSE4.2). */
   crc32cHardware(): boolean;
 }
+
+/** The addon's element-type and op numbering for reduce(). */
+export const TYPE_CODES: readonly string[] = ['Int8Array', 'Uint8Array', 'Int16Array', 'Uint16Array', 'Int32Array', 'Uint32Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array'];
+export const OP_CODES: readonly string[] = ['sum', 'prod', 'min', 'max', 'band', 'bor', 'bxor'];
 
 /** Segment names of a job start with this, so the launcher can remove leftovers by prefix. */
 export function shmJobPrefix(jobId: number): string {

@@ -1,11 +1,20 @@
-// Reduction kernels: out[i] = a[i] (op) b[i] for i < n, one compiled loop per
-// element type and op. V8's inline caches belong to a call site, so one loop
-// fed several typed-array kinds goes megamorphic: 1 MiB of doubles then took
-// 5.3 ms instead of 0.09 (measured). Each kernel is therefore its own
+// The element loops of the collectives: reduction kernels, out[i] = a[i] (op)
+// b[i] for i < n, and copies. V8's inline caches belong to a call site, so one
+// loop fed several typed-array kinds goes megamorphic: 1 MiB of doubles then
+// took 5.3 ms instead of 0.09 (measured). Each kernel is therefore its own
 // function, generated once from one template and unrolled by 8 (1.8x faster
-// than the plain loop on 1 MiB: more independent loads in flight).
+// than the plain loop on 1 MiB: more independent loads in flight). Long
+// vectors go to the native addon where it is built (vector instructions, and
+// full-speed copies into shared memory), for the pairs it computes bit for
+// bit as these loops do.
 
+import { loadNative, OP_CODES, TYPE_CODES, type NativeAddon } from '../../native/addon.js';
 import type { Op, ReduceArray } from './ops.js';
+
+/** From this many elements a reduction goes to the addon (a call costs about 0.25 us; the loop about 0.5 ns an element). */
+const NATIVE_MIN = 1024;
+/** Copies of this many bytes or more go to the addon (TypedArray.set into shared memory: 37 us a MiB, memmove 20). */
+const COPY_MIN = 8192;
 
 /** out may be a itself (in-place accumulation); a and b are never written. */
 export type Kernel = (out: ReduceArray, a: ReduceArray, b: ReduceArray, n: number) => void;
@@ -69,7 +78,7 @@ function lookup(op: Op, like: ReduceArray): Kernel {
   let k = byOp.get(op);
   if (k === undefined) {
     const f = like instanceof BigInt64Array || like instanceof BigUint64Array ? BIG[op] : NUM[op];
-    k = compiled(f) ?? shared(f as Pair<number>);
+    k = withNative(compiled(f) ?? shared(f as Pair<number>), op, like);
     byOp.set(op, k);
   }
   return k;
@@ -96,4 +105,32 @@ function shared(f: Pair<number>): Kernel {
     const out = o as Float64Array, x = a as Float64Array, y = b as Float64Array;
     for (let i = 0; i < n; i++) out[i] = f(x[i]!, y[i]!);
   };
+}
+
+let addon: NativeAddon | null | undefined;
+const native = (): NativeAddon | null => (addon === undefined ? (addon = loadNative()) : addon);
+
+/** js, but long vectors through the addon when it has this (type, op) pair. */
+function withNative(js: Kernel, op: Op, like: ReduceArray): Kernel {
+  const nat = native();
+  const t = TYPE_CODES.indexOf(like.constructor.name), o = OP_CODES.indexOf(op);
+  // A zero-length call answers whether the addon has the pair.
+  if (nat === null || t < 0 || o < 0 || !nat.reduce(t, o, like, like, like, 0)) return js;
+  return (out, a, b, n) => {
+    if (n < NATIVE_MIN) js(out, a, b, n);
+    else nat.reduce(t, o, out, a, b, n);
+  };
+}
+
+/** dst[d .. d+n) = src[s .. s+n): a loop for a few elements (no view allocated), the addon or set() for more. */
+export function copyInto(dst: ReduceArray, d: number, src: ReduceArray, s: number, n: number): void {
+  if (n <= 32) {
+    const a = dst as Float64Array, b = src as Float64Array;
+    for (let i = 0; i < n; i++) a[d + i] = b[s + i]!;
+    return;
+  }
+  const from = s === 0 && n === src.length ? src : src.subarray(s, s + n);
+  const nat = n * src.BYTES_PER_ELEMENT >= COPY_MIN ? native() : null;
+  if (nat !== null) nat.copy(d === 0 && n === dst.length ? dst : dst.subarray(d, d + n), from);
+  else dst.set(from as never, d);
 }

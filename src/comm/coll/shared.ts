@@ -12,7 +12,7 @@
 
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import type { Op, ReduceArray } from './ops.js';
-import { kernel, type Kernel } from './kernels.js';
+import { copyInto, kernel, type Kernel } from './kernels.js';
 import { block } from './engine.js';
 import type { CollComm } from './engine.js';
 
@@ -365,16 +365,6 @@ export class SharedCollectives {
       if (len === 0) break;
     }
   }
-}
-
-/** dst[d .. d+n) = src[s .. s+n): a loop for a few elements (no view allocated), set() for more. */
-function copyInto(dst: ReduceArray, d: number, src: ReduceArray, s: number, n: number): void {
-  if (n <= 32) {
-    const a = dst as Float64Array, b = src as Float64Array;
-    for (let i = 0; i < n; i++) a[d + i] = b[s + i]!;
-    return;
-  }
-  dst.set((s === 0 && n === src.length ? src : src.subarray(s, s + n)) as never, d);
 }
 
 export function peerFailedError(rank: number, cause: RailcommError): RailcommError {
