@@ -92,7 +92,7 @@ export class SharedCollectives {
    * costs here (an 8-byte allreduce takes well under a microsecond).
    */
   run(c: CollComm, f: () => Promise<void> | null): Promise<void> {
-    if (!this.busy && this.seg !== null && this.broken === null) {
+    if (this.idle) {
       let w: Promise<void> | null;
       try { w = f(); } catch (e) { return Promise.reject(e); }
       return w === null ? DONE : this.hold(w);
@@ -111,6 +111,22 @@ export class SharedCollectives {
       });
       if (!this.busy) this.next();
     });
+  }
+
+  /** Attached, nothing running or queued, not broken: a collective may start at once. */
+  get idle(): boolean {
+    return !this.busy && this.seg !== null && this.broken === null && this.queue.length === 0;
+  }
+
+  /**
+   * run(c, () => reduce(send, recv, op, -1)) for an idle communicator,
+   * without the closures: a blocking allreduce's whole path (the plan and its
+   * closures were a third of an 8-byte allreduce, 0.15 of 0.45 us).
+   */
+  allreduceNow(send: ReduceArray, recv: ReduceArray, op: Op): Promise<void> {
+    let w: Promise<void> | null;
+    try { w = this.reduce(send, recv, op, -1); } catch (e) { return Promise.reject(e); }
+    return w === null ? DONE : this.hold(w);
   }
 
   /** Later collectives queue, and the event loop stays open, until w settles. */
