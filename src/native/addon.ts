@@ -27,6 +27,8 @@ export interface NativeAddon {
   /** Arm once: `wake` runs after the word differs from `expected` (at once if it already does). */
   doorbellArm(w: DoorbellWaiter, expected: number): void;
   doorbellClose(w: DoorbellWaiter): void;
+  /** Block this thread (and its event loop) until the word differs from `expected`, a wake, or timeoutUs pass. */
+  futexWait(sab: SharedArrayBuffer, byteOffset: number, expected: number, timeoutUs: number): void;
   /** Wake every process sleeping on that word (after changing it); returns how many woke. */
   futexWake(sab: SharedArrayBuffer, byteOffset: number): number;
   /** Where the view's first byte is in this process (stable while the buffer lives). */

@@ -162,3 +162,15 @@ test('reduce: the same bits as JavaScript on random operands (NaN op NaN aside),
 });
 
 const big = (T) => T === BigInt64Array || T === BigUint64Array;
+
+test('futexWait: returns at once when the word differs, after the timeout when nobody rings', { skip }, () => {
+  const sab = new SharedArrayBuffer(64);
+  Atomics.store(new Int32Array(sab), 4, 7);
+  let t0 = performance.now();
+  native.futexWait(sab, 16, 6, 500_000);
+  assert.ok(performance.now() - t0 < 250, 'a stale expected value does not wait');
+  t0 = performance.now();
+  native.futexWait(sab, 16, 7, 20_000);
+  assert.ok(performance.now() - t0 >= 15, 'waits until the timeout');
+  assert.throws(() => native.futexWait(sab, 62, 0, 10), TypeError);
+});

@@ -48,6 +48,7 @@ abstract class SegmentHost implements SharedHost {
 
   abstract attach(c: CollComm, bytes: number): Promise<Uint8Array>;
   abstract sleep(ctrl: Int32Array, seen: number, ms: number): Promise<unknown>;
+  abstract pause(ctrl: Int32Array, seen: number, us: number): void;
   abstract wake(ctrl: Int32Array): void;
 
   keep(on: boolean): void {
@@ -87,7 +88,12 @@ class ThreadSegment extends SegmentHost {
     return w.async ? w.value : Promise.resolve();
   }
 
+  pause(ctrl: Int32Array, seen: number, us: number): void {
+    Atomics.wait(ctrl, 0, seen, us / 1000);
+  }
+
   wake(ctrl: Int32Array): void {
+    // Reaches Atomics.wait (pause) and Atomics.waitAsync (sleep) alike.
     Atomics.notify(ctrl, 0);
   }
 }
@@ -128,6 +134,10 @@ class HostSegment extends SegmentHost {
       this.woken = () => { clearTimeout(t); resolve(); };
       this.native.doorbellArm(this.waiter!, seen);
     });
+  }
+
+  pause(ctrl: Int32Array, seen: number, us: number): void {
+    this.native.futexWait(ctrl.buffer as SharedArrayBuffer, ctrl.byteOffset, seen, us);
   }
 
   wake(ctrl: Int32Array): void {

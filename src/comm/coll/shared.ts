@@ -31,6 +31,10 @@ const BELL = 0;
 const SLEEPERS = 1;
 /** How long one spin burst runs before the event loop gets a turn (ms). */
 const BURST_MS = 0.05;
+/** One blocking wait of a rank that must not spin (us): the event loop gets a turn at least this often. */
+const PAUSE_US = 500;
+/** How long (ms) such a rank waits that way before it sleeps on the doorbell without blocking the loop. */
+const PAUSE_MS = 5;
 /** How long a sleeper waits before checking that its peers are alive (ms). */
 const CHECK_MS = 100;
 
@@ -48,6 +52,8 @@ export interface SharedHost {
   checkAlive(): void;
   /** Hold the event loop open while a collective waits (true) or not (false). */
   keep(on: boolean): void;
+  /** Block this thread until ctrl[BELL] differs from `seen`, a wake, or `us` pass (the event loop waits too). */
+  pause(ctrl: Int32Array, seen: number, us: number): void;
   /** Sleep until ctrl[BELL] differs from `seen` (or `ms` pass); only this rank's event loop waits. */
   sleep(ctrl: Int32Array, seen: number, ms: number): Promise<unknown>;
   /** Wake every rank sleeping on ctrl[BELL] (after it changed). */
@@ -236,21 +242,22 @@ export class SharedCollectives {
   }
 
   /**
-   * Spin in bursts that let the event loop run, for the spin budget, then
-   * sleep on the doorbell. Not a short blocking futex wait instead of the
-   * spin: measured under load, a 200 us wait gave the core to another
-   * process and got it back only 15 ms later.
+   * Wait for every rank, letting the event loop run between bursts. Ranks
+   * with a core each spin for the spin budget; ranks that outnumber the cores
+   * block on the doorbell word in short waits for a few milliseconds (a
+   * peer's arrival wakes the thread itself). Then sleep on the doorbell
+   * without blocking the loop. Ranks with a core do not block: measured under
+   * load, a 200 us blocking wait gave the core to another process and got it
+   * back only 15 ms later.
    */
   private async waitAll(s: number): Promise<void> {
     if (this.allArrived(s)) return;
-    const spinMs = this.host.spinMs;
-    if (spinMs > 0) {
-      const until = performance.now() + spinMs;
-      for (;;) {
-        if (this.spinFor(s, BURST_MS)) return;
-        if (performance.now() > until) break;
-        await new Promise<void>((r) => setImmediate(r));
-      }
+    const spin = this.host.spinMs > 0;
+    const until = performance.now() + (spin ? this.host.spinMs : PAUSE_MS);
+    for (;;) {
+      if (spin ? this.spinFor(s, BURST_MS) : this.pauseFor(s)) return;
+      if (performance.now() > until) break;
+      await new Promise<void>((r) => setImmediate(r));
     }
     const ctrl = this.ctrl!;
     Atomics.add(ctrl, SLEEPERS, 1);
@@ -271,6 +278,21 @@ export class SharedCollectives {
     } finally {
       Atomics.sub(ctrl, SLEEPERS, 1);
     }
+  }
+
+  /**
+   * Block this thread on the doorbell word for at most PAUSE_US: for ranks
+   * that outnumber the cores, which must not spin, a peer's arrival then
+   * reaches the waiting thread itself instead of a doorbell thread that wakes
+   * the event loop (two hand-offs, each a wait for a core). True when all arrived.
+   */
+  private pauseFor(s: number): boolean {
+    const ctrl = this.ctrl!;
+    Atomics.add(ctrl, SLEEPERS, 1);
+    const bell = Atomics.load(ctrl, BELL);
+    if (!this.allArrived(s)) this.host.pause(ctrl, bell, PAUSE_US);
+    Atomics.sub(ctrl, SLEEPERS, 1);
+    return this.allArrived(s);
   }
 
   /** One phase with nothing to exchange. */
