@@ -81,28 +81,39 @@ bool Reduce(int type, int op, void* o, const void* a, const void* b, size_t n) {
 
 const size_t SIZES[] = {1, 1, 2, 2, 4, 4, 4, 8, 8, 8};
 
-/** reduce(type, op, out, a, b, n) -> false if this pair is not here (use JavaScript). Views hold at least n elements. */
+/** Whether [off, off + n) elements of size el lie inside a view of len bytes. */
+bool Inside(double off, double n, size_t el, size_t len) {
+  auto whole = [](double x) { return x >= 0 && x == static_cast<double>(static_cast<size_t>(x)); };
+  return whole(off) && whole(n) && (off + n) * static_cast<double>(el) <= static_cast<double>(len);
+}
+
+/** reduce(type, op, out, oo, a, ao, b, bo, n) -> false if this pair is not here (use JavaScript). Offsets in elements. */
 void ReduceFn(const FunctionCallbackInfo<Value>& a) {
   Isolate* iso = a.GetIsolate();
   char *o = nullptr, *p = nullptr, *q = nullptr;
   size_t lo = 0, lp = 0, lq = 0;
-  if (a.Length() < 6 || !a[0]->IsInt32() || !a[1]->IsInt32() || !a[5]->IsNumber() || !BytesOf(a[2], &o, &lo) || !BytesOf(a[3], &p, &lp) || !BytesOf(a[4], &q, &lq)) {
-    ThrowType(iso, "reduce(type, op, out, a, b, n)"); return;
+  if (a.Length() < 9 || !a[0]->IsInt32() || !a[1]->IsInt32() || !BytesOf(a[2], &o, &lo) || !a[3]->IsNumber() || !BytesOf(a[4], &p, &lp) ||
+      !a[5]->IsNumber() || !BytesOf(a[6], &q, &lq) || !a[7]->IsNumber() || !a[8]->IsNumber()) {
+    ThrowType(iso, "reduce(type, op, out, oo, a, ao, b, bo, n)"); return;
   }
   int type = a[0].As<v8::Int32>()->Value(), op = a[1].As<v8::Int32>()->Value();
-  double n = a[5].As<v8::Number>()->Value();
-  if (type < 0 || type > U64 || !(n >= 0)) { ThrowType(iso, "reduce: bad type or count"); return; }
-  size_t bytes = static_cast<size_t>(n) * SIZES[type];
-  if (bytes > lo || bytes > lp || bytes > lq) { ThrowType(iso, "reduce: a view is shorter than n elements"); return; }
-  a.GetReturnValue().Set(Reduce(type, op, o, p, q, static_cast<size_t>(n)));
+  if (type < 0 || type > U64) { ThrowType(iso, "reduce: bad type"); return; }
+  size_t el = SIZES[type];
+  double oo = a[3].As<v8::Number>()->Value(), ao = a[5].As<v8::Number>()->Value(), bo = a[7].As<v8::Number>()->Value(), n = a[8].As<v8::Number>()->Value();
+  if (!Inside(oo, n, el, lo) || !Inside(ao, n, el, lp) || !Inside(bo, n, el, lq)) { ThrowType(iso, "reduce: a range runs past its view"); return; }
+  a.GetReturnValue().Set(Reduce(type, op, o + static_cast<size_t>(oo) * el, p + static_cast<size_t>(ao) * el, q + static_cast<size_t>(bo) * el, static_cast<size_t>(n)));
 }
 
-/** copy(dst, src): the first src.byteLength bytes of dst = src (memmove). */
+/** copy(dst, dOff, src, sOff, bytes): memmove between two views, offsets in bytes. */
 void CopyFn(const FunctionCallbackInfo<Value>& a) {
   char *d = nullptr, *s = nullptr;
   size_t ld = 0, ls = 0;
-  if (a.Length() < 2 || !BytesOf(a[0], &d, &ld) || !BytesOf(a[1], &s, &ls) || ls > ld) { ThrowType(a.GetIsolate(), "copy(dst, src): dst at least as long as src"); return; }
-  std::memmove(d, s, ls);
+  if (a.Length() < 5 || !BytesOf(a[0], &d, &ld) || !a[1]->IsNumber() || !BytesOf(a[2], &s, &ls) || !a[3]->IsNumber() || !a[4]->IsNumber()) {
+    ThrowType(a.GetIsolate(), "copy(dst, dOff, src, sOff, bytes)"); return;
+  }
+  double dOff = a[1].As<v8::Number>()->Value(), sOff = a[3].As<v8::Number>()->Value(), n = a[4].As<v8::Number>()->Value();
+  if (!Inside(dOff, n, 1, ld) || !Inside(sOff, n, 1, ls)) { ThrowType(a.GetIsolate(), "copy: a range runs past its view"); return; }
+  std::memmove(d + static_cast<size_t>(dOff), s + static_cast<size_t>(sOff), static_cast<size_t>(n));
 }
 
 }  // namespace

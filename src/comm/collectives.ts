@@ -117,8 +117,9 @@ export class CollectivePlanner {
 
   /** Argument checks of allreduce (thrown at the call); the op, checked against the element type. */
   private checkAllreduce(send: unknown, recv: unknown, op: unknown, what: string): Op {
-    const s = checkArray(send, `${what} send`);
-    const r = checkArray(recv, `${what} recv`);
+    // Messages are built only for a bad argument: a string per call was garbage on the fast path.
+    const s = isReduceArray(send) ? send : checkArray(send, `${what} send`);
+    const r = isReduceArray(recv) ? recv : checkArray(recv, `${what} recv`);
     sameType(s, r, what);
     const o: Op = checkOp(op, s, what);
     if (r.length !== s.length) throw invalid(`${what}: recv has ${r.length} elements, send has ${s.length}; they must match`);
@@ -264,8 +265,9 @@ export class CollectivePlanner {
 
   scan(send: unknown, recv: unknown, op: unknown, exclusive: boolean): CollPlan {
     const what = exclusive ? 'exscan' : 'scan';
-    const s = checkArray(send, `${what} send`);
-    const r = checkArray(recv, `${what} recv`);
+    // Messages are built only for a bad argument: a string per call was garbage on the fast path.
+    const s = isReduceArray(send) ? send : checkArray(send, `${what} send`);
+    const r = isReduceArray(recv) ? recv : checkArray(recv, `${what} recv`);
     sameType(s, r, what);
     const o = checkOp(op, s, what);
     if (r.length !== s.length) throw invalid(`${what}: recv has ${r.length} elements, send has ${s.length}; they must match`);

@@ -275,6 +275,11 @@ export class Communicator implements ClaimedReceiver {
       this.collSeq = (this.collSeq + 1) & 0x7fffffff;
       return now;
     }
+    return this.allreduceByPlan(send, recv, op);
+  }
+
+  /** Apart from allreduce(): its closure would cost a context on every call, fast path included. */
+  private allreduceByPlan(send: ArrayBufferView, recv: ArrayBufferView, op: string): Promise<void> {
     return this.coll('allreduce', () => this.planner.allreduce(send, recv, op));
   }
   gather(send: ArrayBufferView, recv: ArrayBufferView | null, root: number): Promise<void> { return this.done(this.igather(send, recv, root)); }

@@ -38,13 +38,14 @@ export interface NativeAddon {
   /** Write src into process `pid` at `address` (process_vm_writev): bytes written, or -errno. */
   cmaWrite(pid: number, address: bigint, src: ArrayBufferView): number;
   /**
-   * out[i] = a[i] (op) b[i] for i < n in vector instructions, type and op as
-   * indices into TYPE_CODES and OP_CODES; false (nothing done) for pairs whose
-   * bits could differ from the JavaScript kernels'. out may be a.
+   * out[oo+i] = a[ao+i] (op) b[bo+i] for i < n (offsets in elements) in vector
+   * instructions, type and op as indices into TYPE_CODES and OP_CODES; false
+   * (nothing done) for pairs whose bits could differ from the JavaScript
+   * kernels'. out may be a.
    */
-  reduce(type: number, op: number, out: ArrayBufferView, a: ArrayBufferView, b: ArrayBufferView, n: number): boolean;
-  /** dst's first src.byteLength bytes = src (memmove; V8 copies into a SharedArrayBuffer a word at a time). */
-  copy(dst: ArrayBufferView, src: ArrayBufferView): void;
+  reduce(type: number, op: number, out: ArrayBufferView, oo: number, a: ArrayBufferView, ao: number, b: ArrayBufferView, bo: number, n: number): boolean;
+  /** bytes bytes from src at byte sOff to dst at byte dOff (memmove; V8 copies into a SharedArrayBuffer a word at a time). */
+  copy(dst: ArrayBufferView, dOff: number, src: ArrayBufferView, sOff: number, bytes: number): void;
   /** CRC32C (Castagnoli) of the view, chained from `seed` (default 0). */
   crc32c(view: ArrayBufferView, seed?: number): number;
   /** Whether crc32c uses the CPU's instruction (SSE4.2). */

@@ -133,7 +133,7 @@ test('reduce: the same bits as JavaScript on random operands (NaN op NaN aside),
     const want = a.slice();
     if (!(float && ['band', 'bor', 'bxor'].includes(op))) for (let i = 0; i < n; i++) want[i] = F[op](a[i], b[i]);
     const out = new T(n + 5);
-    if (!native.reduce(t, o, out, a, b, n)) continue;
+    if (!native.reduce(t, o, out, 0, a, 0, b, 0, n)) continue;
     have.push(`${name} ${op}`);
     // Compared as bytes: a NaN's payload counts too.
     const el = T.BYTES_PER_ELEMENT, ob = new Uint8Array(out.buffer), wb = new Uint8Array(want.buffer);
@@ -146,19 +146,29 @@ test('reduce: the same bits as JavaScript on random operands (NaN op NaN aside),
     assert.equal(out[n], big(T) ? 0n : 0, 'nothing written past n');
     // In place, as the collectives accumulate.
     const acc = a.slice();
-    assert.equal(native.reduce(t, o, acc, acc, b, n), true);
+    assert.equal(native.reduce(t, o, acc, 0, acc, 0, b, 0, n), true);
     assert.deepEqual(new Uint8Array(acc.buffer), new Uint8Array(out.buffer, 0, acc.byteLength));
+    // Offsets, in elements, on every operand.
+    const shifted = new T(n + 9);
+    assert.equal(native.reduce(t, o, shifted, 9, a, 1, b, 1, n - 1), true);
+    assert.deepEqual(new Uint8Array(shifted.buffer, 9 * T.BYTES_PER_ELEMENT, (n - 1) * T.BYTES_PER_ELEMENT), new Uint8Array(out.buffer, T.BYTES_PER_ELEMENT, (n - 1) * T.BYTES_PER_ELEMENT));
   }
   for (const pair of ['Float64Array sum', 'Float32Array prod', 'Int32Array sum', 'BigInt64Array bxor', 'Uint8Array max']) assert.ok(have.includes(pair), pair);
   // 32-bit products round in JavaScript's doubles; float min and max pass NaN payloads their own way.
   for (const pair of ['Int32Array prod', 'Uint32Array prod', 'Float64Array min', 'Float32Array max']) assert.ok(!have.includes(pair), pair);
-  assert.throws(() => native.reduce(7, 0, new Float64Array(2), new Float64Array(2), new Float64Array(1), 2), TypeError);
+  const f2 = new Float64Array(2);
+  assert.throws(() => native.reduce(7, 0, f2, 0, f2, 0, new Float64Array(1), 0, 2), TypeError, 'b too short');
+  assert.throws(() => native.reduce(7, 0, f2, 1, f2, 0, f2, 0, 2), TypeError, 'out offset runs past');
+  assert.throws(() => native.reduce(7, 0, f2, 0.5, f2, 0, f2, 0, 1), TypeError, 'fractional offset');
 
   const src = new Float64Array(5000).map((_, i) => i * 1.5), dst = new Float64Array(new SharedArrayBuffer(8 * 5001));
-  native.copy(dst.subarray(1), src);
+  native.copy(dst, 8, src, 0, src.byteLength);
   assert.equal(dst[0], 0);
   assert.deepEqual(dst.slice(1), src);
-  assert.throws(() => native.copy(new Uint8Array(3), new Uint8Array(4)), TypeError);
+  native.copy(dst, 0, src, 8 * 4999, 8);
+  assert.equal(dst[0], 4999 * 1.5);
+  assert.throws(() => native.copy(new Uint8Array(3), 0, new Uint8Array(4), 0, 4), TypeError);
+  assert.throws(() => native.copy(new Uint8Array(8), 0, new Uint8Array(4), 1, 4), TypeError);
 });
 
 const big = (T) => T === BigInt64Array || T === BigUint64Array;

@@ -42,5 +42,5 @@ export function checkOp(op: unknown, sample: ReduceArray, what: string): Op {
 
 /** acc[i] = acc[i] (op) x[i] for i < n. Both arrays have the same element type. */
 export function reduceInto(op: Op, acc: ReduceArray, x: ReduceArray, n = acc.length): void {
-  kernel(op, acc)(acc, acc, x, n);
+  kernel(op, acc)(acc, 0, acc, 0, x, 0, n);
 }

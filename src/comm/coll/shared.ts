@@ -13,7 +13,6 @@
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import type { Op, ReduceArray } from './ops.js';
 import { copyInto, kernel, type Kernel } from './kernels.js';
-import { block } from './engine.js';
 import type { CollComm } from './engine.js';
 
 const LINE = 64;
@@ -103,6 +102,11 @@ export class SharedCollectives {
       try { w = f(); } catch (e) { return Promise.reject(e); }
       return w === null ? DONE : this.hold(w);
     }
+    return this.later(c, f);
+  }
+
+  /** Queue f (a method of its own: closures here would cost a context on every run()). */
+  private later(c: CollComm, f: () => Promise<void> | null): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.queue.push(() => {
         const go = async (): Promise<void> => {
@@ -323,17 +327,30 @@ export class SharedCollectives {
     // Every rank takes the same branch: it depends only on the call's arguments and parameters.
     const split = total * send.BYTES_PER_ELEMENT >= this.host.splitBytes;
     if (!split && total <= per) return this.reduceWhole(k, send, out, 0, total);
-    return this.reduceRounds(k, send, out, per, split);
+    return this.rounds(k, send, out, per, split, 0);
   }
 
-  private async reduceRounds(k: Kernel, send: ReduceArray, out: ReduceArray | null, per: number, split: boolean): Promise<void> {
+  /**
+   * The rounds from element `at` on, without a promise while no phase has to
+   * wait (each async step allocates, and young-generation collections every
+   * few hundred calls stalled both ranks for milliseconds).
+   */
+  private rounds(k: Kernel, send: ReduceArray, out: ReduceArray | null, per: number, split: boolean, at: number): Promise<void> | null {
     const total = send.length;
-    for (let at = 0; at < total || at === 0; at += per) {
+    for (; at < total || at === 0; at += per) {
       const n = Math.min(per, total - at);
       const w = split ? this.reduceSplit(k, send, out, at, n) : this.reduceWhole(k, send, out, at, n);
-      if (w !== null) await w;
+      if (w !== null) return this.roundsAfter(w, k, send, out, per, split, at);
       if (total === 0) break;
     }
+    return null;
+  }
+
+  private async roundsAfter(w: Promise<void>, k: Kernel, send: ReduceArray, out: ReduceArray | null, per: number, split: boolean, at: number): Promise<void> {
+    await w;
+    if (send.length === 0) return;
+    const rest = this.rounds(k, send, out, per, split, at + per);
+    if (rest !== null) await rest;
   }
 
   /**
@@ -346,46 +363,80 @@ export class SharedCollectives {
     const box = n * send.BYTES_PER_ELEMENT <= BOX;
     copyInto(this.view(send, this.rank, round, box), 0, send, at, n);
     const w = this.phase();
-    if (w !== null) return w.then(() => this.combineAll(k, send, out, at, n, round, box));
+    if (w !== null) return this.combineAfter(w, k, send, out, at, n, round, box);
     this.combineAll(k, send, out, at, n, round, box);
     return null;
+  }
+
+  /** Not a closure in reduceWhole: V8 would allocate its context on every call, waiting or not. */
+  private async combineAfter(w: Promise<void>, k: Kernel, like: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number, box: boolean): Promise<void> {
+    await w;
+    this.combineAll(k, like, out, at, n, round, box);
   }
 
   private combineAll(k: Kernel, like: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number, box: boolean): void {
     if (out === null || n === 0) return;
     // Operands all come from the slots, never from send: send may be recv itself.
-    const o = n === out.length ? out : out.subarray(at, at + n) as ReduceArray;
-    k(o, this.view(like, 0, round, box), this.view(like, 1, round, box), n);
-    for (let r = 2; r < this.size; r++) k(o, o, this.view(like, r, round, box), n);
+    k(out, at, this.view(like, 0, round, box), 0, this.view(like, 1, round, box), 0, n);
+    for (let r = 2; r < this.size; r++) k(out, at, out, at, this.view(like, r, round, box), 0, n);
   }
 
   /**
    * One round in two phases: every rank publishes its elements [at, at+n)
    * except its own block, reduces its block (its own operand straight from
    * send) into that block of its slot, and after the second phase copies
-   * every block out. Each rank does 1/p of the arithmetic.
+   * every block out. Each rank does 1/p of the arithmetic. Rank r's block
+   * starts at r*q + min(r, e) and holds q (+1 for r < e) elements, q = n/p, e = n%p.
+   * Null when neither phase had to wait.
    */
-  private async reduceSplit(k: Kernel, send: ReduceArray, out: ReduceArray | null, at: number, n: number): Promise<void> {
+  private reduceSplit(k: Kernel, send: ReduceArray, out: ReduceArray | null, at: number, n: number): Promise<void> | null {
     const round = this.nextRound(), me = this.rank, p = this.size;
-    const [b0, bn] = block(n, p, me);
+    const q = Math.floor(n / p), e = n % p;
+    const b0 = me * q + Math.min(me, e), bn = q + (me < e ? 1 : 0);
     const mine = this.view(send, me, round);
     copyInto(mine, 0, send, at, b0);
     copyInto(mine, b0 + bn, send, at + b0 + bn, n - b0 - bn);
-    let w = this.phase();
-    if (w !== null) await w;
+    const w = this.phase();
+    if (w !== null) return this.splitAfter(w, k, send, out, at, n, round);
+    return this.splitBlock(k, send, out, at, n, round);
+  }
+
+  private async splitAfter(w: Promise<void>, k: Kernel, send: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number): Promise<void> {
+    await w;
+    const rest = this.splitBlock(k, send, out, at, n, round);
+    if (rest !== null) await rest;
+  }
+
+  /** Second half of a split round: reduce this rank's block, second phase, copy out. */
+  private splitBlock(k: Kernel, send: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number): Promise<void> | null {
+    const me = this.rank, p = this.size;
+    const q = Math.floor(n / p), e = n % p;
+    const b0 = me * q + Math.min(me, e), bn = q + (me < e ? 1 : 0);
+    const mine = this.view(send, me, round);
     if (bn > 0) {
-      const o = mine.subarray(b0, b0 + bn) as ReduceArray;
-      const x = (r: number): ReduceArray => (r === me ? send.subarray(at + b0, at + b0 + bn) : this.view(send, r, round).subarray(b0, b0 + bn)) as ReduceArray;
-      k(o, x(0), x(1), bn);
-      for (let r = 2; r < p; r++) k(o, o, x(r), bn);
+      // Rank 0's operand first, then each rank's in order; this rank's own straight from send.
+      if (me === 0) k(mine, b0, send, at + b0, this.view(send, 1, round), b0, bn);
+      else k(mine, b0, this.view(send, 0, round), b0, me === 1 ? send : this.view(send, 1, round), me === 1 ? at + b0 : b0, bn);
+      for (let r = 2; r < p; r++) k(mine, b0, mine, b0, r === me ? send : this.view(send, r, round), r === me ? at + b0 : b0, bn);
     }
     // Send is not read after this phase, so recv may alias it.
-    w = this.phase();
-    if (w !== null) await w;
+    const w = this.phase();
+    if (w !== null) return this.copyOutAfter(w, send, out, at, n, round);
+    this.copyOut(send, out, at, n, round);
+    return null;
+  }
+
+  private async copyOutAfter(w: Promise<void>, like: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number): Promise<void> {
+    await w;
+    this.copyOut(like, out, at, n, round);
+  }
+
+  private copyOut(like: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number): void {
     if (out === null) return;
+    const p = this.size, q = Math.floor(n / p), e = n % p;
     for (let r = 0; r < p; r++) {
-      const [c0, cn] = block(n, p, r);
-      copyInto(out, at + c0, this.view(send, r, round), c0, cn);
+      const c0 = r * q + Math.min(r, e);
+      copyInto(out, at + c0, this.view(like, r, round), c0, q + (r < e ? 1 : 0));
     }
   }
 
