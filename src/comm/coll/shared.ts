@@ -2,21 +2,20 @@
 // one segment (worker threads of one process, or processes of one host). Each
 // rank has two slots, and a flag on its own cache line beside two boxes for
 // tiny reductions. A round (one slot-sized piece of one collective) uses the
-// slots (or boxes) of its parity; a phase is "raise my flag to the phase
-// number, wait until every flag has reached it". Round k+2
-// reuses round k's slots, and nobody writes them before passing a phase of
-// round k+1, which every rank enters only after it finished reading round k:
-// two slots suffice and no extra handshake is needed between calls.
-// Reductions combine operands in rank order with one kernel, or each block is
-// reduced by one rank only and copied by the others: every rank gets the same bits.
+// slots (or boxes) of its parity, in one or two phases (shared-phase.ts: every
+// rank raises its flag, then waits for all). Round k+2 reuses round k's
+// slots, and nobody writes them before passing a phase of round k+1, which
+// every rank enters only after it finished reading round k: two slots suffice
+// and no extra handshake is needed between calls. Reductions combine operands
+// in rank order with one kernel, or each block is reduced by one rank only and
+// copied by the others: every rank gets the same bits.
 
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import type { Op, ReduceArray } from './ops.js';
 import { copyInto, kernel, type Kernel } from './kernels.js';
 import type { CollComm } from './engine.js';
+import { LINE, Phases } from './shared-phase.js';
 
-const LINE = 64;
-const LINE_I32 = LINE / 4;
 /**
  * Reductions of up to this many bytes travel in the sender's flag line (two
  * boxes, one per round parity, after the 8-byte flag word): a peer reading the
@@ -25,17 +24,6 @@ const LINE_I32 = LINE / 4;
  */
 const BOX = 24;
 const BOX_OFF = 8;
-/** Int32 index of the doorbell word sleepers wait on, and of the count of sleepers. */
-const BELL = 0;
-const SLEEPERS = 1;
-/** How long one spin burst runs before the event loop gets a turn (ms). */
-const BURST_MS = 0.05;
-/** One blocking wait of a rank that must not spin (us): the event loop gets a turn at least this often. */
-const PAUSE_US = 500;
-/** How long (ms) such a rank waits that way before it sleeps on the doorbell without blocking the loop. */
-const PAUSE_MS = 5;
-/** How long a sleeper waits before checking that its peers are alive (ms). */
-const CHECK_MS = 100;
 
 /** What the shared path needs from its communicator. */
 export interface SharedHost {
@@ -51,11 +39,11 @@ export interface SharedHost {
   checkAlive(): void;
   /** Hold the event loop open while a collective waits (true) or not (false). */
   keep(on: boolean): void;
-  /** Block this thread until ctrl[BELL] differs from `seen`, a wake, or `us` pass (the event loop waits too). */
+  /** Block this thread until the doorbell word ctrl[0] differs from `seen`, a wake, or `us` pass (the event loop waits too). */
   pause(ctrl: Int32Array, seen: number, us: number): void;
-  /** Sleep until ctrl[BELL] differs from `seen` (or `ms` pass); only this rank's event loop waits. */
+  /** Sleep until ctrl[0] differs from `seen` (or `ms` pass); only this rank's event loop waits. */
   sleep(ctrl: Int32Array, seen: number, ms: number): Promise<unknown>;
-  /** Wake every rank sleeping on ctrl[BELL] (after it changed). */
+  /** Wake every rank sleeping or blocked on ctrl[0] (after it changed). */
   wake(ctrl: Int32Array): void;
 }
 
@@ -68,9 +56,8 @@ export class SharedCollectives {
   private readonly rank: number;
   private readonly size: number;
   private seg: Uint8Array | null = null;
-  private ctrl: Int32Array | null = null;
+  private phases: Phases | null = null;
   private dataOff = 0;
-  private seq = 0;
   /** Rounds so far: the parity of the next one picks the slots. */
   private round = 0;
   /** Shared-memory collectives run one at a time per communicator; later ones wait here. */
@@ -164,7 +151,9 @@ export class SharedCollectives {
     this.dataOff = LINE * (this.size + 1);
     const bytes = this.dataOff + 2 * this.size * this.host.slotBytes;
     this.seg = await this.host.attach(c, bytes);
-    this.ctrl = new Int32Array(this.seg.buffer, this.seg.byteOffset, this.dataOff / 4);
+    const ctrl = new Int32Array(this.seg.buffer, this.seg.byteOffset, this.dataOff / 4);
+    // A member that died mid-phase leaves this communicator's shared state incoherent: never use it again.
+    this.phases = new Phases(this.host, ctrl, this.rank, this.size, (e) => { this.broken = e; });
   }
 
   /** Byte offset in the segment's buffer of rank r's slot for round k. */
@@ -203,105 +192,9 @@ export class SharedCollectives {
     return v;
   }
 
-  private arrive(): number {
-    const s = (this.seq = (this.seq + 1) | 0);
-    const ctrl = this.ctrl!;
-    Atomics.store(ctrl, (this.rank + 1) * LINE_I32, s);
-    // A sleeper counts itself, then reads the bell, then checks the flags
-    // (all sequentially consistent): if this load misses it, its check sees
-    // our flag; if not, the bell moves after it was read and the wake follows.
-    // Nobody sleeping (the common case) costs no read-modify-write.
-    if (Atomics.load(ctrl, SLEEPERS) > 0) {
-      Atomics.add(ctrl, BELL, 1);
-      this.host.wake(ctrl);
-    }
-    return s;
-  }
-
-  private allArrived(s: number): boolean {
-    const ctrl = this.ctrl!;
-    for (let r = 0; r < this.size; r++) if (((Atomics.load(ctrl, (r + 1) * LINE_I32) - s) | 0) < 0) return false;
-    return true;
-  }
-
-  /**
-   * Arrive at the next phase and wait for every rank: spin a while (the
-   * first burst without leaving this call), then in bursts that let the event
-   * loop run, then sleep on the doorbell. Null when nothing had to be awaited.
-   */
-  private phase(): Promise<void> | null {
-    const s = this.arrive();
-    if (this.spinFor(s, BURST_MS)) return null;
-    return this.waitAll(s);
-  }
-
-  private spinFor(s: number, ms: number): boolean {
-    if (this.allArrived(s)) return true;
-    if (this.host.spinMs <= 0) return false;
-    const until = performance.now() + ms;
-    for (let i = 1; ; i++) {
-      if (this.allArrived(s)) return true;
-      if ((i & 63) === 0 && performance.now() > until) return false;
-    }
-  }
-
-  /**
-   * Wait for every rank, letting the event loop run between bursts. Ranks
-   * with a core each spin for the spin budget; ranks that outnumber the cores
-   * block on the doorbell word in short waits for a few milliseconds (a
-   * peer's arrival wakes the thread itself). Then sleep on the doorbell
-   * without blocking the loop. Ranks with a core do not block: measured under
-   * load, a 200 us blocking wait gave the core to another process and got it
-   * back only 15 ms later.
-   */
-  private async waitAll(s: number): Promise<void> {
-    if (this.allArrived(s)) return;
-    const spin = this.host.spinMs > 0;
-    const until = performance.now() + (spin ? this.host.spinMs : PAUSE_MS);
-    for (;;) {
-      if (spin ? this.spinFor(s, BURST_MS) : this.pauseFor(s)) return;
-      if (performance.now() > until) break;
-      await new Promise<void>((r) => setImmediate(r));
-    }
-    const ctrl = this.ctrl!;
-    Atomics.add(ctrl, SLEEPERS, 1);
-    try {
-      for (;;) {
-        const bell = Atomics.load(ctrl, BELL);
-        if (this.allArrived(s)) return;
-        await this.host.sleep(ctrl, bell, CHECK_MS);
-        if (this.allArrived(s)) return;
-        try {
-          this.host.checkAlive();
-        } catch (e) {
-          // A member died mid-phase: this communicator's shared state is no longer coherent.
-          this.broken = e as RailcommError;
-          throw e;
-        }
-      }
-    } finally {
-      Atomics.sub(ctrl, SLEEPERS, 1);
-    }
-  }
-
-  /**
-   * Block this thread on the doorbell word for at most PAUSE_US: for ranks
-   * that outnumber the cores, which must not spin, a peer's arrival then
-   * reaches the waiting thread itself instead of a doorbell thread that wakes
-   * the event loop (two hand-offs, each a wait for a core). True when all arrived.
-   */
-  private pauseFor(s: number): boolean {
-    const ctrl = this.ctrl!;
-    Atomics.add(ctrl, SLEEPERS, 1);
-    const bell = Atomics.load(ctrl, BELL);
-    if (!this.allArrived(s)) this.host.pause(ctrl, bell, PAUSE_US);
-    Atomics.sub(ctrl, SLEEPERS, 1);
-    return this.allArrived(s);
-  }
-
   /** One phase with nothing to exchange. */
   barrier(): Promise<void> | null {
-    return this.phase();
+    return this.phases!.next();
   }
 
   /** root's bytes to everyone, a slot at a time. */
@@ -311,7 +204,7 @@ export class SharedCollectives {
       const n = Math.min(slot, bytes.byteLength - off);
       const k = this.nextRound();
       if (this.rank === root) new Uint8Array(this.seg!.buffer, this.slot(root, k), n).set(bytes.subarray(off, off + n));
-      const w = this.phase();
+      const w = this.phases!.next();
       if (w !== null) await w;
       if (this.rank !== root) bytes.set(new Uint8Array(this.seg!.buffer, this.slot(root, k), n), off);
       if (bytes.byteLength === 0) break;
@@ -362,7 +255,7 @@ export class SharedCollectives {
     const round = this.nextRound();
     const box = n * send.BYTES_PER_ELEMENT <= BOX;
     copyInto(this.view(send, this.rank, round, box), 0, send, at, n);
-    const w = this.phase();
+    const w = this.phases!.next();
     if (w !== null) return this.combineAfter(w, k, send, out, at, n, round, box);
     this.combineAll(k, send, out, at, n, round, box);
     return null;
@@ -396,7 +289,7 @@ export class SharedCollectives {
     const mine = this.view(send, me, round);
     copyInto(mine, 0, send, at, b0);
     copyInto(mine, b0 + bn, send, at + b0 + bn, n - b0 - bn);
-    const w = this.phase();
+    const w = this.phases!.next();
     if (w !== null) return this.splitAfter(w, k, send, out, at, n, round);
     return this.splitBlock(k, send, out, at, n, round);
   }
@@ -420,7 +313,7 @@ export class SharedCollectives {
       for (let r = 2; r < p; r++) k(mine, b0, mine, b0, r === me ? send : this.view(send, r, round), r === me ? at + b0 : b0, bn);
     }
     // Send is not read after this phase, so recv may alias it.
-    const w = this.phase();
+    const w = this.phases!.next();
     if (w !== null) return this.copyOutAfter(w, send, out, at, n, round);
     this.copyOut(send, out, at, n, round);
     return null;
@@ -448,7 +341,7 @@ export class SharedCollectives {
       const n = Math.min(per, len - at);
       const k = this.nextRound();
       copyInto(this.view(send, this.rank, k), 0, send, at, n);
-      const w = this.phase();
+      const w = this.phases!.next();
       if (w !== null) await w;
       for (let r = 0; r < this.size; r++) copyInto(recv, r * len + at, this.view(send, r, k), 0, n);
       if (len === 0) break;
