@@ -53,7 +53,7 @@ export const PARAMS = {
   collSharedMax: spec({ name: 'COLL_SHARED_MAX', kind: 'size', def: 1048576, min: 0, doc: 'barrier, bcast, reduce, allreduce and allgather of up to this many bytes go through a shared segment when every rank of the communicator maps it (thread ranks of one process); 0 never' }),
   collSpinUs: spec({ name: 'COLL_SPIN_US', kind: 'int', def: 20000, min: 0, doc: 'a shared-memory collective waiting for its peers polls this many microseconds (letting the event loop run every 50 us) before it sleeps on the doorbell; ranks that outnumber the cores never spin' }),
   collSharedSplit: spec({ name: 'COLL_SHARED_SPLIT', kind: 'size', def: 32768, min: 0, doc: 'shared-memory reduce and allreduce of at least this many bytes split the arithmetic (each rank reduces one block, then all copy every block out: two phases); smaller ones reduce the whole vector on every rank (one phase)' }),
-  collSharedSlot: spec({ name: 'COLL_SHARED_SLOT', kind: 'size', def: 262144, min: 4096, doc: 'bytes each rank writes per phase of a shared-memory collective (the segment holds two per rank)' }),
+  collSharedSlot: spec({ name: 'COLL_SHARED_SLOT', kind: 'size', def: 262144, min: 4096, doc: 'bytes each rank writes per round of a shared-memory collective (larger ones go a slot at a time; the segment holds two per rank)' }),
   log: spec({ name: 'LOG', kind: 'string', def: 'warn', choices: ['error', 'warn', 'info', 'debug', 'trace'], doc: 'log level' }),
   protoInfo: spec({ name: 'PROTO_INFO', kind: 'bool', def: false, doc: 'print, per peer, which protocol and rail serve each message size range' }),
   stats: spec({ name: 'STATS', kind: 'bool', def: false, doc: 'print counters per rail and per peer at finalize' }),
