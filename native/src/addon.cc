@@ -69,4 +69,5 @@ NODE_MODULE_INIT(/* exports, module, context */) {
   railcomm::InitCma(exports, context);
   railcomm::InitCrc(exports, context);
   railcomm::InitUdp(exports, context);
+  railcomm::InitReduce(exports, context);
 }

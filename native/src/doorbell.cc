@@ -155,6 +155,25 @@ void Wake(const FunctionCallbackInfo<Value>& a) {
   a.GetReturnValue().Set(static_cast<int32_t>(n));
 }
 
+/**
+ * futexWait(sab, byteOffset, expected, timeoutUs): block this thread until the
+ * word differs from expected, a wake, or the timeout. For ranks that outnumber
+ * the cores: a peer's arrival reaches the waiting thread itself, without the
+ * doorbell thread and the event-loop hop in between.
+ */
+void WaitFn(const FunctionCallbackInfo<Value>& a) {
+  Isolate* iso = a.GetIsolate();
+  if (a.Length() < 4 || !a[0]->IsSharedArrayBuffer() || !a[1]->IsNumber() || !a[2]->IsInt32() || !a[3]->IsNumber()) { ThrowType(iso, "futexWait(sab, byteOffset, expected, timeoutUs)"); return; }
+  std::shared_ptr<v8::BackingStore> bs = a[0].As<v8::SharedArrayBuffer>()->GetBackingStore();
+  size_t off = static_cast<size_t>(a[1].As<v8::Number>()->Value());
+  if (off + 4 > bs->ByteLength() || off % 4 != 0) { ThrowType(iso, "futex word outside the buffer or misaligned"); return; }
+  double us = a[3].As<v8::Number>()->Value();
+  if (!(us >= 0) || us > 1e6) { ThrowType(iso, "futexWait: timeoutUs must be 0 .. 1e6"); return; }
+  long long ns = static_cast<long long>(us * 1000);
+  struct timespec ts = {static_cast<time_t>(ns / 1000000000LL), static_cast<long>(ns % 1000000000LL)};
+  Futex(reinterpret_cast<int32_t*>(static_cast<char*>(bs->Data()) + off), FUTEX_WAIT, a[2].As<v8::Int32>()->Value(), &ts);
+}
+
 }  // namespace
 
 void InitDoorbell(Local<v8::Object> exports, Local<v8::Context> ctx) {
@@ -162,6 +181,7 @@ void InitDoorbell(Local<v8::Object> exports, Local<v8::Context> ctx) {
   SetFn(exports, ctx, "doorbellArm", Arm);
   SetFn(exports, ctx, "doorbellClose", Close);
   SetFn(exports, ctx, "futexWake", Wake);
+  SetFn(exports, ctx, "futexWait", WaitFn);
 }
 
 }  // namespace railcomm

@@ -8,11 +8,15 @@ type Kind = 'allreduce' | 'bcast' | 'allgather' | 'alltoall';
 
 // V8 needs thousands of calls before the hot path is optimised (an 8-byte
 // allreduce measured 187 us on average after 100 warm-up calls, 38 us after
-// 3000), so small sizes warm up far longer than a C benchmark would.
+// 3000), so small sizes warm up far longer than a C benchmark would. Larger
+// sizes take other paths (split reduction, long kernels) that V8 compiles on a
+// background thread, which on 2 cores preempts one of the two spinning ranks:
+// a 64 KiB allreduce averaged 100-200 us over 100 calls after 5 warm-up calls,
+// 16-17 us after 500. The timed calls stay as many as the C benchmark's.
 function iterations(size: number, base: number): { iters: number; warmup: number } {
   if (size <= 8192) return { iters: base, warmup: Math.max(2000, base) };
-  if (size < 1 << 20) return { iters: Math.max(10, Math.ceil(base / 10)), warmup: 5 };
-  return { iters: Math.max(5, Math.ceil(base / 50)), warmup: 2 };
+  if (size < 1 << 20) return { iters: Math.max(10, Math.ceil(base / 10)), warmup: 200 };
+  return { iters: Math.max(5, Math.ceil(base / 50)), warmup: 50 };
 }
 
 async function main(): Promise<void> {

@@ -115,12 +115,34 @@ export class CollectivePlanner {
     return { name: 'reduce', algorithm: 'binomial tree', run: (c) => reduceBinomial(c, s, this.rank === rt ? r : null, o, rt) };
   }
 
-  allreduce(send: unknown, recv: unknown, op: unknown, what = 'allreduce'): CollPlan {
-    const s = checkArray(send, `${what} send`);
-    const r = checkArray(recv, `${what} recv`);
+  /** Argument checks of allreduce (thrown at the call); the op, checked against the element type. */
+  private checkAllreduce(send: unknown, recv: unknown, op: unknown, what: string): Op {
+    // Messages are built only for a bad argument: a string per call was garbage on the fast path.
+    const s = isReduceArray(send) ? send : checkArray(send, `${what} send`);
+    const r = isReduceArray(recv) ? recv : checkArray(recv, `${what} recv`);
     sameType(s, r, what);
     const o: Op = checkOp(op, s, what);
     if (r.length !== s.length) throw invalid(`${what}: recv has ${r.length} elements, send has ${s.length}; they must match`);
+    return o;
+  }
+
+  /**
+   * A blocking allreduce started at once through shared memory, when that
+   * path applies and is idle (no plan built); undefined otherwise, and with
+   * RAILCOMM_PROTO_INFO (the general path says which algorithm ran).
+   */
+  allreduceNow(send: unknown, recv: unknown, op: unknown): Promise<void> | undefined {
+    const sh = this.shared;
+    if (sh === null || !sh.idle || this.log !== null) return undefined;
+    const o = this.checkAllreduce(send, recv, op, 'allreduce');
+    const s = send as ReduceArray;
+    if (this.viaShared(s.byteLength) === null) return undefined;
+    return sh.allreduceNow(s, recv as ReduceArray, o);
+  }
+
+  allreduce(send: unknown, recv: unknown, op: unknown, what = 'allreduce'): CollPlan {
+    const o = this.checkAllreduce(send, recv, op, what);
+    const s = send as ReduceArray, r = recv as ReduceArray;
     const sh = this.viaShared(s.byteLength);
     if (sh !== null) return { name: what, algorithm: 'shared memory', shared: true, run: (c) => sh.run(c, () => sh.reduce(s, r, o, -1)) };
     if (s.byteLength >= this.params.collAllreduceRing && s.length >= this.size && this.size > 1) {
@@ -243,8 +265,9 @@ export class CollectivePlanner {
 
   scan(send: unknown, recv: unknown, op: unknown, exclusive: boolean): CollPlan {
     const what = exclusive ? 'exscan' : 'scan';
-    const s = checkArray(send, `${what} send`);
-    const r = checkArray(recv, `${what} recv`);
+    // Messages are built only for a bad argument: a string per call was garbage on the fast path.
+    const s = isReduceArray(send) ? send : checkArray(send, `${what} send`);
+    const r = isReduceArray(recv) ? recv : checkArray(recv, `${what} recv`);
     sameType(s, r, what);
     const o = checkOp(op, s, what);
     if (r.length !== s.length) throw invalid(`${what}: recv has ${r.length} elements, send has ${s.length}; they must match`);

@@ -282,7 +282,21 @@ export class Communicator implements ClaimedReceiver {
   bcast(buf: ArrayBufferView, root: number): Promise<void> { return this.coll('bcast', () => this.planner.bcast(buf, root)); }
   /** recv matters at the root only (others may pass null). */
   reduce(send: ArrayBufferView, recv: ArrayBufferView | null, op: string, root: number): Promise<void> { return this.coll('reduce', () => this.planner.reduce(send, recv, op, root)); }
-  allreduce(send: ArrayBufferView, recv: ArrayBufferView, op: string): Promise<void> { return this.coll('allreduce', () => this.planner.allreduce(send, recv, op)); }
+  allreduce(send: ArrayBufferView, recv: ArrayBufferView, op: string): Promise<void> {
+    this.world.check('allreduce');
+    // The most frequent collective, through shared memory: no plan, no closures.
+    const now = this.planner.allreduceNow(send, recv, op);
+    if (now !== undefined) {
+      this.collSeq = (this.collSeq + 1) & 0x7fffffff;
+      return now;
+    }
+    return this.allreduceByPlan(send, recv, op);
+  }
+
+  /** Apart from allreduce(): its closure would cost a context on every call, fast path included. */
+  private allreduceByPlan(send: ArrayBufferView, recv: ArrayBufferView, op: string): Promise<void> {
+    return this.coll('allreduce', () => this.planner.allreduce(send, recv, op));
+  }
   gather(send: ArrayBufferView, recv: ArrayBufferView | null, root: number): Promise<void> { return this.done(this.igather(send, recv, root)); }
   gatherv(send: ArrayBufferView, recv: ArrayBufferView | null, counts: ArrayLike<number>, root: number): Promise<void> { return this.done(this.igatherv(send, recv, counts, root)); }
   scatter(send: ArrayBufferView | null, recv: ArrayBufferView, root: number): Promise<void> { return this.done(this.iscatter(send, recv, root)); }

@@ -28,6 +28,8 @@ export interface NativeAddon {
   /** Arm once: `wake` runs after the word differs from `expected` (at once if it already does). */
   doorbellArm(w: DoorbellWaiter, expected: number): void;
   doorbellClose(w: DoorbellWaiter): void;
+  /** Block this thread (and its event loop) until the word differs from `expected`, a wake, or timeoutUs pass. */
+  futexWait(sab: SharedArrayBuffer, byteOffset: number, expected: number, timeoutUs: number): void;
   /** Wake every process sleeping on that word (after changing it); returns how many woke. */
   futexWake(sab: SharedArrayBuffer, byteOffset: number): number;
   /** Where the view's first byte is in this process (stable while the buffer lives). */
@@ -36,6 +38,15 @@ export interface NativeAddon {
   cmaRead(pid: number, address: bigint, dst: ArrayBufferView): number;
   /** Write src into process `pid` at `address` (process_vm_writev): bytes written, or -errno. */
   cmaWrite(pid: number, address: bigint, src: ArrayBufferView): number;
+  /**
+   * out[oo+i] = a[ao+i] (op) b[bo+i] for i < n (offsets in elements) in vector
+   * instructions, type and op as indices into TYPE_CODES and OP_CODES; false
+   * (nothing done) for pairs whose bits could differ from the JavaScript
+   * kernels'. out may be a.
+   */
+  reduce(type: number, op: number, out: ArrayBufferView, oo: number, a: ArrayBufferView, ao: number, b: ArrayBufferView, bo: number, n: number): boolean;
+  /** bytes bytes from src at byte sOff to dst at byte dOff (memmove; V8 copies into a SharedArrayBuffer a word at a time). */
+  copy(dst: ArrayBufferView, dOff: number, src: ArrayBufferView, sOff: number, bytes: number): void;
   /** CRC32C (Castagnoli) of the view, chained from `seed` (default 0). */
   crc32c(view: ArrayBufferView, seed?: number): number;
   /** CRC32C of view[offset, offset + length) (seed 0), without a subarray per call. */
@@ -50,6 +61,10 @@ export interface NativeAddon {
   /** Whether crc32c uses the CPU's instruction (SSE4.2). */
   crc32cHardware(): boolean;
 }
+
+/** The addon's element-type and op numbering for reduce(). */
+export const TYPE_CODES: readonly string[] = ['Int8Array', 'Uint8Array', 'Int16Array', 'Uint16Array', 'Int32Array', 'Uint32Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array'];
+export const OP_CODES: readonly string[] = ['sum', 'prod', 'min', 'max', 'band', 'bor', 'bxor'];
 
 /** Segment names of a job start with this, so the launcher can remove leftovers by prefix. */
 export function shmJobPrefix(jobId: number): string {

@@ -1,12 +1,13 @@
 // The native addon (native/): shared-memory segments, the futex doorbell
-// across processes, CMA reads and CRC32C. Skipped, saying why, when the addon
-// did not build.
+// across processes, CMA reads, CRC32C, and the collectives' reductions and
+// copies. Skipped, saying why, when the addon did not build.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { loadNative, nativeWhy, removeJobSegments, shmJobPrefix } from '../../dist/native/addon.js';
+import { randomFillSync } from 'node:crypto';
+import { loadNative, nativeWhy, removeJobSegments, shmJobPrefix, TYPE_CODES, OP_CODES } from '../../dist/native/addon.js';
 
 const native = loadNative();
 const skip = native === null ? `native addon unavailable: ${nativeWhy()}` : false;
@@ -160,4 +161,72 @@ test('removeJobSegments removes exactly one job\'s leftovers', { skip }, () => {
     assert.equal(removeJobSegments(JOB), 2);
     assert.ok(existsSync(`/dev/shm/${other}`));
   } finally { native.shmUnlink(other); }
+});
+
+test('reduce: the same bits as JavaScript on random operands (NaN op NaN aside), pairs it lacks answer false; copy', { skip }, () => {
+  const F = {
+    sum: (u, v) => u + v, prod: (u, v) => u * v,
+    min: (u, v) => (v < u || v !== v ? v : u), max: (u, v) => (v > u || v !== v ? v : u),
+    band: (u, v) => u & v, bor: (u, v) => u | v, bxor: (u, v) => u ^ v,
+  };
+  const have = [];
+  for (const [t, name] of TYPE_CODES.entries()) for (const [o, op] of OP_CODES.entries()) {
+    const T = globalThis[name];
+    const float = T === Float32Array || T === Float64Array;
+    const n = 3001, a = new T(n), b = new T(n);
+    randomFillSync(new Uint8Array(a.buffer));
+    randomFillSync(new Uint8Array(b.buffer));
+    const want = a.slice();
+    if (!(float && ['band', 'bor', 'bxor'].includes(op))) for (let i = 0; i < n; i++) want[i] = F[op](a[i], b[i]);
+    const out = new T(n + 5);
+    if (!native.reduce(t, o, out, 0, a, 0, b, 0, n)) continue;
+    have.push(`${name} ${op}`);
+    // Compared as bytes: a NaN's payload counts too.
+    const el = T.BYTES_PER_ELEMENT, ob = new Uint8Array(out.buffer), wb = new Uint8Array(want.buffer);
+    for (let i = 0; i < n; i++) {
+      if (float && Number.isNaN(a[i]) && Number.isNaN(b[i])) continue;
+      for (let k = i * el; k < (i + 1) * el; k++) {
+        if (ob[k] !== wb[k]) assert.fail(`${name} ${op} element ${i}: ${a[i]} ${op} ${b[i]} = ${out[i]}, JavaScript says ${want[i]}`);
+      }
+    }
+    assert.equal(out[n], big(T) ? 0n : 0, 'nothing written past n');
+    // In place, as the collectives accumulate.
+    const acc = a.slice();
+    assert.equal(native.reduce(t, o, acc, 0, acc, 0, b, 0, n), true);
+    assert.deepEqual(new Uint8Array(acc.buffer), new Uint8Array(out.buffer, 0, acc.byteLength));
+    // Offsets, in elements, on every operand.
+    const shifted = new T(n + 9);
+    assert.equal(native.reduce(t, o, shifted, 9, a, 1, b, 1, n - 1), true);
+    assert.deepEqual(new Uint8Array(shifted.buffer, 9 * T.BYTES_PER_ELEMENT, (n - 1) * T.BYTES_PER_ELEMENT), new Uint8Array(out.buffer, T.BYTES_PER_ELEMENT, (n - 1) * T.BYTES_PER_ELEMENT));
+  }
+  for (const pair of ['Float64Array sum', 'Float32Array prod', 'Int32Array sum', 'BigInt64Array bxor', 'Uint8Array max']) assert.ok(have.includes(pair), pair);
+  // 32-bit products round in JavaScript's doubles; float min and max pass NaN payloads their own way.
+  for (const pair of ['Int32Array prod', 'Uint32Array prod', 'Float64Array min', 'Float32Array max']) assert.ok(!have.includes(pair), pair);
+  const f2 = new Float64Array(2);
+  assert.throws(() => native.reduce(7, 0, f2, 0, f2, 0, new Float64Array(1), 0, 2), TypeError, 'b too short');
+  assert.throws(() => native.reduce(7, 0, f2, 1, f2, 0, f2, 0, 2), TypeError, 'out offset runs past');
+  assert.throws(() => native.reduce(7, 0, f2, 0.5, f2, 0, f2, 0, 1), TypeError, 'fractional offset');
+
+  const src = new Float64Array(5000).map((_, i) => i * 1.5), dst = new Float64Array(new SharedArrayBuffer(8 * 5001));
+  native.copy(dst, 8, src, 0, src.byteLength);
+  assert.equal(dst[0], 0);
+  assert.deepEqual(dst.slice(1), src);
+  native.copy(dst, 0, src, 8 * 4999, 8);
+  assert.equal(dst[0], 4999 * 1.5);
+  assert.throws(() => native.copy(new Uint8Array(3), 0, new Uint8Array(4), 0, 4), TypeError);
+  assert.throws(() => native.copy(new Uint8Array(8), 0, new Uint8Array(4), 1, 4), TypeError);
+});
+
+const big = (T) => T === BigInt64Array || T === BigUint64Array;
+
+test('futexWait: returns at once when the word differs, after the timeout when nobody rings', { skip }, () => {
+  const sab = new SharedArrayBuffer(64);
+  Atomics.store(new Int32Array(sab), 4, 7);
+  let t0 = performance.now();
+  native.futexWait(sab, 16, 6, 500_000);
+  assert.ok(performance.now() - t0 < 250, 'a stale expected value does not wait');
+  t0 = performance.now();
+  native.futexWait(sab, 16, 7, 20_000);
+  assert.ok(performance.now() - t0 >= 15, 'waits until the timeout');
+  assert.throws(() => native.futexWait(sab, 62, 0, 10), TypeError);
 });

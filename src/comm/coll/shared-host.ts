@@ -29,6 +29,7 @@ export function sharedPathFor(comm: Communicator, group: readonly number[], coll
 abstract class SegmentHost implements SharedHost {
   readonly spinMs: number;
   readonly slotBytes: number;
+  readonly splitBytes: number;
   protected readonly ctx: Context;
   protected readonly group: readonly number[];
   protected readonly key: string;
@@ -37,12 +38,17 @@ abstract class SegmentHost implements SharedHost {
     this.ctx = ctx;
     this.group = group;
     this.key = key;
-    this.spinMs = ctx.oversubscribed ? 0 : ctx.params.spinUs / 1000;
+    // Longer than the point-to-point spin: under load a wake-up from the doorbell
+    // took about 1 ms here, so with a 1 ms budget the ranks took turns sleeping
+    // (1.25 ms per 8-byte allreduce for whole runs); polling longer breaks that cycle.
+    this.spinMs = ctx.oversubscribed ? 0 : ctx.params.collSpinUs / 1000;
     this.slotBytes = ctx.params.collSharedSlot & ~63;
+    this.splitBytes = ctx.params.collSharedSplit;
   }
 
   abstract attach(c: CollComm, bytes: number): Promise<Uint8Array>;
   abstract sleep(ctrl: Int32Array, seen: number, ms: number): Promise<unknown>;
+  abstract pause(ctrl: Int32Array, seen: number, us: number): void;
   abstract wake(ctrl: Int32Array): void;
 
   keep(on: boolean): void {
@@ -82,7 +88,12 @@ class ThreadSegment extends SegmentHost {
     return w.async ? w.value : Promise.resolve();
   }
 
+  pause(ctrl: Int32Array, seen: number, us: number): void {
+    Atomics.wait(ctrl, 0, seen, us / 1000);
+  }
+
   wake(ctrl: Int32Array): void {
+    // Reaches Atomics.wait (pause) and Atomics.waitAsync (sleep) alike.
     Atomics.notify(ctrl, 0);
   }
 }
@@ -123,6 +134,10 @@ class HostSegment extends SegmentHost {
       this.woken = () => { clearTimeout(t); resolve(); };
       this.native.doorbellArm(this.waiter!, seen);
     });
+  }
+
+  pause(ctrl: Int32Array, seen: number, us: number): void {
+    this.native.futexWait(ctrl.buffer as SharedArrayBuffer, ctrl.byteOffset, seen, us);
   }
 
   wake(ctrl: Int32Array): void {

@@ -1,26 +1,29 @@
 // Collectives through shared memory, for a communicator whose ranks all map
-// one segment (worker threads of one process, or processes of one host). Each rank has two slots
-// (alternating by phase) and a flag on its own cache line: a phase is "write
-// my slot, raise my flag to the phase number, wait until every flag has
-// reached it", after which every rank reads what it needs straight from the
-// others' slots. A rank reaching phase s+2 (which reuses phase s's slots) has
-// seen every flag at s+1, so everyone finished reading phase s: two slots
-// suffice and no second handshake is needed. Reductions combine the slots in
-// rank order on every rank, so every rank gets the same bits.
+// one segment (worker threads of one process, or processes of one host). Each
+// rank has two slots, and a flag on its own cache line beside two boxes for
+// tiny reductions. A round (one slot-sized piece of one collective) uses the
+// slots (or boxes) of its parity, in one or two phases (shared-phase.ts: every
+// rank raises its flag, then waits for all). Round k+2 reuses round k's
+// slots, and nobody writes them before passing a phase of round k+1, which
+// every rank enters only after it finished reading round k: two slots suffice
+// and no extra handshake is needed between calls. Reductions combine operands
+// in rank order with one kernel, or each block is reduced by one rank only and
+// copied by the others: every rank gets the same bits.
 
 import { RailcommError, ErrorCode } from '../../core/errors.js';
-import { reduceInto, type Op, type ReduceArray } from './ops.js';
+import type { Op, ReduceArray } from './ops.js';
+import { copyInto, kernel, type Kernel } from './kernels.js';
 import type { CollComm } from './engine.js';
+import { LINE, Phases } from './shared-phase.js';
 
-const LINE = 64;
-const LINE_I32 = LINE / 4;
-/** Int32 index of the doorbell word sleepers wait on, and of the count of sleepers. */
-const BELL = 0;
-const SLEEPERS = 1;
-/** How long one spin burst runs before the event loop gets a turn (ms). */
-const BURST_MS = 0.05;
-/** How long a sleeper waits before checking that its peers are alive (ms). */
-const CHECK_MS = 100;
+/**
+ * Reductions of up to this many bytes travel in the sender's flag line (two
+ * boxes, one per round parity, after the 8-byte flag word): a peer reading the
+ * flag has the data in the same cache-line transfer. Saves one cross-core miss
+ * of the three an 8-byte allreduce costs (about 0.1 us of 0.5).
+ */
+const BOX = 24;
+const BOX_OFF = 8;
 
 /** What the shared path needs from its communicator. */
 export interface SharedHost {
@@ -28,28 +31,35 @@ export interface SharedHost {
   readonly spinMs: number;
   /** Bytes of one slot. */
   readonly slotBytes: number;
+  /** Reductions of at least this many bytes split the work (each rank reduces a block); smaller ones reduce everything everywhere. */
+  readonly splitBytes: number;
   /** Make (rank 0) or map (others) the segment; collective over c. */
   attach(c: CollComm, bytes: number): Promise<Uint8Array>;
   /** Throws ERR_PEER_FAILED if a member is known dead. */
   checkAlive(): void;
   /** Hold the event loop open while a collective waits (true) or not (false). */
   keep(on: boolean): void;
-  /** Sleep until ctrl[BELL] differs from `seen` (or `ms` pass); only this rank's event loop waits. */
+  /** Block this thread until the doorbell word ctrl[0] differs from `seen`, a wake, or `us` pass (the event loop waits too). */
+  pause(ctrl: Int32Array, seen: number, us: number): void;
+  /** Sleep until ctrl[0] differs from `seen` (or `ms` pass); only this rank's event loop waits. */
   sleep(ctrl: Int32Array, seen: number, ms: number): Promise<unknown>;
-  /** Wake every rank sleeping on ctrl[BELL] (after it changed). */
+  /** Wake every rank sleeping or blocked on ctrl[0] (after it changed). */
   wake(ctrl: Int32Array): void;
 }
 
 type Ctor = new (b: ArrayBufferLike, o: number, n: number) => ReduceArray;
+
+const DONE = Promise.resolve();
 
 export class SharedCollectives {
   private readonly host: SharedHost;
   private readonly rank: number;
   private readonly size: number;
   private seg: Uint8Array | null = null;
-  private ctrl: Int32Array | null = null;
+  private phases: Phases | null = null;
   private dataOff = 0;
-  private seq = 0;
+  /** Rounds so far: the parity of the next one picks the slots. */
+  private round = 0;
   /** Shared-memory collectives run one at a time per communicator; later ones wait here. */
   private busy = false;
   private readonly queue: Array<() => void> = [];
@@ -68,11 +78,22 @@ export class SharedCollectives {
 
   /**
    * Run f after the previous shared collective of this communicator (phases
-   * must not interleave), with the segment attached. The common case (idle,
-   * attached) calls f at once: every promise hop costs here.
+   * must not interleave), with the segment attached. f returns null when it
+   * finished without waiting. The common case (idle, attached, peers already
+   * there) then costs no promise of its own and holds nothing open: every hop
+   * costs here (an 8-byte allreduce takes well under a microsecond).
    */
-  run(c: CollComm, f: () => Promise<void>): Promise<void> {
-    if (!this.busy && this.seg !== null && this.broken === null) return this.exec(f);
+  run(c: CollComm, f: () => Promise<void> | null): Promise<void> {
+    if (this.idle) {
+      let w: Promise<void> | null;
+      try { w = f(); } catch (e) { return Promise.reject(e); }
+      return w === null ? DONE : this.hold(w);
+    }
+    return this.later(c, f);
+  }
+
+  /** Queue f (a method of its own: closures here would cost a context on every run()). */
+  private later(c: CollComm, f: () => Promise<void> | null): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.queue.push(() => {
         const go = async (): Promise<void> => {
@@ -83,18 +104,33 @@ export class SharedCollectives {
           }
           await f();
         };
-        this.exec(go).then(resolve, reject);
+        this.hold(go()).then(resolve, reject);
       });
       if (!this.busy) this.next();
     });
   }
 
-  private exec(f: () => Promise<void>): Promise<void> {
+  /** Attached, nothing running or queued, not broken: a collective may start at once. */
+  get idle(): boolean {
+    return !this.busy && this.seg !== null && this.broken === null && this.queue.length === 0;
+  }
+
+  /**
+   * run(c, () => reduce(send, recv, op, -1)) for an idle communicator,
+   * without the closures: a blocking allreduce's whole path (the plan and its
+   * closures were a third of an 8-byte allreduce, 0.15 of 0.45 us).
+   */
+  allreduceNow(send: ReduceArray, recv: ReduceArray, op: Op): Promise<void> {
+    let w: Promise<void> | null;
+    try { w = this.reduce(send, recv, op, -1); } catch (e) { return Promise.reject(e); }
+    return w === null ? DONE : this.hold(w);
+  }
+
+  /** Later collectives queue, and the event loop stays open, until w settles. */
+  private hold(w: Promise<void>): Promise<void> {
     this.busy = true;
     this.host.keep(true);
-    let p: Promise<void>;
-    try { p = f(); } catch (e) { p = Promise.reject(e); }
-    return p.then(this.doneOk, this.doneErr);
+    return w.then(this.doneOk, this.doneErr);
   }
 
   private readonly doneOk = (): void => { this.finish(); };
@@ -115,107 +151,50 @@ export class SharedCollectives {
     this.dataOff = LINE * (this.size + 1);
     const bytes = this.dataOff + 2 * this.size * this.host.slotBytes;
     this.seg = await this.host.attach(c, bytes);
-    this.ctrl = new Int32Array(this.seg.buffer, this.seg.byteOffset, this.dataOff / 4);
+    const ctrl = new Int32Array(this.seg.buffer, this.seg.byteOffset, this.dataOff / 4);
+    // A member that died mid-phase leaves this communicator's shared state incoherent: never use it again.
+    this.phases = new Phases(this.host, ctrl, this.rank, this.size, (e) => { this.broken = e; });
   }
 
-  /** My slot for the next phase (write into it, then call arrive()). */
-  private slot(r: number, phase: number): number {
-    return this.seg!.byteOffset + this.dataOff + ((phase & 1) * this.size + r) * this.host.slotBytes;
+  /** Byte offset in the segment's buffer of rank r's slot for round k. */
+  private slot(r: number, k: number): number {
+    return this.seg!.byteOffset + this.dataOff + ((k & 1) * this.size + r) * this.host.slotBytes;
   }
 
-  /** Views of every slot for one element type, made once (2 * size of them). */
-  private readonly views = new Map<Ctor, ReduceArray[]>();
+  private nextRound(): number {
+    return (this.round = (this.round + 1) | 0);
+  }
 
-  /** Rank r's slot for phase, as elements like `like` (the whole slot; use the first n). */
-  private view(like: ReduceArray, r: number, phase: number): ReduceArray {
+  /** Views of every slot, then of every box, for one element type, made once (4 * size of them). */
+  private readonly views = new Map<unknown, ReduceArray[]>();
+  /** The last type's views: a program reduces one type again and again (a Map lookup was 1/5 of an 8-byte call). */
+  private lastCtor: unknown = null;
+  private lastViews: ReduceArray[] = [];
+
+  /** Rank r's slot (or box) for round k, as elements like `like` (all of it; use the first n). */
+  private view(like: ReduceArray, r: number, k: number, box = false): ReduceArray {
+    const v = like.constructor === this.lastCtor ? this.lastViews : this.viewsOf(like);
+    return v[(box ? 2 * this.size : 0) + (k & 1) * this.size + r]!;
+  }
+
+  private viewsOf(like: ReduceArray): ReduceArray[] {
     const C = like.constructor as Ctor;
     let v = this.views.get(C);
     if (v === undefined) {
       v = [];
-      const per = Math.floor(this.host.slotBytes / like.BYTES_PER_ELEMENT);
-      for (let ph = 0; ph < 2; ph++) for (let q = 0; q < this.size; q++) v.push(new C(this.seg!.buffer, this.slot(q, ph), per));
+      const el = like.BYTES_PER_ELEMENT, buf = this.seg!.buffer, base = this.seg!.byteOffset;
+      for (let ph = 0; ph < 2; ph++) for (let q = 0; q < this.size; q++) v.push(new C(buf, this.slot(q, ph), Math.floor(this.host.slotBytes / el)));
+      for (let ph = 0; ph < 2; ph++) for (let q = 0; q < this.size; q++) v.push(new C(buf, base + (q + 1) * LINE + BOX_OFF + ph * BOX, BOX / el));
       this.views.set(C, v);
     }
-    return v[(phase & 1) * this.size + r]!;
-  }
-
-  private arrive(): number {
-    const s = (this.seq = (this.seq + 1) | 0);
-    const ctrl = this.ctrl!;
-    Atomics.store(ctrl, (this.rank + 1) * LINE_I32, s);
-    Atomics.add(ctrl, BELL, 1);
-    // A sleeper counts itself before reading the bell, so this sees it (sequentially consistent).
-    if (Atomics.load(ctrl, SLEEPERS) > 0) this.host.wake(ctrl);
-    return s;
-  }
-
-  private allArrived(s: number): boolean {
-    const ctrl = this.ctrl!;
-    for (let r = 0; r < this.size; r++) if (((Atomics.load(ctrl, (r + 1) * LINE_I32) - s) | 0) < 0) return false;
-    return true;
-  }
-
-  /**
-   * Arrive at the next phase and wait for every rank: spin a while (the
-   * first burst without leaving this call), then in bursts that let the event
-   * loop run, then sleep on the doorbell. Null when nothing had to be awaited.
-   */
-  private phase(): Promise<void> | null {
-    const s = this.arrive();
-    if (this.spinFor(s, BURST_MS)) return null;
-    return this.waitAll(s);
-  }
-
-  private spinFor(s: number, ms: number): boolean {
-    if (this.allArrived(s)) return true;
-    if (this.host.spinMs <= 0) return false;
-    const until = performance.now() + ms;
-    for (let i = 1; ; i++) {
-      if (this.allArrived(s)) return true;
-      if ((i & 63) === 0 && performance.now() > until) return false;
-    }
-  }
-
-  private async waitAll(s: number): Promise<void> {
-    if (this.allArrived(s)) return;
-    const spinMs = this.host.spinMs;
-    if (spinMs > 0) {
-      const until = performance.now() + spinMs;
-      for (;;) {
-        const burst = performance.now() + BURST_MS;
-        for (let i = 1; ; i++) {
-          if (this.allArrived(s)) return;
-          if ((i & 63) === 0 && performance.now() > burst) break;
-        }
-        if (performance.now() > until) break;
-        await new Promise<void>((r) => setImmediate(r));
-      }
-    }
-    const ctrl = this.ctrl!;
-    Atomics.add(ctrl, SLEEPERS, 1);
-    try {
-      for (;;) {
-        const bell = Atomics.load(ctrl, BELL);
-        if (this.allArrived(s)) return;
-        await this.host.sleep(ctrl, bell, CHECK_MS);
-        if (this.allArrived(s)) return;
-        try {
-          this.host.checkAlive();
-        } catch (e) {
-          // A member died mid-phase: this communicator's shared state is no longer coherent.
-          this.broken = e as RailcommError;
-          throw e;
-        }
-      }
-    } finally {
-      Atomics.sub(ctrl, SLEEPERS, 1);
-    }
+    this.lastCtor = C;
+    this.lastViews = v;
+    return v;
   }
 
   /** One phase with nothing to exchange. */
-  async barrier(): Promise<void> {
-    const w = this.phase();
-    if (w !== null) await w;
+  barrier(): Promise<void> | null {
+    return this.phases!.next();
   }
 
   /** root's bytes to everyone, a slot at a time. */
@@ -223,31 +202,134 @@ export class SharedCollectives {
     const slot = this.host.slotBytes;
     for (let off = 0; off < bytes.byteLength || off === 0; off += slot) {
       const n = Math.min(slot, bytes.byteLength - off);
-      const phase = this.seq + 1;
-      if (this.rank === root) new Uint8Array(this.seg!.buffer, this.slot(root, phase), n).set(bytes.subarray(off, off + n));
-      const w = this.phase();
+      const k = this.nextRound();
+      if (this.rank === root) new Uint8Array(this.seg!.buffer, this.slot(root, k), n).set(bytes.subarray(off, off + n));
+      const w = this.phases!.next();
       if (w !== null) await w;
-      if (this.rank !== root) bytes.set(new Uint8Array(this.seg!.buffer, this.slot(root, phase), n), off);
+      if (this.rank !== root) bytes.set(new Uint8Array(this.seg!.buffer, this.slot(root, k), n), off);
       if (bytes.byteLength === 0) break;
     }
   }
 
   /** Reduce send into recv on every rank (allreduce) or on root only (reduce, root >= 0). */
-  async reduce(send: ReduceArray, recv: ReduceArray | null, op: Op, root: number): Promise<void> {
+  reduce(send: ReduceArray, recv: ReduceArray | null, op: Op, root: number): Promise<void> | null {
     const per = Math.max(1, Math.floor(this.host.slotBytes / send.BYTES_PER_ELEMENT));
     const total = send.length;
-    for (let at = 0; at < total || at === 0; at += per) {
+    const out = root < 0 || root === this.rank ? recv : null;
+    const k = kernel(op, send);
+    // Every rank takes the same branch: it depends only on the call's arguments and parameters.
+    const split = total * send.BYTES_PER_ELEMENT >= this.host.splitBytes;
+    if (!split && total <= per) return this.reduceWhole(k, send, out, 0, total);
+    return this.rounds(k, send, out, per, split, 0);
+  }
+
+  /**
+   * The rounds from element `at` on, without a promise while no phase has to
+   * wait (each async step allocates, and young-generation collections every
+   * few hundred calls stalled both ranks for milliseconds).
+   */
+  private rounds(k: Kernel, send: ReduceArray, out: ReduceArray | null, per: number, split: boolean, at: number): Promise<void> | null {
+    const total = send.length;
+    for (; at < total || at === 0; at += per) {
       const n = Math.min(per, total - at);
-      const phase = this.seq + 1;
-      copyInto(this.view(send, this.rank, phase), 0, send, at, n);
-      const w = this.phase();
-      if (w !== null) await w;
-      if (recv !== null && (root < 0 || root === this.rank) && n > 0) {
-        const out = at === 0 && n === recv.length ? recv : recv.subarray(at, at + n) as ReduceArray;
-        copyInto(out, 0, this.view(send, 0, phase), 0, n);
-        for (let r = 1; r < this.size; r++) reduceInto(op, out, this.view(send, r, phase), n);
-      }
+      const w = split ? this.reduceSplit(k, send, out, at, n) : this.reduceWhole(k, send, out, at, n);
+      if (w !== null) return this.roundsAfter(w, k, send, out, per, split, at);
       if (total === 0) break;
+    }
+    return null;
+  }
+
+  private async roundsAfter(w: Promise<void>, k: Kernel, send: ReduceArray, out: ReduceArray | null, per: number, split: boolean, at: number): Promise<void> {
+    await w;
+    if (send.length === 0) return;
+    const rest = this.rounds(k, send, out, per, split, at + per);
+    if (rest !== null) await rest;
+  }
+
+  /**
+   * One round: every rank publishes its elements [at, at+n), then reduces all
+   * of them in rank order. One phase; for small vectors, where a second phase
+   * would cost more than the duplicated arithmetic.
+   */
+  private reduceWhole(k: Kernel, send: ReduceArray, out: ReduceArray | null, at: number, n: number): Promise<void> | null {
+    const round = this.nextRound();
+    const box = n * send.BYTES_PER_ELEMENT <= BOX;
+    copyInto(this.view(send, this.rank, round, box), 0, send, at, n);
+    const w = this.phases!.next();
+    if (w !== null) return this.combineAfter(w, k, send, out, at, n, round, box);
+    this.combineAll(k, send, out, at, n, round, box);
+    return null;
+  }
+
+  /** Not a closure in reduceWhole: V8 would allocate its context on every call, waiting or not. */
+  private async combineAfter(w: Promise<void>, k: Kernel, like: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number, box: boolean): Promise<void> {
+    await w;
+    this.combineAll(k, like, out, at, n, round, box);
+  }
+
+  private combineAll(k: Kernel, like: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number, box: boolean): void {
+    if (out === null || n === 0) return;
+    // Operands all come from the slots, never from send: send may be recv itself.
+    k(out, at, this.view(like, 0, round, box), 0, this.view(like, 1, round, box), 0, n);
+    for (let r = 2; r < this.size; r++) k(out, at, out, at, this.view(like, r, round, box), 0, n);
+  }
+
+  /**
+   * One round in two phases: every rank publishes its elements [at, at+n)
+   * except its own block, reduces its block (its own operand straight from
+   * send) into that block of its slot, and after the second phase copies
+   * every block out. Each rank does 1/p of the arithmetic. Rank r's block
+   * starts at r*q + min(r, e) and holds q (+1 for r < e) elements, q = n/p, e = n%p.
+   * Null when neither phase had to wait.
+   */
+  private reduceSplit(k: Kernel, send: ReduceArray, out: ReduceArray | null, at: number, n: number): Promise<void> | null {
+    const round = this.nextRound(), me = this.rank, p = this.size;
+    const q = Math.floor(n / p), e = n % p;
+    const b0 = me * q + Math.min(me, e), bn = q + (me < e ? 1 : 0);
+    const mine = this.view(send, me, round);
+    copyInto(mine, 0, send, at, b0);
+    copyInto(mine, b0 + bn, send, at + b0 + bn, n - b0 - bn);
+    const w = this.phases!.next();
+    if (w !== null) return this.splitAfter(w, k, send, out, at, n, round);
+    return this.splitBlock(k, send, out, at, n, round);
+  }
+
+  private async splitAfter(w: Promise<void>, k: Kernel, send: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number): Promise<void> {
+    await w;
+    const rest = this.splitBlock(k, send, out, at, n, round);
+    if (rest !== null) await rest;
+  }
+
+  /** Second half of a split round: reduce this rank's block, second phase, copy out. */
+  private splitBlock(k: Kernel, send: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number): Promise<void> | null {
+    const me = this.rank, p = this.size;
+    const q = Math.floor(n / p), e = n % p;
+    const b0 = me * q + Math.min(me, e), bn = q + (me < e ? 1 : 0);
+    const mine = this.view(send, me, round);
+    if (bn > 0) {
+      // Rank 0's operand first, then each rank's in order; this rank's own straight from send.
+      if (me === 0) k(mine, b0, send, at + b0, this.view(send, 1, round), b0, bn);
+      else k(mine, b0, this.view(send, 0, round), b0, me === 1 ? send : this.view(send, 1, round), me === 1 ? at + b0 : b0, bn);
+      for (let r = 2; r < p; r++) k(mine, b0, mine, b0, r === me ? send : this.view(send, r, round), r === me ? at + b0 : b0, bn);
+    }
+    // Send is not read after this phase, so recv may alias it.
+    const w = this.phases!.next();
+    if (w !== null) return this.copyOutAfter(w, send, out, at, n, round);
+    this.copyOut(send, out, at, n, round);
+    return null;
+  }
+
+  private async copyOutAfter(w: Promise<void>, like: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number): Promise<void> {
+    await w;
+    this.copyOut(like, out, at, n, round);
+  }
+
+  private copyOut(like: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number): void {
+    if (out === null) return;
+    const p = this.size, q = Math.floor(n / p), e = n % p;
+    for (let r = 0; r < p; r++) {
+      const c0 = r * q + Math.min(r, e);
+      copyInto(out, at + c0, this.view(like, r, round), c0, q + (r < e ? 1 : 0));
     }
   }
 
@@ -257,24 +339,14 @@ export class SharedCollectives {
     const len = send.length;
     for (let at = 0; at < len || at === 0; at += per) {
       const n = Math.min(per, len - at);
-      const phase = this.seq + 1;
-      copyInto(this.view(send, this.rank, phase), 0, send, at, n);
-      const w = this.phase();
+      const k = this.nextRound();
+      copyInto(this.view(send, this.rank, k), 0, send, at, n);
+      const w = this.phases!.next();
       if (w !== null) await w;
-      for (let r = 0; r < this.size; r++) copyInto(recv, r * len + at, this.view(send, r, phase), 0, n);
+      for (let r = 0; r < this.size; r++) copyInto(recv, r * len + at, this.view(send, r, k), 0, n);
       if (len === 0) break;
     }
   }
-}
-
-/** dst[d .. d+n) = src[s .. s+n): a loop for a few elements (no view allocated), set() for more. */
-function copyInto(dst: ReduceArray, d: number, src: ReduceArray, s: number, n: number): void {
-  if (n <= 32) {
-    const a = dst as Float64Array, b = src as Float64Array;
-    for (let i = 0; i < n; i++) a[d + i] = b[s + i]!;
-    return;
-  }
-  dst.set((s === 0 && n === src.length ? src : src.subarray(s, s + n)) as never, d);
 }
 
 export function peerFailedError(rank: number, cause: RailcommError): RailcommError {
