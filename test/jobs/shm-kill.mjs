@@ -15,7 +15,14 @@ const BIG = 256 << 20;
 if (rank === 2) {
   const b = new Uint8Array(BIG);
   const req = comm.isend(b, 0, 1);
-  setTimeout(() => process.kill(process.pid, 'SIGKILL'), 5);
+  // Killed once 8 MiB of it went through the ring: mid-stream whatever the
+  // speed (a 5 ms timer fired after the whole 256 MiB had gone on a fast run).
+  // The check runs between event-loop turns, which progress yields every
+  // millisecond or so while it streams.
+  const sent = () => comm.stats().rails.shm?.bytesSent ?? 0;
+  const before = sent();
+  const watch = () => { if (sent() - before >= 8 << 20) process.kill(process.pid, 'SIGKILL'); else setImmediate(watch); };
+  setImmediate(watch);
   await req.wait();
   console.log('RESULT sender finished before it was killed');
   await new Promise((r) => setTimeout(r, 60_000));
