@@ -340,13 +340,13 @@ int main(int argc, char **argv) {
                 } else if (is_atomic(test)) {
                     double rate = r.usec > 0 ? 1e6 / r.usec : 0.0;
                     if (o.json)
-                        printf("%s{\"size\":%ld,\"usec\":%.2f,\"usec_median\":%.2f,\"ops_per_sec\":%.0f,\"iters\":%d}",
+                        printf("%s{\"size\":%ld,\"usec\":%.3f,\"usec_median\":%.3f,\"ops_per_sec\":%.0f,\"iters\":%d}",
                                sep, size, r.usec, r.usec_median, rate, iters);
                     else
                         printf("  %10ld %12.2f %12.2f %8d %12.0f\n", size, r.usec, r.usec_median, iters, rate);
                 } else {
                     if (o.json)
-                        printf("%s{\"size\":%ld,\"usec\":%.2f,\"usec_median\":%.2f,\"iters\":%d}", sep, size, r.usec,
+                        printf("%s{\"size\":%ld,\"usec\":%.3f,\"usec_median\":%.3f,\"iters\":%d}", sep, size, r.usec,
                                r.usec_median, iters);
                     else
                         printf("  %10ld %12.2f %12.2f %8d\n", size, r.usec, r.usec_median, iters);
