@@ -80,8 +80,8 @@ function payload(i, n) {
   return b;
 }
 
-/** Run one scenario; returns what b received and both hosts. */
-function simulate({ sizes, seed, drop, dup, reorder, corrupt, start }) {
+/** Two sessions a -> b over one simulated link, started at sequence number `start`; b's deliveries land in got. */
+function connectedPair(start) {
   const clock = { t: 1000 };
   const link = [];
   const got = [];
@@ -89,6 +89,12 @@ function simulate({ sizes, seed, drop, dup, reorder, corrupt, start }) {
   const b = makeSide('b', clock, link, got);
   a.session.start(1, start, 7, 1 << 16);
   b.session.start(2, 7, start, 1 << 16);
+  return { clock, link, got, a, b };
+}
+
+/** Run one scenario; returns what b received and both hosts. */
+function simulate({ sizes, seed, drop, dup, reorder, corrupt, start }) {
+  const { clock, link, got, a, b } = connectedPair(start);
   const rand = mulberry(seed);
   const hdr = Buffer.alloc(8);
   sizes.forEach((n, i) => { hdr.writeUInt32LE(i, 0); assert.ok(a.session.send(AM, 0, hdr, 8, payload(i, n), null)); });
@@ -222,13 +228,7 @@ test('udp session: a last message with no follow-up traffic, lost once, is retra
  * number. Returns the received messages and both sides.
  */
 function lossyStream(start, count, lostAt) {
-  const clock = { t: 1000 };
-  const link = [];
-  const got = [];
-  const a = makeSide('a', clock, link, []);
-  const b = makeSide('b', clock, link, got);
-  a.session.start(1, start, 7, 1 << 16);
-  b.session.start(2, 7, start, 1 << 16);
+  const { clock, link, got, a, b } = connectedPair(start);
   const hdr = Buffer.alloc(8);
   for (let i = 0; i < count; i++) {
     hdr.writeUInt32LE(i, 0);
