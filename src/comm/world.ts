@@ -48,6 +48,11 @@ export class World implements RequestWatcher {
     if (r.kind === KIND_SEND) this.sendsOutstanding++;
   }
 
+  /** An operation completed at the call without a Request (fast paths): progress, for the hang report. */
+  completedAtOnce(): void {
+    this.settled++;
+  }
+
   requestSettled(r: Request): void {
     this.settled++;
     this.ctx.progress.release();
