@@ -42,16 +42,18 @@ async function until(cond, ms) {
   return true;
 }
 
-/** Drop the next `n` sequenced fragments (FRAG datagrams) the rail puts on either socket. */
+/**
+ * Drop the next `n` sequenced fragments (FRAG datagrams) the rail transmits,
+ * on either channel. Patched where the rail hands a datagram to its sockets
+ * (dgram.send or the addon's sendmmsg), so every way out is covered.
+ */
 function dropNextFrags(rail, n) {
   let left = n;
-  for (const sock of [rail.data, rail.prio]) {
-    const send = sock.send;
-    sock.send = function (buf, off, len, ...rest) {
-      if (left > 0 && (buf[3] & 0x3f) === T_FRAG) { left--; return undefined; }
-      return send.call(this, buf, off, len, ...rest);
-    };
-  }
+  const transmitRaw = rail.transmitRaw;
+  rail.transmitRaw = function (ep, buf, len, prio) {
+    if (left > 0 && (buf[3] & 0x3f) === T_FRAG) { left--; return; }
+    transmitRaw.call(this, ep, buf, len, prio);
+  };
   return () => n - left;
 }
 
