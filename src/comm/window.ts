@@ -47,7 +47,8 @@ export class Window {
   private readonly region: Region;
   private readonly remote: RemoteRegion[];
   private fenceOpen = false;
-  private readonly locked = new Map<number, LockMode>();
+  /** Per target rank, 1 while this rank holds (or is acquiring) its lock: an array, since every put checks it. */
+  private readonly locked: Uint8Array;
   private freed = false;
 
   /** @internal */
@@ -57,6 +58,7 @@ export class Window {
     this.region = region;
     this.remote = remote;
     this.buffer = region.bytes;
+    this.locked = new Uint8Array(comm.size);
   }
 
   /** How many targets this rank reaches directly through shared memory (the others go through the target). */
@@ -131,12 +133,12 @@ export class Window {
     this.live('lock');
     checkRank(target, this.comm.size, 'lock: target', false);
     if (mode !== 'exclusive' && mode !== 'shared') throw new RailcommError(ErrorCode.INVALID_ARG, `lock: mode must be 'exclusive' or 'shared', got ${String(mode)}`);
-    if (this.locked.has(target)) throw new RailcommError(ErrorCode.INVALID_ARG, `lock: this rank already holds the lock of rank ${target}'s window; unlock it first`);
-    this.locked.set(target, mode);
+    if (this.locked[target] !== 0) throw new RailcommError(ErrorCode.INVALID_ARG, `lock: this rank already holds the lock of rank ${target}'s window; unlock it first`);
+    this.locked[target] = 1;
     try {
       await this.rma.lock(this.comm.worldRankOf(target), this.remote[target]!.id, mode === 'exclusive' ? LOCK_EXCLUSIVE : LOCK_SHARED);
     } catch (e) {
-      this.locked.delete(target);
+      this.locked[target] = 0;
       throw e;
     }
   }
@@ -145,11 +147,11 @@ export class Window {
   async unlock(target: number): Promise<void> {
     this.live('unlock');
     checkRank(target, this.comm.size, 'unlock: target', false);
-    if (!this.locked.has(target)) throw new RailcommError(ErrorCode.INVALID_ARG, `unlock: this rank holds no lock on rank ${target}'s window`);
+    if (this.locked[target] === 0) throw new RailcommError(ErrorCode.INVALID_ARG, `unlock: this rank holds no lock on rank ${target}'s window`);
     try {
       await this.rma.unlock(this.comm.worldRankOf(target), this.remote[target]!.id);
     } finally {
-      this.locked.delete(target);
+      this.locked[target] = 0;
     }
   }
 
@@ -172,7 +174,8 @@ export class Window {
   /** Collective: complete everything, then release the window on every rank. */
   async free(): Promise<void> {
     this.live('free');
-    if (this.locked.size > 0) throw new RailcommError(ErrorCode.INVALID_ARG, `free: this rank still holds locks on ranks ${[...this.locked.keys()].join(', ')}; unlock them first`);
+    const held = [...this.locked.keys()].filter((r) => this.locked[r] !== 0);
+    if (held.length > 0) throw new RailcommError(ErrorCode.INVALID_ARG, `free: this rank still holds locks on ranks ${held.join(', ')}; unlock them first`);
     this.freed = true;
     await this.completeAll();
     await this.comm.barrier();
@@ -201,7 +204,7 @@ export class Window {
   private access(what: string, target: number, offset: number, len: number, align: number): RemoteRegion {
     this.live(what);
     checkRank(target, this.comm.size, what, false, ': target');
-    if (!this.fenceOpen && !this.locked.has(target)) {
+    if (!this.fenceOpen && this.locked[target] === 0) {
       throw new RailcommError(ErrorCode.INVALID_ARG, `${what}: outside an epoch; call fence() on every rank, or lock(${target}) first`);
     }
     const rr = this.remote[target]!;

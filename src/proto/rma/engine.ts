@@ -205,6 +205,8 @@ export class RmaEngine {
 
   /** Every operation this rank issued to target so far is complete there. */
   flush(target: number): Promise<unknown> {
+    // Only operations on mapped memory so far: nothing can be outstanding (no lookup).
+    if (this.targets.size === 0) return RESOLVED;
     const t = this.targets.get(target);
     if (t === undefined || t.flushed >= t.issued) return RESOLVED;
     const op = new RmaOp(this, K_FLUSH, target, 0, 0, EMPTY, 0, 0, 0, 0);
