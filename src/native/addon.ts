@@ -38,6 +38,10 @@ export interface NativeAddon {
   cmaRead(pid: number, address: bigint, dst: ArrayBufferView): number;
   /** Write src into process `pid` at `address` (process_vm_writev): bytes written, or -errno. */
   cmaWrite(pid: number, address: bigint, src: ArrayBufferView): number;
+  /** memcpy from an address in this process (another thread's buffer) into dst: bytes copied, or -EFAULT (ends probed first). */
+  memRead?(address: bigint, dst: ArrayBufferView): number;
+  /** memcpy src to an address in this process: bytes copied, or -EFAULT. */
+  memWrite?(address: bigint, src: ArrayBufferView): number;
   /**
    * out[oo+i] = a[ao+i] (op) b[bo+i] for i < n (offsets in elements) in vector
    * instructions, type and op as indices into TYPE_CODES and OP_CODES; false

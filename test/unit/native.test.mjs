@@ -97,6 +97,21 @@ test('CMA: read another process\'s buffer in one copy; a dead pid answers -ESRCH
   assert.equal(native.cmaRead(child.pid, 4096n, new Uint8Array(8)), -3);
 });
 
+test('memRead / memWrite: copy to and from an address in this process; an unmapped range is -EFAULT, not a crash', { skip }, () => {
+  const src = new Uint8Array(1 << 20).map((_, i) => (i * 7) & 255);
+  const dst = new Uint8Array(1 << 20);
+  assert.equal(native.memRead(native.addressOf(src), dst), src.length);
+  assert.deepEqual(dst, src);
+  const back = new Uint8Array(300).fill(9);
+  assert.equal(native.memWrite(native.addressOf(dst.subarray(1000)), back), 300);
+  assert.equal(dst[999], src[999]);
+  assert.ok(dst.subarray(1000, 1300).every((x) => x === 9));
+  assert.equal(dst[1300], src[1300]);
+  assert.equal(native.memRead(16n, new Uint8Array(8)), -14, 'the zero page is not mapped');
+  assert.equal(native.memWrite(16n, new Uint8Array(8)), -14);
+  assert.equal(native.memRead(native.addressOf(src), new Uint8Array(0)), 0);
+});
+
 test('crc32c: the Castagnoli check value, chaining, and agreement with a bitwise reference', { skip }, () => {
   assert.equal(native.crc32c(Buffer.from('123456789')), 0xe3069283);
   const data = Buffer.from(Array.from({ length: 1000 }, (_, i) => (i * 13) & 255));

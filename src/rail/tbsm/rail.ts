@@ -6,7 +6,7 @@
 
 import type { Completion, Device, Rail, RailCaps, RailEnv, RailIpc, RailStatus, RxFrame } from '../api.js';
 import { loadNative } from '../../native/addon.js';
-import { cmaIpc } from '../shared/cma.js';
+import { sameProcessIpc } from '../shared/cma.js';
 import { DONE, IN_PROGRESS, NO_RESOURCE } from '../api.js';
 import { TrafficCounters } from '../../core/counters.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
@@ -34,7 +34,7 @@ export class TbsmRail implements Rail {
   private readonly selfKey: string;
   private readonly channel: BroadcastChannel;
   readonly bell = new Doorbell();
-  /** Threads share one address space: a peer reads our buffers through our own pid (CMA). */
+  /** Threads share one address space: a peer copies from our buffers' addresses directly. */
   readonly ipc: RailIpc | null;
   private readonly bells = new Map<string, Doorbell>();
   private readonly endpoints = new Map<bigint, TbsmEndpoint>();
@@ -50,7 +50,7 @@ export class TbsmRail implements Rail {
     this.ringBytes = ringBytes;
     this.selfKey = String(env.self);
     const native = loadNative();
-    this.ipc = native === null ? null : cmaIpc(native, () => process.pid);
+    this.ipc = native === null ? null : sameProcessIpc(native);
     const body = ringBytes / 2 - FRAME_HEAD - 264;
     this.caps = {
       reliable: true, ordered: true,
