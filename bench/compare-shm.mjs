@@ -31,11 +31,11 @@ const runners = {
     ...(haveMpi ? { 'ompi-vader': () => vader('latency', latSizes) } : {}),
   },
   bw: {
-    'railcomm-shm': () => node([cli, 'bench', 'bw', '--rails', 'shm', '--sizes', bwSizes, '--iters', '200', '--json']),
-    'railcomm-shm-ring': () => node([cli, 'bench', 'bw', '--rails', 'shm', '--sizes', bwSizes, '--iters', '200', '--json'], { RAILCOMM_SHM_SINGLE_COPY: '0' }),
+    'railcomm-shm': () => node([cli, 'bench', 'bw', '--rails', 'shm', '--sizes', bwSizes, '--json']),
+    'railcomm-shm-ring': () => node([cli, 'bench', 'bw', '--rails', 'shm', '--sizes', bwSizes, '--json'], { RAILCOMM_SHM_SINGLE_COPY: '0' }),
     ...(withThreads ? {
-      'railcomm-tbsm': () => node([cli, 'bench', 'bw', '--threads', '--sizes', bwSizes, '--iters', '200', '--json']),
-      'railcomm-tbsm-ring': () => node([cli, 'bench', 'bw', '--threads', '--sizes', bwSizes, '--iters', '200', '--json'], { RAILCOMM_SHM_SINGLE_COPY: '0' }),
+      'railcomm-tbsm': () => node([cli, 'bench', 'bw', '--threads', '--sizes', bwSizes, '--json']),
+      'railcomm-tbsm-ring': () => node([cli, 'bench', 'bw', '--threads', '--sizes', bwSizes, '--json'], { RAILCOMM_SHM_SINGLE_COPY: '0' }),
     } : {}),
     ...(haveMpi ? { 'ompi-vader': () => vader('bw', bwSizes, ['--iters', '30']) } : {}),
   },

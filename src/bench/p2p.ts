@@ -12,7 +12,7 @@ interface Row { size: number; usec?: number; usec_median?: number; usec_p90?: nu
 // of timed round trips let one compiler or GC pause move the median).
 function iterations(size: number, base: number): { iters: number; warmup: number } {
   if (size <= 8192) return { iters: base * 10, warmup: Math.max(1000, base * 10) };
-  if (size < 1 << 20) return { iters: Math.max(20, Math.ceil(base / 10)), warmup: Math.max(5, Math.ceil(base / 100)) };
+  if (size < 1 << 20) return { iters: Math.max(20, Math.ceil(base / 10)), warmup: Math.max(20, Math.ceil(base / 20)) };
   return { iters: Math.max(10, Math.ceil(base / 40)), warmup: 5 };
 }
 
