@@ -191,7 +191,12 @@ export class ShmEndpoint implements RingPeer {
 
   /** Liveness: a peer whose process vanished fails now. */
   checkAlive(): void {
-    if (!this.alive()) this.fail(`its process ${this.pid} is gone`, false);
+    if (this.alive()) return;
+    this.fail(`its process ${this.pid} is gone`, false);
+    // A rank killed before every local peer mapped its inbox never removed
+    // the name: under launchers that do not sweep the job's prefix (Slurm,
+    // mpirun) the survivors do.
+    this.rail.native.shmUnlink(inboxName(this.rail.prefix, rankOf(this.peer)));
   }
 
   peerClosed(): void {
