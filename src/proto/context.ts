@@ -178,6 +178,7 @@ export class Context {
       failed: (ep, err, graceful) => ctx.onRailFailed(ep, err, graceful),
       accepted: (ep) => ctx.onAccepted(ep),
       activity: () => ctx.progress.activity(),
+      waitingOn: (ep) => { const pe = ep.owner as ProtoEndpoint | null; return pe !== null && (ctx.p2p.waitsOn(pe) || ctx.rma.waitsOn(pe)); },
     };
     const env: RailEnv = {
       self: ctx.self, jobId: opts.launch.jobId, jobKey: opts.launch.jobKey || newJobKey(),

@@ -800,6 +800,23 @@ export class PointToPoint implements Canceller {
     return out.length > 0 ? out : ['nothing visible in the protocol layer (a request waits on the application)'];
   }
 
+  /**
+   * Whether this rank waits on the peer: a posted receive or probe it could
+   * satisfy (ANY_SOURCE included), a rendezvous with it, or sends queued to it.
+   * For rails' keepalive checks (rare); scans the posted queues.
+   */
+  waitsOn(ep: ProtoEndpoint): boolean {
+    if (ep.hasPending || ep.sendsActive.size > 0 || ep.recvsActive.size > 0) return true;
+    for (const st of this.contexts.values()) {
+      const src = st.group === null ? ep.rank : st.group.indexOf(ep.rank);
+      if (src < 0) continue;
+      if (st.queues.postedFor(src, true).length > 0) return true;
+      for (const p of st.probes) if (p.matchSrc === ANY_SOURCE || p.matchSrc === src) return true;
+    }
+    for (const r of this.sendRndv.values()) if (r.peerWorld === ep.rank) return true;
+    return false;
+  }
+
   /** Counts for `railcomm info`, stats and hang reports. */
   snapshot(): { posted: number; unexpected: number; unexpectedBytes: number; rndvSends: number; rndvRecvs: number; protocolErrors: number; rgetMsgs: number; rgetBytes: number } {
     let posted = 0, unexpected = 0, unexpectedBytes = 0;

@@ -83,6 +83,13 @@ export interface RailUpcalls {
   accepted(ep: RailEndpoint): void;
   /** Bytes arrived or a write completed (per socket operation, not per message): keeps progress polling. */
   activity(): void;
+  /**
+   * Whether the layer above waits on this endpoint's peer (a receive the peer
+   * could satisfy, a rendezvous or one-sided operation with it, sends queued
+   * to it). Rails that cannot see a peer die (udp) probe it only then. Asked
+   * rarely (a keepalive check), never on a hot path.
+   */
+  waitingOn?(ep: RailEndpoint): boolean;
 }
 
 export interface RailEnv {

@@ -79,3 +79,13 @@ test('real kernel loss (nftables drops 5% of UDP): a 2-rank job completes with c
   assert.ok(dropped > 0, `nftables dropped datagrams: ${rules}`);
   console.log(`# kernel dropped ${dropped} datagrams; the rail retransmitted ${retransmits} segments`);
 });
+
+test('udp keepalive: a computing peer nobody waits on stays, an idle one answers probes, a stopped one fails the receive that waits on it', async () => {
+  const job = await railcomm(['run', '-n', '2', '--rails', 'udp', '--timeout', '60', jobScript('udp-keepalive.mjs')], { limitMs: 90_000, env: { RAILCOMM_UDP_PEER_TIMEOUT: '2' } });
+  const results = linesWith(job.stdout, 'RESULT').map((l) => `${l.rank} ${l.rest}`);
+  for (const want of ['0 computing peer nobody waits on: alive', '1 computing peer nobody waits on: alive', '0 stopped peer: ERR_PEER_FAILED (keepalive)']) {
+    assert.ok(results.includes(want), `missing '${want}' in:\n${job.stdout}\n${job.stderr}`);
+  }
+  assert.ok(results.some((r) => /^0 idle peer waited on: alive, probes sent [1-9]/.test(r)), results.join('\n'));
+  for (const { rest } of linesWith(job.stdout, 'ELAPSED')) assert.ok(Number(rest) < 4000, `took ${rest} ms`);
+});

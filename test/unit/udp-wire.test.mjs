@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { checksum } from '../../dist/rail/udp/checksum.js';
 import {
-  Bad, CHUNK_BYTES, FRAG_BYTES, HS_BYTES, SUM_FROM, T_CHUNK, T_FRAG, T_HELLO,
-  checkDatagram, decodeHandshake, encodeChunk, encodeCommon, encodeFrag, encodeHandshake,
-  getAck, getCredit, getFragId, getHdrLen, getHole, getOffset, getPayLen, getSeq, getToken, setSum, stampAck,
+  ACK_BYTES, Bad, CHUNK_BYTES, FRAG_BYTES, HS_BYTES, SUM_FROM, T_ACK, T_CHUNK, T_FRAG, T_HELLO, T_PROBE,
+  checkDatagram, decodeHandshake, encodeAck, encodeChunk, encodeCommon, encodeFrag, encodeHandshake,
+  getAck, getCredit, getFragId, getHdrLen, getHole, getOffset, getPayLen, getSeq, getToken, getType, setSum, stampAck,
 } from '../../dist/rail/udp/wire.js';
 
 const seal = (b) => { const v = new DataView(b.buffer, b.byteOffset, b.length); setSum(v, checksum(b, SUM_FROM, b.length - SUM_FROM)); return v; };
@@ -86,4 +86,19 @@ test('CRC32C: the addon and the JS table agree with the standard check value, an
   assert.equal(sum, crc32cTable(dg, SUM_FROM, dg.length - SUM_FROM));
   dg[150] ^= 0x10;
   assert.notEqual(datagramSum(v, dg, dg.length), sum);
+});
+
+test('udp wire: ACK and PROBE (an ACK that asks for one back) are ACK_BYTES long, anything else is a length error', () => {
+  for (const type of [T_ACK, T_PROBE]) {
+    const b = Buffer.alloc(ACK_BYTES);
+    const v = new DataView(b.buffer);
+    encodeAck(v, 5, 1000, 4096, true, 1003, type);
+    seal(b);
+    assert.equal(check(b), Bad.OK);
+    assert.deepEqual([getType(v), getAck(v), getCredit(v), getHole(v), getSeq(v)], [type, 1000, 4096, true, 1003]);
+    const longer = Buffer.alloc(ACK_BYTES + 4);
+    b.copy(longer);
+    seal(longer);
+    assert.equal(check(longer), Bad.LENGTH);
+  }
 });

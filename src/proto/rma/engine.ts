@@ -529,6 +529,14 @@ export class RmaEngine {
     for (const { granted } of this.locks.dropRank(ep.rank)) this.sendGrants(granted);
   }
 
+  /** Whether an operation to the peer waits (rails' keepalive checks; rare). */
+  waitsOn(ep: ProtoEndpoint): boolean {
+    const t = this.targets.get(ep.rank);
+    if (t !== undefined && t.waitingLane.length > 0) return true;
+    for (const op of this.ops.values()) if (op.target === ep.rank) return true;
+    return false;
+  }
+
   /** Operations still waiting (for the hang report). */
   describePending(): string[] {
     return [...this.ops.values()].map((op) => `${KIND_NAMES[op.kind]} to rank ${op.target} (op ${op.id}, awaiting ${op.awaiting})`);

@@ -19,6 +19,9 @@ export class UdpCounters extends TrafficCounters {
   stallsWindow = 0;
   stallsCredit = 0;
   stallsCwnd = 0;
+  /** Keepalive probes sent to silent peers this rank waits on, and probes from peers answered. */
+  probesSent = 0;
+  probesAnswered = 0;
   dupAcks = 0;
   /** Segments received twice or older than expected (their ACK was lost). */
   dupSegs = 0;
@@ -54,6 +57,7 @@ export class UdpCounters extends TrafficCounters {
       segsSent: this.segsSent, segsRecv: this.segsRecv, sendBatches: this.sendBatches, acksSent: this.acksSent,
       timeouts: this.timeouts, fastRetransmits: this.fastRetransmits, windowCuts: this.windowCuts,
       stallsWindow: this.stallsWindow, stallsCredit: this.stallsCredit, stallsCwnd: this.stallsCwnd,
+      probesSent: this.probesSent, probesAnswered: this.probesAnswered,
       dupAcks: this.dupAcks, dupSegs: this.dupSegs, outOfOrder: this.outOfOrder,
       dropShort: this.dropShort, dropForeign: this.dropForeign, dropCorrupt: this.dropCorrupt,
       dropType: this.dropType, dropLength: this.dropLength, dropUnknownPeer: this.dropUnknownPeer,

@@ -11,7 +11,7 @@ import { mac, macEquals, nonce } from '../../core/auth.js';
 import { formatId } from '../../core/ids.js';
 import { Session, type SessionOwner } from './session.js';
 import {
-  ACK_BYTES, AM_CONTROL, FLAG_BYE, HS_BYTES, SUM_FROM, T_CHALLENGE, T_HELLO, T_PROOF,
+  ACK_BYTES, AM_CONTROL, FLAG_BYE, HS_BYTES, SUM_FROM, T_ACK, T_CHALLENGE, T_HELLO, T_PROBE, T_PROOF,
   encodeAck, encodeHandshake, handshakeContext, setSum, type Handshake,
 } from './wire.js';
 import { checksum } from './checksum.js';
@@ -262,10 +262,14 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
   }
 
   /** No datagram from the peer for RAILCOMM_UDP_PEER_TIMEOUT (or the connect timeout, closing) while we wait on it. */
-  timedOut(seconds: number, which: string): void {
+  timedOut(seconds: number, which: string, why?: string): void {
     if (this.state === State.CLOSING && this.peerBye) { this.finishClose(); return; }
-    this.fail(this.error(`no sign of life for ${seconds} s (${which}) while ${this.session.inflight} segments wait for its acknowledgement`), false);
+    this.fail(this.error(`no sign of life for ${seconds} s (${which}) while ${why ?? `${this.session.inflight} segments wait for its acknowledgement`}`), false);
   }
+
+  /** Keepalive (UdpRail.checkLiveness): since when the layer above waits on this peer (0: it does not), and the last probe. */
+  waitStart = 0;
+  lastProbe = 0;
 
   error(msg: string): RailcommError {
     return new RailcommError(ErrorCode.PEER_FAILED, `udp ${this.rail.device.name}: peer ${formatId(this.peer)}: ${msg}`);
@@ -340,9 +344,9 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
   }
 
   /** Build the explicit ACK datagram for this session in its own buffer. */
-  encodeAck(ack: number, credit: number, hole: boolean, highest: number): void {
+  encodeAck(ack: number, credit: number, hole: boolean, highest: number, probe = false): void {
     const v = this.ackView;
-    encodeAck(v, this.session.token, ack, credit, hole, highest);
+    encodeAck(v, this.session.token, ack, credit, hole, highest, probe ? T_PROBE : T_ACK);
     setSum(v, checksum(this.ackBuf, SUM_FROM, ACK_BYTES - SUM_FROM, this.ackWords));
   }
 }

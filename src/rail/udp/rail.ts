@@ -85,6 +85,8 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
   private passScheduled = false;
   private timer: NodeJS.Timeout | null = null;
   private lastPeerCheck = 0;
+  /** The slow keepalive check (unref'd: it never holds a finished rank open). */
+  private liveness: NodeJS.Timeout | null = null;
   private rxBudget = 1 << 20;
   private openCount = 0;
   private closing = false;
@@ -189,6 +191,8 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
     // Sockets alone must not keep a finished rank alive.
     rail.data.unref();
     rail.prio.unref();
+    rail.liveness = setInterval(() => rail.checkLiveness(), Math.max(50, Math.min(1000, rail.peerTimeoutMs / 6)));
+    rail.liveness.unref();
     return rail;
   }
 
@@ -345,9 +349,9 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
     setImmediate(this.pass);
   }
 
-  sendAck(s: Session): void {
+  sendAck(s: Session, probe = false): void {
     const ep = s.owner as UdpEndpoint;
-    ep.encodeAck((s.rxNext - 1) >>> 0, this.grant(s), s.rxHeld > 0, s.rxHighest);
+    ep.encodeAck((s.rxNext - 1) >>> 0, this.grant(s), s.rxHeld > 0, s.rxHighest, probe);
     this.transmitRaw(ep, ep.ackBuf, ACK_BYTES, true);
     this.counters.acksSent++;
     s.ackSent();
@@ -370,7 +374,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
       return;
     }
     const type = getType(v);
-    if (type >= T_HELLO) { this.handshake(msg, type, rinfo.address); return; }
+    if (type >= T_HELLO && type <= T_PROOF) { this.handshake(msg, type, rinfo.address); return; }
     const ep = this.byToken.get(getToken(v));
     if (ep === undefined) { c.dropUnknownPeer++; return; }
     if (!ep.session.open) { c.dropUnknownPeer++; ep.earlyData(); return; }
@@ -490,6 +494,35 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
     this.armTimer();
   }
 
+  /**
+   * Keepalive. A datagram rail cannot see a peer die, and a rank that only
+   * waits to receive has nothing in flight to time out on. So while the layer
+   * above waits on a peer (a receive it could satisfy, a rendezvous with it,
+   * operations on it) and the peer has been silent for a third of
+   * RAILCOMM_UDP_PEER_TIMEOUT, it is probed (an ACK that asks for one back);
+   * silent for the whole timeout while waited on, it has failed. Peers nobody
+   * waits on are left alone: a rank may compute for long without its event
+   * loop, and then it cannot answer.
+   */
+  private checkLiveness(): void {
+    if (this.closed) return;
+    const now = this.now();
+    const probeAfter = this.peerTimeoutMs / 3;
+    for (const ep of this.endpoints.values()) {
+      const s = ep.session;
+      if (!s.open || s.dead || ep.closing || !(this.env.upcalls.waitingOn?.(ep) ?? false)) { ep.waitStart = 0; continue; }
+      if (ep.waitStart === 0) ep.waitStart = now;
+      const silent = now - Math.max(s.lastHeard, ep.waitStart);
+      if (silent > this.peerTimeoutMs) {
+        ep.timedOut(Math.round(this.peerTimeoutMs / 1000), 'RAILCOMM_UDP_PEER_TIMEOUT', 'this rank waits on it and its keepalive probes went unanswered');
+      } else if (silent > probeAfter && now - ep.lastProbe > probeAfter) {
+        ep.lastProbe = now;
+        this.sendAck(s, true);
+        this.counters.probesSent++;
+      }
+    }
+  }
+
   /** Current figures for --stats: the largest RTO, and what is in flight. */
   refreshGauges(): void {
     let rto = 0, segs = 0, bytes = 0;
@@ -514,6 +547,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
     this.counters.refresh = null;
     this.closed = true;
     if (this.timer !== null) { clearTimeout(this.timer); this.timer = null; }
+    if (this.liveness !== null) { clearInterval(this.liveness); this.liveness = null; }
     this.faults?.close();
     await Promise.all([this.data, this.prio].map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
     this.env.log.debug(`udp: ${this.name} closed (${formatId(this.env.self)})`);

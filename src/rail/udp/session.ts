@@ -16,7 +16,7 @@ import { datagramSum } from './checksum.js';
 import { Reassembler } from './reassembly.js';
 import { seqAdd, seqLt } from './seq.js';
 import {
-  CHUNK_BYTES, FRAG_BYTES, T_ACK, T_CHUNK, T_FRAG,
+  CHUNK_BYTES, FRAG_BYTES, T_ACK, T_CHUNK, T_FRAG, T_PROBE,
   encodeChunk, encodeCommon, encodeFrag, getAck, getCredit, getHole, getSeq, getType,
   markCrcSum, markHeaderSum, setSeq, setSum, setToken, stampAck,
 } from './wire.js';
@@ -439,8 +439,11 @@ export class Session {
   receive(buf: Buffer, v: DataView, len: number): void {
     const type = getType(v);
     this.lastHeard = this.host.now();
-    this.onAck(getAck(v), getCredit(v), getHole(v), type === T_ACK, type === T_ACK ? getSeq(v) : 0);
-    if (type === T_ACK || this.dead) return;
+    const ackOnly = type === T_ACK || type === T_PROBE;
+    this.onAck(getAck(v), getCredit(v), getHole(v), ackOnly, ackOnly ? getSeq(v) : 0);
+    // A probe: the peer waits on us and heard nothing for a while; answer at once.
+    if (type === T_PROBE && !this.dead) { this.host.counters.probesAnswered++; this.host.wantAck(this, true); }
+    if (ackOnly || this.dead) return;
     const seq = getSeq(v);
     const d = (seq - this.rxNext) | 0;
     const c = this.host.counters;

@@ -3,7 +3,9 @@
 // Nothing outside this file reads raw offsets.
 
 /*
- * Common header, 24 bytes, little endian (ACK segments are just this):
+ * Common header, 24 bytes, little endian (ACK and PROBE segments are just
+ * this; a PROBE is an ACK that asks for an explicit ACK back at once: the
+ * keepalive of a rank that waits on a silent peer):
  *
  *   byte  0        1        2        3
  *       +--------+--------+--------+--------+
@@ -43,6 +45,7 @@ export const T_ACK = 3;
 export const T_HELLO = 4;
 export const T_CHALLENGE = 5;
 export const T_PROOF = 6;
+export const T_PROBE = 7;
 export const COMMON_BYTES = 24;
 export const FRAG_BYTES = 32;
 export const CHUNK_BYTES = 40;
@@ -102,9 +105,9 @@ export function encodeCommon(v: DataView, type: number, token: number, seq: numb
   v.setUint32(12, seq, true);
 }
 
-/** The explicit ACK datagram (ACK_BYTES): cumulative ACK, credit, HOLE and the highest sequence number held. */
-export function encodeAck(v: DataView, token: number, ack: number, credit: number, hole: boolean, highest: number): void {
-  encodeCommon(v, T_ACK, token, hole ? highest : ack);
+/** The explicit ACK datagram (ACK_BYTES): cumulative ACK, credit, HOLE and the highest sequence number held; T_PROBE asks for one back. */
+export function encodeAck(v: DataView, token: number, ack: number, credit: number, hole: boolean, highest: number, type = T_ACK): void {
+  encodeCommon(v, type, token, hole ? highest : ack);
   stampAck(v, ack, credit, hole);
 }
 
@@ -149,6 +152,7 @@ export function checkDatagram(v: DataView, len: number, sum: number, hdrMax: num
   const type = getType(v);
   switch (type) {
     case T_ACK:
+    case T_PROBE:
       return len === ACK_BYTES ? Bad.OK : Bad.LENGTH;
     case T_FRAG: {
       if (len < FRAG_BYTES) return Bad.SHORT;
