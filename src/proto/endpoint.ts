@@ -27,7 +27,7 @@ export function thresholdsFor(caps: RailCaps, p: Params): Thresholds {
   return {
     short: Math.min(caps.amShortMax, eager),
     eager,
-    zcopy: Math.max(eager, Math.min(p.rndvThreshold - 1, caps.amZcopyMax)),
+    zcopy: Math.max(eager, Math.min((caps.rndvThreshold ?? p.rndvThreshold) - 1, caps.amZcopyMax)),
     chunk: Math.min(p.rndvChunk, caps.amZcopyMax),
   };
 }

@@ -38,6 +38,13 @@ export interface RailCaps {
   /** Estimates used to rank rails (microseconds, MB/s). */
   readonly latencyUs: number;
   readonly bandwidthMBps: number;
+  /**
+   * Where this rail's rendezvous should start, when it knows better than
+   * RAILCOMM_RNDV_THRESHOLD: the shared-memory rings move messages up to a
+   * few hundred KiB faster by copying in and out than by a single-copy
+   * rendezvous round trip.
+   */
+  readonly rndvThreshold?: number;
 }
 
 /** Completion of an in-progress operation. Implemented by requests, so no closure per message. */

@@ -77,6 +77,8 @@ export class ShmRail implements Rail {
       amCopyMax: Math.min(body, 1 << 18), amZcopyMax: Math.min(body, 1 << 18),
       put: false, get: false, atomics: false,
       latencyUs: 0.6, bandwidthMBps: 8000,
+      // Measured crossover (bench/RESULTS.md, shm run 7): the ring up to 256 KiB.
+      rndvThreshold: env.params.shmRndvThreshold || 1 << 18,
     };
     this.notify = (sab, off) => native.futexWake(sab, off);
     this.inboxName = inboxName(this.prefix, this.rank);

@@ -58,6 +58,8 @@ export class TbsmRail implements Rail {
       amCopyMax: Math.min(body, 1 << 18), amZcopyMax: Math.min(body, 1 << 18),
       put: false, get: false, atomics: false,
       latencyUs: 0.5, bandwidthMBps: 8000,
+      // Measured crossover (bench/RESULTS.md, shm run 7): memcpy rendezvous wins from 128 KiB.
+      rndvThreshold: env.params.shmRndvThreshold || 1 << 17,
     };
     this.channel = new BroadcastChannel(`railcomm-tbsm-${env.jobId}-${process.pid}`);
     this.channel.onmessage = (e: unknown) => this.onChannel((e as { data: ChannelMsg }).data);
