@@ -488,7 +488,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
       for (const ep of this.endpoints.values()) {
         const s = ep.session;
         const limit = ep.closing ? closingLimit : this.peerTimeoutMs;
-        if (s.open && !s.idle && now - s.lastHeard > limit) ep.timedOut(Math.round(limit / 1000), ep.closing ? 'RAILCOMM_CONNECT_TIMEOUT, while closing' : 'RAILCOMM_UDP_PEER_TIMEOUT');
+        if (s.open && !s.idle && now - Math.max(s.lastHeard, s.busySince) > limit) ep.timedOut(Math.round(limit / 1000), ep.closing ? 'RAILCOMM_CONNECT_TIMEOUT, while closing' : 'RAILCOMM_UDP_PEER_TIMEOUT');
       }
     }
     this.armTimer();

@@ -152,6 +152,8 @@ export class Session {
   /** Passes an owed ACK has waited. */
   ackAge = 0;
   lastHeard = 0;
+  /** When the session last went from idle (nothing queued or unacknowledged) to sending. */
+  busySince = 0;
   /** Where in-order segments go: whole fragments up at once, chunks gathered. */
   private readonly asm: Reassembler;
 
@@ -203,6 +205,10 @@ export class Session {
       this.owner.counters.pending++;
       return false;
     }
+    // Silence is counted from when we began to wait for the peer, not from
+    // the last datagram heard: after a long computation of our own, the peer
+    // has had no reason to send anything.
+    if (this.idle) this.busySince = this.host.now();
     const whole = FRAG_BYTES + hdrLen + payLen;
     if (whole <= lim.dataMax) {
       const tiny = whole <= lim.tinyMax;
