@@ -8,7 +8,7 @@
 
 import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
-import { benchPath, median, opt, flag } from './lib/compare.mjs';
+import { benchPath, opt, roundTables, runRounds, flag } from './lib/compare.mjs';
 
 const rounds = Number(opt('--rounds', '5'));
 const latSizes = opt('--lat-sizes', '8,65536,1048576');
@@ -41,50 +41,6 @@ const runners = {
   },
 };
 
-const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '-');
-
-const data = { latency: {}, bw: {} };
-for (let r = 0; r < rounds; r++) {
-  for (const bench of ['latency', 'bw']) {
-    for (const [who, make] of Object.entries(runners[bench])) {
-      const [cmd, argv, env = {}] = make();
-      let out;
-      try {
-        out = execFileSync(cmd, argv, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000, env: { ...process.env, ...env } });
-      } catch (e) {
-        process.stderr.write(`round ${r + 1}: ${bench} ${who} failed: ${e.message.split('\n')[0]}\n`);
-        continue;
-      }
-      const line = out.split('\n').find((l) => l.startsWith('{'));
-      if (!line) continue;
-      for (const row of JSON.parse(line).results) {
-        const v = bench === 'latency' ? (row.usec_median ?? row.usec) : row.mbps;
-        ((data[bench][who] ??= {})[row.size] ??= []).push(v);
-      }
-      process.stderr.write(`round ${r + 1}/${rounds}: ${bench} ${who} done\n`);
-    }
-  }
-}
-
-const lines = [];
-for (const bench of ['latency', 'bw']) {
-  const whos = Object.keys(data[bench]);
-  const sizes = [...new Set(whos.flatMap((w) => Object.keys(data[bench][w]).map(Number)))].sort((a, b) => a - b);
-  const unit = bench === 'latency' ? 'half round trip, us (median of per-run medians)' : 'MB/s (median over runs)';
-  lines.push('', `### ${bench}: ${unit}, ${rounds} interleaved rounds`, '');
-  const ratioCols = whos.filter((w) => w !== 'ompi-vader').map((w) => `${w} / ompi-vader`);
-  lines.push(`| size | ${whos.join(' | ')} | ${ratioCols.join(' | ')} |`);
-  lines.push(`|${'---|'.repeat(1 + whos.length + ratioCols.length)}`);
-  for (const size of sizes) {
-    const cells = whos.map((w) => fmt(median(data[bench][w]?.[size] ?? []), bench === 'latency' ? 2 : 0));
-    const base = data[bench]['ompi-vader']?.[size] ?? [];
-    const ratios = whos.filter((w) => w !== 'ompi-vader').map((w) => {
-      const mine = data[bench][w]?.[size] ?? [];
-      const per = mine.map((v, i) => (base[i] === undefined ? NaN : v / base[i])).filter(Number.isFinite);
-      return fmt(median(per));
-    });
-    lines.push(`| ${size} | ${cells.join(' | ')} | ${ratios.join(' | ')} |`);
-  }
-}
-process.stdout.write(lines.join('\n') + '\n');
+const data = runRounds(runners, rounds);
+process.stdout.write(roundTables(data, rounds, { latency: 'half round trip, us (median of per-run medians)', bw: 'MB/s (median over runs)' }, (whos) => whos.filter((w) => w !== 'ompi-vader').map((w) => [`${w} / ompi-vader`, w, 'ompi-vader'])));
 if (jsonOut) writeFileSync(jsonOut, JSON.stringify({ date: new Date().toISOString(), rounds, data }, null, 1));

@@ -8,7 +8,7 @@
 
 import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
-import { benchPath, median, opt } from './lib/compare.mjs';
+import { benchPath, opt, roundTables, runRounds } from './lib/compare.mjs';
 
 const rounds = Number(opt('--rounds', '5'));
 const latSizes = opt('--lat-sizes', '0,8,1024,16384,65536,1048576,4194304');
@@ -36,51 +36,6 @@ const runners = {
   },
 };
 
-const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '-');
-
-// data[bench][who][size] = [value per round]
-const data = { latency: {}, bw: {} };
-for (let r = 0; r < rounds; r++) {
-  for (const bench of ['latency', 'bw']) {
-    for (const [who, make] of Object.entries(runners[bench])) {
-      const [cmd, argv] = make();
-      let out;
-      try {
-        out = execFileSync(cmd, argv, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 });
-      } catch (e) {
-        process.stderr.write(`round ${r + 1}: ${bench} ${who} failed: ${e.message.split('\n')[0]}\n`);
-        continue;
-      }
-      const line = out.split('\n').find((l) => l.startsWith('{'));
-      if (!line) continue;
-      for (const row of JSON.parse(line).results) {
-        const v = bench === 'latency' ? (row.usec_median ?? row.usec) : row.mbps;
-        ((data[bench][who] ??= {})[row.size] ??= []).push(v);
-      }
-      process.stderr.write(`round ${r + 1}/${rounds}: ${bench} ${who} done\n`);
-    }
-  }
-}
-
-const lines = [];
-for (const bench of ['latency', 'bw']) {
-  const whos = Object.keys(data[bench]);
-  const sizes = [...new Set(whos.flatMap((w) => Object.keys(data[bench][w]).map(Number)))].sort((a, b) => a - b);
-  const unit = bench === 'latency' ? 'us (median of per-run medians)' : 'MB/s (median over runs)';
-  lines.push('', `### ${bench}: ${unit}, ${rounds} interleaved rounds`, '');
-  const ratioCols = whos.filter((w) => w !== 'railcomm-tcp').map((w) => `railcomm / ${w}`);
-  lines.push(`| size | ${whos.join(' | ')} | ${ratioCols.join(' | ')} |`);
-  lines.push(`|${'---|'.repeat(1 + whos.length + ratioCols.length)}`);
-  for (const size of sizes) {
-    const cells = whos.map((w) => fmt(median(data[bench][w]?.[size] ?? []), bench === 'latency' ? 2 : 0));
-    const mine = data[bench]['railcomm-tcp']?.[size] ?? [];
-    const ratios = whos.filter((w) => w !== 'railcomm-tcp').map((w) => {
-      const other = data[bench][w]?.[size] ?? [];
-      const per = mine.map((v, i) => (other[i] === undefined ? NaN : v / other[i])).filter(Number.isFinite);
-      return fmt(median(per));
-    });
-    lines.push(`| ${size} | ${cells.join(' | ')} | ${ratios.join(' | ')} |`);
-  }
-}
-process.stdout.write(lines.join('\n') + '\n');
+const data = runRounds(runners, rounds);
+process.stdout.write(roundTables(data, rounds, { latency: 'us (median of per-run medians)', bw: 'MB/s (median over runs)' }, (whos) => whos.filter((w) => w !== 'railcomm-tcp').map((w) => [`railcomm / ${w}`, 'railcomm-tcp', w])));
 if (jsonOut) writeFileSync(jsonOut, JSON.stringify({ date: new Date().toISOString(), rounds, data }, null, 1));
