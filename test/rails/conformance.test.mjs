@@ -72,6 +72,25 @@ function makeSide(rank, params) {
   return side;
 }
 
+const first = (devices) => devices[0];
+const loopback = (devices) => devices.find((d) => d.kind === 'loopback');
+
+/** Rails of one component for two ranks a and b on the device `pick` chooses; `poll`: shared-memory rails the waits must poll. */
+async function openPair(component, params, pick, poll) {
+  const a = makeSide(0, params);
+  const b = makeSide(1, params);
+  const dev = pick(component.queryDevices(params));
+  a.rail = await component.open(dev, a.env);
+  b.rail = await component.open(dev, b.env);
+  if (poll) { polled.add(a.rail); polled.add(b.rail); }
+  return {
+    a, b, canFail: true,
+    epAB: () => a.rail.endpoint(b.id, b.rail.address()),
+    epBA: () => b.rail.endpoint(a.id, a.rail.address()),
+    close: async () => { await a.rail.close(); await b.rail.close(); polled.delete(a.rail); polled.delete(b.rail); },
+  };
+}
+
 const RAILS = [
   {
     name: 'self',
@@ -82,79 +101,17 @@ const RAILS = [
       return { a, b: a, epAB: () => a.rail.endpoint(a.id, 'self'), close: () => a.rail.close(), canFail: false };
     },
   },
-  {
-    name: 'tbsm',
-    async open(params) {
-      // Two thread ranks' rails; here both live in this thread, which the rail does not mind.
-      const a = makeSide(0, params);
-      const b = makeSide(1, params);
-      const [dev] = tbsmComponent.queryDevices(params);
-      a.rail = await tbsmComponent.open(dev, a.env);
-      b.rail = await tbsmComponent.open(dev, b.env);
-      polled.add(a.rail); polled.add(b.rail);
-      return {
-        a, b, canFail: true,
-        epAB: () => a.rail.endpoint(b.id, b.rail.address()),
-        epBA: () => b.rail.endpoint(a.id, a.rail.address()),
-        close: async () => { await a.rail.close(); await b.rail.close(); polled.delete(a.rail); polled.delete(b.rail); },
-      };
-    },
-  },
-  {
-    name: 'tcp',
-    async open(params) {
-      const a = makeSide(0, params);
-      const b = makeSide(1, params);
-      const lo = tcpComponent.queryDevices(params).find((d) => d.kind === 'loopback');
-      a.rail = await tcpComponent.open(lo, a.env);
-      b.rail = await tcpComponent.open(lo, b.env);
-      return {
-        a, b, canFail: true,
-        epAB: () => a.rail.endpoint(b.id, b.rail.address()),
-        epBA: () => b.rail.endpoint(a.id, a.rail.address()),
-        close: async () => { await a.rail.close(); await b.rail.close(); },
-      };
-    },
-  },
-  {
-    name: 'udp',
-    async open(params) {
-      const a = makeSide(0, params);
-      const b = makeSide(1, params);
-      const lo = udpComponent.queryDevices(params).find((d) => d.kind === 'loopback');
-      a.rail = await udpComponent.open(lo, a.env);
-      b.rail = await udpComponent.open(lo, b.env);
-      return {
-        a, b, canFail: true,
-        epAB: () => a.rail.endpoint(b.id, b.rail.address()),
-        epBA: () => b.rail.endpoint(a.id, a.rail.address()),
-        close: async () => { await a.rail.close(); await b.rail.close(); },
-      };
-    },
-  },
+  // Two thread ranks' rails; here both live in this thread, which the rail does not mind.
+  { name: 'tbsm', open: (params) => openPair(tbsmComponent, params, first, true) },
+  { name: 'tcp', open: (params) => openPair(tcpComponent, params, loopback, false) },
+  { name: 'udp', open: (params) => openPair(udpComponent, params, loopback, false) },
 ];
 
 // shm needs the native addon; without it the rail is skipped, saying why.
 const shmAvail = shmComponent.available();
 if (shmAvail.ok) {
-  RAILS.push({
-    name: 'shm',
-    async open(params) {
-      // Two process ranks' rails; here both live in this process, which the rail does not mind.
-      const a = makeSide(0, params);
-      const b = makeSide(1, params);
-      const [dev] = shmComponent.queryDevices(params);
-      a.rail = await shmComponent.open(dev, a.env);
-      b.rail = await shmComponent.open(dev, b.env);
-      polled.add(a.rail); polled.add(b.rail);
-      return {
-        a, b, canFail: true,
-        epAB: () => a.rail.endpoint(b.id, b.rail.address()),
-        epBA: () => b.rail.endpoint(a.id, a.rail.address()),
-        close: async () => { await a.rail.close(); await b.rail.close(); polled.delete(a.rail); polled.delete(b.rail); },
-      };
-    },
-  });
+  // Two process ranks' rails; here both live in this process, which the rail does not mind.
+  RAILS.push({ name: 'shm', open: (params) => openPair(shmComponent, params, first, true) });
 } else {
   test('shm: conformance', (t) => { t.skip(`shm unavailable: ${shmAvail.why}`); });
 }
