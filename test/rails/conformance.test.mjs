@@ -435,6 +435,30 @@ test('udp: a peer that goes silent fails its endpoint with ERR_PEER_FAILED after
   } finally { await pair.a.rail.close(); }
 });
 
+test('udp keepalive: a peer this rank waits on is probed while silent, answers while alive, and fails once it vanishes with nothing in flight', async () => {
+  const pair = await udpRail.open(resolveParams({ udpPeerTimeout: 1 }));
+  try {
+    const ab = pair.epAB();
+    ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
+    await pair.b.until(() => pair.b.got.length === 1, 'connected');
+    await pair.a.until(() => ab.session.idle, 'acknowledged');
+    // The layer above now waits on b (a receive, say) and sends nothing.
+    pair.a.upcalls.waitingOn = () => true;
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.deepEqual(pair.a.failed, [], 'a live peer answers the probes');
+    assert.ok(pair.a.rail.counters.probesSent > 0 && pair.b.rail.counters.probesAnswered > 0, 'probed and answered');
+    const bRail = pair.b.rail;
+    await new Promise((r) => bRail.data.close(r));
+    await new Promise((r) => bRail.prio.close(r));
+    bRail.closed = true;
+    const t0 = Date.now();
+    await pair.a.until(() => pair.a.failed.length === 1, 'keepalive timeout', 10_000);
+    assert.equal(pair.a.failed[0].code, 'ERR_PEER_FAILED');
+    assert.match(pair.a.messages[0], /keepalive probes went unanswered/);
+    assert.ok(Date.now() - t0 >= 600, 'not long before the timeout');
+  } finally { await pair.a.rail.close(); }
+});
+
 test('udp: malformed, foreign, corrupt and unknown-peer datagrams are counted and dropped; traffic goes on', async () => {
   const pair = await udpRail.open(resolveParams());
   try {
