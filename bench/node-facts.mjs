@@ -7,7 +7,9 @@
 //   - what queueMicrotask, a promise reaction, performance.now() and an
 //     event-loop turn cost (why progress chains passes on a resolved promise
 //     and reads the clock rarely);
-//   - a tbsm Ring's copy-in + copy-out rate, in one thread and across two.
+//   - a tbsm Ring's copy-in + copy-out rate, in one thread and across two;
+//   - two awaits of a settled promise (the floor of put + flush), and a 1 MiB
+//     copy by CMA on our own pid, by the addon's memcpy, and by set().
 // Usage: node bench/node-facts.mjs
 import { Worker, isMainThread, workerData, parentPort } from 'node:worker_threads';
 import { Ring } from '../dist/rail/shared/ring.js';
@@ -97,6 +99,30 @@ for (const mode of ['sync', 'async']) {
   t0 = performance.now();
   for (let i = 0; i < N / 10; i++) await new Promise((r) => setImmediate(r));
   out({ fact: 'event-loop turn (setImmediate)', usPerCall: +((performance.now() - t0) * 1000 / (N / 10)).toFixed(3) });
+  // The floor of a promise-returning API: one-sided put + flush awaits two settled promises.
+  for (let k = 0; k < 3; k++) { for (let i = 0; i < N; i++) { await resolved; await resolved; } }
+  t0 = performance.now();
+  for (let i = 0; i < N * 5; i++) { await resolved; await resolved; }
+  out({ fact: 'two awaits of a settled promise', usPerCall: +((performance.now() - t0) * 1000 / (N * 5)).toFixed(3) });
+}
+
+{
+  // Copying another thread's 1 MiB: cross-memory attach on our own pid (pins
+  // every page) against the addon's memcpy at the address (tbsm single copy)
+  // and a plain TypedArray.set.
+  const { loadNative } = await import('../dist/native/addon.js');
+  const n = loadNative();
+  if (n !== null && n.memRead !== undefined) {
+    const src = new Uint8Array(1 << 20).fill(7), dst = new Uint8Array(1 << 20);
+    const addr = n.addressOf(src);
+    const time = (f) => { for (let i = 0; i < 200; i++) f(); const t = performance.now(); for (let i = 0; i < 2000; i++) f(); return +((performance.now() - t) * 1000 / 2000).toFixed(1); };
+    out({
+      fact: 'copy 1 MiB (us)',
+      cmaOwnPid: time(() => n.cmaRead(process.pid, addr, dst)),
+      memRead: time(() => n.memRead(addr, dst)),
+      typedArraySet: time(() => dst.set(src)),
+    });
+  }
 }
 
 {
