@@ -446,6 +446,7 @@ test('udp keepalive: a peer this rank waits on is probed while silent, answers w
     pair.a.upcalls.waitingOn = () => true;
     await new Promise((r) => setTimeout(r, 1500));
     assert.deepEqual(pair.a.failed, [], 'a live peer answers the probes');
+    assert.equal(pair.a.rail.openPeers, 1, 'b shares a\'s receive budget');
     assert.ok(pair.a.rail.counters.probesSent > 0 && pair.b.rail.counters.probesAnswered > 0, 'probed and answered');
     const bRail = pair.b.rail;
     await new Promise((r) => bRail.data.close(r));
@@ -455,6 +456,7 @@ test('udp keepalive: a peer this rank waits on is probed while silent, answers w
     await pair.a.until(() => pair.a.failed.length === 1, 'keepalive timeout', 10_000);
     assert.equal(pair.a.failed[0].code, 'ERR_PEER_FAILED');
     assert.match(pair.a.messages[0], /keepalive probes went unanswered/);
+    assert.equal(pair.a.rail.openPeers, 0, 'a failed peer no longer shares the receive budget (its credit went back to the others)');
     assert.ok(Date.now() - t0 >= 600, 'not long before the timeout');
   } finally { await pair.a.rail.close(); }
 });

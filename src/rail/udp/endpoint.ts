@@ -267,6 +267,9 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
     this.fail(this.error(`no sign of life for ${seconds} s (${which}) while ${why ?? `${this.session.inflight} segments wait for its acknowledgement`}`), false);
   }
 
+  /** Counted by the rail among the open peers that share its receive budget. */
+  countedOpen = false;
+
   /** Keepalive (UdpRail.checkLiveness): since when the layer above waits on this peer (0: it does not), and the last probe. */
   waitStart = 0;
   lastProbe = 0;

@@ -89,6 +89,8 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
   private liveness: NodeJS.Timeout | null = null;
   private rxBudget = 1 << 20;
   private openCount = 0;
+  /** Peers that share the receive budget (for grant()); for tests and --stats. */
+  get openPeers(): number { return this.openCount; }
   private closing = false;
   private closed = false;
   private readonly faults: FaultInjector | null;
@@ -221,7 +223,9 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
   forget(ep: UdpEndpoint): void {
     if (this.endpoints.get(ep.peer) === ep) this.endpoints.delete(ep.peer);
     if (this.byToken.get(ep.myToken) === ep) this.byToken.delete(ep.myToken);
-    if (ep.session.open) this.openCount = Math.max(0, this.openCount - 1);
+    // Not ep.session.open: a failed or closed endpoint's session is already
+    // killed here, and the count would never come down (grants shrinking).
+    if (ep.countedOpen) { ep.countedOpen = false; this.openCount--; }
   }
 
   handshakeStarted(ep: UdpEndpoint): void {
@@ -230,7 +234,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
   }
 
   handshakeDone(ep: UdpEndpoint): void {
-    if (this.handshaking.delete(ep) && ep.open) this.openCount++;
+    if (this.handshaking.delete(ep) && ep.open && !ep.countedOpen) { ep.countedOpen = true; this.openCount++; }
   }
 
   closingStarted(): void {
