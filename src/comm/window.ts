@@ -39,6 +39,9 @@ interface Allocation {
   segment: string | null;
 }
 
+/** Lock state of a target (Window.locked). */
+const ACQUIRING = 1, HELD = 2;
+
 export class Window {
   /** This rank's window memory. */
   readonly buffer: Uint8Array;
@@ -47,7 +50,7 @@ export class Window {
   private readonly region: Region;
   private readonly remote: RemoteRegion[];
   private fenceOpen = false;
-  /** Per target rank, 1 while this rank holds (or is acquiring) its lock: an array, since every put checks it. */
+  /** Per target rank: ACQUIRING while lock() waits for the grant, HELD after it (an array: every put checks it). */
   private readonly locked: Uint8Array;
   private freed = false;
 
@@ -134,9 +137,10 @@ export class Window {
     checkRank(target, this.comm.size, 'lock: target', false);
     if (mode !== 'exclusive' && mode !== 'shared') throw new RailcommError(ErrorCode.INVALID_ARG, `lock: mode must be 'exclusive' or 'shared', got ${String(mode)}`);
     if (this.locked[target] !== 0) throw new RailcommError(ErrorCode.INVALID_ARG, `lock: this rank already holds the lock of rank ${target}'s window; unlock it first`);
-    this.locked[target] = 1;
+    this.locked[target] = ACQUIRING;
     try {
       await this.rma.lock(this.comm.worldRankOf(target), this.remote[target]!.id, mode === 'exclusive' ? LOCK_EXCLUSIVE : LOCK_SHARED);
+      this.locked[target] = HELD;
     } catch (e) {
       this.locked[target] = 0;
       throw e;
@@ -147,7 +151,7 @@ export class Window {
   async unlock(target: number): Promise<void> {
     this.live('unlock');
     checkRank(target, this.comm.size, 'unlock: target', false);
-    if (this.locked[target] === 0) throw new RailcommError(ErrorCode.INVALID_ARG, `unlock: this rank holds no lock on rank ${target}'s window`);
+    if (this.locked[target] !== HELD) throw new RailcommError(ErrorCode.INVALID_ARG, `unlock: this rank holds no lock on rank ${target}'s window${this.locked[target] === ACQUIRING ? ' yet (await lock() first)' : ''}`);
     try {
       await this.rma.unlock(this.comm.worldRankOf(target), this.remote[target]!.id);
     } finally {
@@ -204,8 +208,8 @@ export class Window {
   private access(what: string, target: number, offset: number, len: number, align: number): RemoteRegion {
     this.live(what);
     checkRank(target, this.comm.size, what, false, ': target');
-    if (!this.fenceOpen && this.locked[target] === 0) {
-      throw new RailcommError(ErrorCode.INVALID_ARG, `${what}: outside an epoch; call fence() on every rank, or lock(${target}) first`);
+    if (!this.fenceOpen && this.locked[target] !== HELD) {
+      throw new RailcommError(ErrorCode.INVALID_ARG, `${what}: outside an epoch; call fence() on every rank, or await lock(${target}) first`);
     }
     const rr = this.remote[target]!;
     if (!Number.isSafeInteger(offset) || offset < 0 || offset + len > rr.length) {

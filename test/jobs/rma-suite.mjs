@@ -185,7 +185,11 @@ const cases = [
 
   ['shared locks are held at once; lock twice is refused', async () => {
     const w = await comm.allocWindow(8);
-    await w.lock(0, 'shared');
+    const granting = w.lock(0, 'shared');
+    // Until the grant, the epoch is not open: no operation slips past the lock.
+    throwsWith(() => w.put(new Uint8Array(4), 0, 0), ErrorCode.INVALID_ARG);
+    await rejectsWith(() => w.unlock(0), ErrorCode.INVALID_ARG);
+    await granting;
     await rejectsWith(() => w.lock(0, 'shared'), ErrorCode.INVALID_ARG);
     // Every rank holds the shared lock at the same time: nobody waits for an unlock.
     await comm.barrier();
