@@ -54,6 +54,13 @@ const BIG: Record<Op, Pair<bigint>> = {
   lor: (u, v) => (u !== 0n || v !== 0n ? 1n : 0n),
 };
 
+/**
+ * 32-bit integer product: u * v in doubles loses low bits once the product
+ * passes 2^53, and the element would then keep the wrong ones; Math.imul
+ * wraps as the C type does (8- and 16-bit products are exact in a double).
+ */
+const IMUL: Pair<number> = (u, v) => Math.imul(u, v);
+
 function source(f: Pair<number> | Pair<bigint>): string {
   const loop = (o: string, a: string, b: string): string => {
     const one = (k: string): string => `{ const u = a[${a}${k}], v = b[${b}${k}]; o[${o}${k}] = f(u, v); }`;
@@ -86,7 +93,8 @@ function lookup(op: Op, like: ReduceArray): Kernel {
   if (byOp === undefined) made.set(like.constructor, (byOp = new Map()));
   let k = byOp.get(op);
   if (k === undefined) {
-    const f = like instanceof BigInt64Array || like instanceof BigUint64Array ? BIG[op] : NUM[op];
+    const f = like instanceof BigInt64Array || like instanceof BigUint64Array ? BIG[op]
+      : op === 'prod' && (like instanceof Int32Array || like instanceof Uint32Array) ? IMUL : NUM[op];
     k = withNative(compiled(f) ?? shared(f as Pair<number>), op, like);
     byOp.set(op, k);
   }
