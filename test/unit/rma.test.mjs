@@ -183,3 +183,15 @@ test('atomics: regions at an offset in their buffer, several buffers in turn, an
   assert.throws(() => applyAtomic(new Uint8Array(b, 2, 16), 0, T_I32, 0, 1, 0), RangeError);
   assert.throws(() => applyAtomic(new Uint8Array(b, 4, 16), 0, T_F64, 0, 1, 0), RangeError);
 });
+
+test('accumulate min and max on floats: NaN from either side propagates, as allreduce\'s does', () => {
+  for (const op of [2, 3]) { // min, max
+    const region = new Uint8Array(new ArrayBuffer(32));
+    const target = new Float64Array(region.buffer, 0, 4);
+    target.set([1, NaN, 5, NaN]);
+    const src = new Float64Array([NaN, 2, 3, NaN]);
+    applyAccumulate(region, 0, new Uint8Array(src.buffer), T_F64, op);
+    assert.ok(Number.isNaN(target[0]) && Number.isNaN(target[1]) && Number.isNaN(target[3]), `${op}: ${[...target]}`);
+    assert.equal(target[2], op === 2 ? 3 : 5);
+  }
+});

@@ -78,8 +78,9 @@ function combineNum(op: number, a: number, b: number): number {
   switch (op) {
     case OP_SUM: return a + b;
     case OP_PROD: return a * b;
-    case OP_MIN: return b < a ? b : a;
-    case OP_MAX: return b > a ? b : a;
+    // NaN propagates from either side, as in the collectives' kernels (coll/kernels.ts).
+    case OP_MIN: return b < a || b !== b ? b : a;
+    case OP_MAX: return b > a || b !== b ? b : a;
     case OP_BAND: return a & b;
     case OP_BOR: return a | b;
     case OP_BXOR: return a ^ b;
