@@ -362,9 +362,16 @@ export class Context {
     return { rank: this.launch.rank, rails, peers, protocol: this.p2p.snapshot(), singleCopy: this.p2p.ipcStates() };
   }
 
+  /** Run fn when this context closes (finalize): native resources of layers above, such as doorbell threads. */
+  atClose(fn: () => void): void {
+    this.closers.push(fn);
+  }
+  private readonly closers: Array<() => void> = [];
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const f of this.closers.splice(0)) f();
     for (const r of this.rails) await r.close();
     this.progress.dispose();
   }

@@ -7,7 +7,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { railcomm, jobScript, caseResults } from './jobs.mjs';
+import { railcomm, jobScript, caseResults, linesWith } from './jobs.mjs';
 import { loadNative, nativeWhy } from '../../dist/native/addon.js';
 
 const ENV = { RAILCOMM_COLL_SHARED_SLOT: '4096', RAILCOMM_COLL_SHARED_SPLIT: '256', RAILCOMM_PROTO_INFO: '1' };
@@ -29,3 +29,14 @@ for (const p of [2, 3, 5]) {
 const LONG = { ...ENV, RAILCOMM_COLL_SHARED_SLOT: '65536' };
 test('shared-memory reduce edges with long blocks, 3 thread ranks', () => suite(['-n', '3', '--threads'], 3, LONG));
 test('shared-memory reduce edges with long blocks, 2 processes', { skip: noShm }, () => suite(['-n', '2'], 2, LONG));
+
+test('finalize ends the doorbell thread of every communicator whose collectives used a /dev/shm segment', { skip: noShm }, async () => {
+  const job = await railcomm(['run', '-n', '2', '--timeout', '60', jobScript('coll-shared-threads-end.mjs')], { limitMs: 90_000, env: { RAILCOMM_RAILS: 'shm,self' } });
+  assert.equal(job.code, 0, job.stderr.slice(-2000));
+  for (const { rest } of linesWith(job.stdout, 'THREADS')) {
+    const [before, during, after] = rest.split(' ').map(Number);
+    assert.ok(during >= before + 4, `4 dups, 4 doorbell threads: ${rest}`);
+    assert.ok(after < before, `all gone after finalize (the rail's too): ${rest}`);
+  }
+  assert.equal(linesWith(job.stdout, 'THREADS').length, 2, job.stdout);
+});

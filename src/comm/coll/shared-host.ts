@@ -120,11 +120,14 @@ class HostSegment extends SegmentHost {
     // Everyone mapped it: remove the name so nothing outlives the job.
     await barrierDissemination(c);
     if (c.rank === 0) this.native.shmUnlink(this.key);
-    this.waiter = this.native.doorbellWaiter(seg!.buffer as SharedArrayBuffer, seg!.byteOffset, () => {
+    const waiter = this.native.doorbellWaiter(seg!.buffer as SharedArrayBuffer, seg!.byteOffset, () => {
       const w = this.woken;
       this.woken = null;
       if (w !== null) w();
     });
+    this.waiter = waiter;
+    // The waiter is a native thread holding the mapping: it ends with the job's context.
+    this.ctx.atClose(() => this.native.doorbellClose(waiter));
     return seg!.subarray(0, bytes);
   }
 
