@@ -64,7 +64,7 @@ export class Communicator implements ClaimedReceiver {
     checkTag(tag, false);
     // Small messages the rail takes at once complete without a Request.
     if (this.world.ctx.p2p.sendNow(bytes, this.group[dest]!, this.p2pCtx, this.rank, tag)) {
-      this.world.completedAtOnce();
+      this.world.ctx.progress.completedAtOnce();
       return Promise.resolve({ source: this.rank, tag, bytes: bytes.byteLength });
     }
     return this.startSend(bytes, dest, tag, this.p2pCtx, null).wait();
@@ -78,7 +78,7 @@ export class Communicator implements ClaimedReceiver {
     checkTag(tag, true);
     // A small message that is already here completes without a Request.
     const st = this.world.ctx.p2p.recvNow(bytes, this.p2pCtx, source, tag);
-    if (st !== null) { this.world.completedAtOnce(); return Promise.resolve(st); }
+    if (st !== null) { this.world.ctx.progress.completedAtOnce(); return Promise.resolve(st); }
     return this.startRecv(bytes, source, tag, this.p2pCtx, null).wait();
   }
 

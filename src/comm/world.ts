@@ -27,7 +27,6 @@ export class World implements RequestWatcher {
     this.contextChain = run.catch(() => undefined);
     return run;
   }
-  private settled = 0;
   private readonly hangWatch: HangWatch | null;
 
   constructor(ctx: Context, kv: KeyValueStore | null) {
@@ -36,7 +35,7 @@ export class World implements RequestWatcher {
     const t = ctx.params.hangTimeout;
     this.hangWatch = t > 0 ? new HangWatch({
       outstanding: () => ctx.progress.active,
-      settledCount: () => this.settled,
+      settledCount: () => ctx.progress.completions,
       describePending: () => [...ctx.p2p.describePending(), ...ctx.rma.describePending()],
     }, t, ctx.log, ctx.worldRank) : null;
   }
@@ -48,13 +47,7 @@ export class World implements RequestWatcher {
     if (r.kind === KIND_SEND) this.sendsOutstanding++;
   }
 
-  /** An operation completed at the call without a Request (fast paths): progress, for the hang report. */
-  completedAtOnce(): void {
-    this.settled++;
-  }
-
   requestSettled(r: Request): void {
-    this.settled++;
     this.ctx.progress.release();
     if (r.kind === KIND_SEND && --this.sendsOutstanding === 0 && this.drained.length > 0) {
       const d = this.drained;

@@ -78,7 +78,20 @@ export class Progress {
 
   /** A request settled. */
   release(): void {
+    this.completions++;
     if (--this.outstanding === 0 && this.kept === 0) this.setRef(false);
+  }
+
+  /**
+   * Operations completed so far: every held request or one-sided operation
+   * that settled, and what completed at the call without being held (fast
+   * paths). The hang report watches it move.
+   */
+  completions = 0;
+
+  /** An operation completed at the call, never held (blocking send/recv fast paths). */
+  completedAtOnce(): void {
+    this.completions++;
   }
 
   /**
