@@ -75,6 +75,9 @@ export interface P2pHost {
 const EMPTY_BUF = Buffer.alloc(0);
 const KEEP_FOR_CREDIT = 4; // explicit CREDIT once a quarter of the window is owed
 
+/** eagerNow's answers. */
+const EAGER_SENT = 0, EAGER_NO_CREDIT = 1, EAGER_FULL = 2;
+
 export class PointToPoint implements Canceller {
   private readonly host: P2pHost;
   private readonly contexts = new Map<number, ContextState>();
@@ -159,20 +162,30 @@ export class PointToPoint implements Canceller {
    */
   sendNow(buf: Uint8Array, dest: number, ctx: number, source: number, tag: number): boolean {
     const ep = this.host.endpointFor(dest);
-    const lane = ep.lane;
+    if (ep.lane === null || ep.failure !== null || ep.hasPending || buf.byteLength > ep.th.eager) return false;
+    return this.eagerNow(ep, buf, ctx, source, tag) === EAGER_SENT;
+  }
+
+  /**
+   * An eager-sized message onto the lane (there is one) as a copy, if the
+   * receiver has credit for it and the rail takes it now: EAGER_SENT, with
+   * its sequence number and credit spent. Otherwise nothing changed:
+   * EAGER_NO_CREDIT, or EAGER_FULL when the rail had no room.
+   */
+  private eagerNow(ep: ProtoEndpoint, buf: Uint8Array, ctx: number, source: number, tag: number): number {
     const len = buf.byteLength;
     const cost = len + EAGER_OVERHEAD;
-    if (lane === null || ep.failure !== null || ep.hasPending || len > ep.th.eager) return false;
-    if (len !== 0 && (len > ep.th.zcopy || ep.credits < cost)) return false;
+    // Empty messages always go: they cost the receiver a queue entry only.
+    if (len !== 0 && (len > ep.th.zcopy || ep.credits < cost)) return EAGER_NO_CREDIT;
     const owed = ep.owed;
     encodeMatchHeader(this.scratchView, ctx, source, tag, ep.txSeq, ep.takeOwed());
-    if (lane.sendCopy(AM_EAGER, this.scratch, EAGER_HDR, len > 0 ? buf : null) === NO_RESOURCE) {
+    if (ep.lane!.sendCopy(AM_EAGER, this.scratch, EAGER_HDR, len > 0 ? buf : null) === NO_RESOURCE) {
       ep.owed = owed;
-      return false;
+      return EAGER_FULL;
     }
     ep.txSeq = (ep.txSeq + 1) >>> 0;
     ep.credits -= cost;
-    return true;
+    return EAGER_SENT;
   }
 
   /** Put the first piece of a send on the lane; returns the op that found no resource, if any. */
@@ -182,25 +195,26 @@ export class PointToPoint implements Canceller {
     const lane = ep.lane!;
     const len = req.buf.byteLength;
     const cost = len + EAGER_OVERHEAD;
+    const eager = len <= ep.th.eager ? this.eagerNow(ep, req.buf, req.ctx, req.source, req.tag) : EAGER_NO_CREDIT;
+    if (eager === EAGER_SENT) {
+      req.complete(req.source, req.tag, len);
+      return null;
+    }
     const seq = ep.txSeq;
     ep.txSeq = (seq + 1) >>> 0;
     const v = this.scratchView;
-    // Empty messages always go eager: they cost the receiver a queue entry only.
-    if (len === 0 || (len <= ep.th.zcopy && ep.credits >= cost)) {
+    if (eager === EAGER_FULL) {
+      // The rail is full (a ring the receiver has not drained, a socket past
+      // its high-water mark): an eager send never waits for the receiver, so
+      // a tracked copy takes its place (finalize waits for it) and it completes.
       ep.credits -= cost;
       encodeMatchHeader(v, req.ctx, req.source, req.tag, seq, ep.takeOwed());
-      if (len <= ep.th.eager) {
-        const st = lane.sendCopy(AM_EAGER, this.scratch, EAGER_HDR, len > 0 ? req.buf : null);
-        if (st === NO_RESOURCE) {
-          // The rail is full (a ring the receiver has not drained, a socket past
-          // its high-water mark): an eager send never waits for the receiver, so
-          // a tracked copy takes its place (finalize waits for it) and it completes.
-          const copy = this.detachEager(req);
-          return ProtoEndpoint.op(AM_EAGER, this.scratch, EAGER_HDR, len > 0 ? copy.buf : null, false, copy);
-        }
-        req.complete(req.source, req.tag, len);
-        return null;
-      }
+      const copy = this.detachEager(req);
+      return ProtoEndpoint.op(AM_EAGER, this.scratch, EAGER_HDR, len > 0 ? copy.buf : null, false, copy);
+    }
+    if (len > ep.th.eager && len <= ep.th.zcopy && ep.credits >= cost) {
+      ep.credits -= cost;
+      encodeMatchHeader(v, req.ctx, req.source, req.tag, seq, ep.takeOwed());
       req.railPending++;
       req.progressBytes = len;
       const st = lane.sendZcopy(AM_EAGER, this.scratch, EAGER_HDR, req.buf, req);
