@@ -548,7 +548,7 @@ export class PointToPoint implements Canceller {
     if (r !== null) {
       this.returnCredit(ep, len + EAGER_OVERHEAD);
       if (len > r.buf.byteLength) { r.fail(truncated(len, r.buf.byteLength, src, tag)); return; }
-      copyBytes(buf, off, len, r.buf);
+      copyOut(buf, off, len, r.buf);
       r.complete(src, tag, len);
       return;
     }
@@ -844,10 +844,12 @@ export class PointToPoint implements Canceller {
 }
 
 /**
- * Copy len bytes of src from off into dst. Small copies go byte by byte:
- * Buffer#copy with an offset makes a temporary view, an allocation per message.
+ * An arrived payload (len bytes of src from off) into the receive buffer.
+ * Small copies go byte by byte: Buffer#copy with an offset makes a temporary
+ * view, an allocation per message; larger ones are a memmove, also out of a
+ * ring in shared memory.
  */
-function copyBytes(src: Buffer, off: number, len: number, dst: Uint8Array): void {
+function copyOut(src: Buffer, off: number, len: number, dst: Uint8Array): void {
   if (len <= 256) { for (let i = 0; i < len; i++) dst[i] = src[off + i]!; return; }
   src.copy(dst, 0, off, off + len);
 }

@@ -89,7 +89,6 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
   }
 
   get open(): boolean { return this.state === State.OPEN; }
-  get handshaking(): boolean { return this.state === State.CONNECTING || this.state === State.ACCEPTING; }
   get closing(): boolean { return this.state === State.CLOSING; }
 
   // ---- sending -------------------------------------------------------------

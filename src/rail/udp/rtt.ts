@@ -14,8 +14,6 @@ export class RttEstimator {
   private readonly floorMs: number;
   private readonly maxMs: number;
   private sampled = false;
-  /** Samples ignored as outliers. */
-  outliers = 0;
 
   constructor(initialMs: number, floorMs = 5, maxMs = 2000) {
     this.floorMs = floorMs;
@@ -30,7 +28,7 @@ export class RttEstimator {
     // Outliers (a segment that waited out a descheduled peer, or a stale
     // cumulative ACK) would set the timeout for everything after them; one
     // that fires early costs a single spurious segment, so ignore them.
-    if (this.sampled && ms > 4 * this.srtt + 50) { this.outliers++; return; }
+    if (this.sampled && ms > 4 * this.srtt + 50) return; // an outlier (a descheduled peer): ignored
     if (!this.sampled) {
       this.srtt = ms;
       this.rttvar = ms / 2;
