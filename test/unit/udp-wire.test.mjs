@@ -102,3 +102,14 @@ test('udp wire: ACK and PROBE (an ACK that asks for one back) are ACK_BYTES long
     assert.equal(check(longer), Bad.LENGTH);
   }
 });
+
+test('udp checksum: read through the datagram\'s DataView (the receive path) it equals the word-array and byte-wise sums, at any alignment', () => {
+  fc.assert(fc.property(fc.uint8Array({ minLength: 0, maxLength: 300 }), fc.integer({ min: 0, max: 7 }), (data, skew) => {
+    const carrier = new Uint8Array(data.length + 8);
+    carrier.set(data, skew);
+    const bytes = carrier.subarray(skew, skew + data.length);
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
+    const off = Math.min(8, data.length);
+    assert.equal(checksum(bytes, off, data.length - off, undefined, view), checksum(bytes, off, data.length - off));
+  }));
+});

@@ -44,19 +44,26 @@ export function crc32cTable(bytes: Uint8Array, off: number, len: number): number
 /** The checksum a datagram carries (or should carry), by the kind its header names. */
 export function datagramSum(v: DataView, bytes: Uint8Array, len: number, words?: Int32Array): number {
   const n = sumLength(v, len);
-  return isCrcSum(v) ? crc32c(bytes, SUM_FROM, n) : checksum(bytes, SUM_FROM, n, words);
+  return isCrcSum(v) ? crc32c(bytes, SUM_FROM, n) : checksum(bytes, SUM_FROM, n, words, v);
 }
 
 /**
  * Checksum of bytes[off, off + len). `words`, when given, is an Int32Array
  * over bytes.buffer starting at bytes.byteOffset (the caller's reused view);
- * otherwise one is made here (one small object).
+ * else `view`, a DataView over the same bytes (a received datagram's), is
+ * read a word at a time at any alignment; else one Int32Array is made here.
  */
-export function checksum(bytes: Uint8Array, off: number, len: number, words?: Int32Array): number {
+export function checksum(bytes: Uint8Array, off: number, len: number, words?: Int32Array, view?: DataView): number {
   let a = len | 0;
   let b = 0;
   let i = 0;
-  if (((bytes.byteOffset + off) & 3) === 0 && len >= 32) {
+  if (words === undefined && view !== undefined) {
+    // The receive path: no typed array per datagram.
+    for (; i + 4 <= len; i += 4) {
+      a = (a + view.getInt32(off + i, true)) | 0;
+      b = (b + a) | 0;
+    }
+  } else if (((bytes.byteOffset + off) & 3) === 0 && len >= 32) {
     const n = len >>> 2;
     let w: Int32Array;
     let k = 0;
