@@ -1,19 +1,23 @@
-// Copies between byte views that are fast into and out of shared memory: V8
+// Copies between typed arrays that are fast into and out of shared memory: V8
 // copies to and from a SharedArrayBuffer a word at a time (37 us a MiB here
 // against memmove's 20), so long copies go through the addon's memmove where
-// it is built.
+// it is built. One place for the one-sided engine and the collectives.
 
-import { loadNative, type NativeAddon } from './addon.js';
+import { loadNative } from './addon.js';
 
 /** From this many bytes the addon's memmove beats TypedArray.set. */
 const NATIVE_FROM = 8192;
-let addon: NativeAddon | null | undefined;
 
-/** dst[dOff .. dOff+n) = src[sOff .. sOff+n). */
-export function copyBytes(dst: Uint8Array, dOff: number, src: Uint8Array, sOff: number, n: number): void {
-  if (n >= NATIVE_FROM) {
-    const a = addon === undefined ? (addon = loadNative()) : addon;
-    if (a !== null) { a.copy(dst, dOff, src, sOff, n); return; }
+/** The typed arrays copyElements takes (dst and src of one kind). */
+type Elements = Uint8Array | Int8Array | Uint16Array | Int16Array | Uint32Array | Int32Array
+  | Float32Array | Float64Array | BigInt64Array | BigUint64Array;
+
+/** dst[d .. d+n) = src[s .. s+n), in elements of the arrays' (shared) kind. */
+export function copyElements<T extends Elements>(dst: T, d: number, src: T, s: number, n: number): void {
+  const el = src.BYTES_PER_ELEMENT;
+  if (n * el >= NATIVE_FROM) {
+    const a = loadNative();
+    if (a !== null) { a.copy(dst, d * el, src, s * el, n * el); return; }
   }
-  dst.set(sOff === 0 && n === src.byteLength ? src : src.subarray(sOff, sOff + n), dOff);
+  dst.set((s === 0 && n === src.length ? src : src.subarray(s, s + n)) as never, d);
 }

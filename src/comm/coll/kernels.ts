@@ -8,13 +8,12 @@
 // full-speed copies into shared memory), for the pairs it computes bit for
 // bit as these loops do.
 
-import { loadNative, OP_CODES, TYPE_CODES, type NativeAddon } from '../../native/addon.js';
+import { loadNative, OP_CODES, TYPE_CODES } from '../../native/addon.js';
+import { copyElements } from '../../native/copy.js';
 import type { Op, ReduceArray } from './ops.js';
 
 /** From this many elements a reduction goes to the addon (a call costs about 0.25 us; the loop about 0.5 ns an element). */
 const NATIVE_MIN = 1024;
-/** Copies of this many bytes or more go to the addon (TypedArray.set into shared memory: 37 us a MiB, memmove 20). */
-const COPY_MIN = 8192;
 
 /**
  * out[oo + i] = a[ao + i] (op) b[bo + i] for i < n. Offsets instead of
@@ -124,12 +123,10 @@ function shared(f: Pair<number>): Kernel {
   };
 }
 
-let addon: NativeAddon | null | undefined;
-const native = (): NativeAddon | null => (addon === undefined ? (addon = loadNative()) : addon);
 
 /** js, but long vectors through the addon when it has this (type, op) pair. */
 function withNative(js: Kernel, op: Op, like: ReduceArray): Kernel {
-  const nat = native();
+  const nat = loadNative();
   const t = TYPE_CODES.indexOf(like.constructor.name), o = OP_CODES.indexOf(op);
   // A zero-length call answers whether the addon has the pair.
   if (nat === null || t < 0 || o < 0 || !nat.reduce(t, o, like, 0, like, 0, like, 0, 0)) return js;
@@ -139,15 +136,12 @@ function withNative(js: Kernel, op: Op, like: ReduceArray): Kernel {
   };
 }
 
-/** dst[d .. d+n) = src[s .. s+n): a loop for a few elements, the addon (no view allocated) or set() for more. */
+/** dst[d .. d+n) = src[s .. s+n): a loop for a few elements, else native/copy.ts (the addon's memmove for long ones). */
 export function copyInto(dst: ReduceArray, d: number, src: ReduceArray, s: number, n: number): void {
   if (n <= 32) {
     const a = dst as Float64Array, b = src as Float64Array;
     for (let i = 0; i < n; i++) a[d + i] = b[s + i]!;
     return;
   }
-  const el = src.BYTES_PER_ELEMENT;
-  const nat = n * el >= COPY_MIN ? native() : null;
-  if (nat !== null) nat.copy(dst, d * el, src, s * el, n * el);
-  else dst.set((s === 0 && n === src.length ? src : src.subarray(s, s + n)) as never, d);
+  copyElements(dst as Float64Array, d, src as Float64Array, s, n);
 }

@@ -14,7 +14,7 @@ import type { Progress } from '../progress.js';
 import { LockTable, type LockRequest } from './locks.js';
 import { RegionTable, type Region, type RemoteRegion, type SharedSegments } from './region.js';
 import type { ThreadShare } from './thread-share.js';
-import { copyBytes } from '../../native/copy.js';
+import { copyElements } from '../../native/copy.js';
 import { applyAccumulate, applyAtomic, readValue, writeValue, TYPE_SIZE, OP_CSWAP } from './apply.js';
 import {
   AM_RMA_ACC, AM_RMA_ATOMIC, AM_RMA_FLUSH, AM_RMA_GET, AM_RMA_GET_DATA, AM_RMA_LOCK, AM_RMA_PUT, AM_RMA_REPLY, AM_RMA_UNLOCK,
@@ -156,7 +156,7 @@ export class RmaEngine {
       // A few bytes by a loop here (as get does): the call and TypedArray.set
       // cost more than copying 8 bytes, and a loop shared with get ran slower.
       if (n <= 64) { const dst = rr.local; for (let i = 0; i < n; i++) dst[offset + i] = src[i]!; }
-      else copyBytes(rr.local, offset, src, 0, n);
+      else copyElements(rr.local, offset, src, 0, n);
       this.nativeOps++;
       return RESOLVED;
     }
@@ -172,7 +172,7 @@ export class RmaEngine {
       // A few bytes by a loop: subarray() would allocate a view per call,
       // which costs more than the copy (8-byte get, median: 0.10-0.11 -> 0.08-0.09 us).
       if (n <= 64) { const src = rr.local; for (let i = 0; i < n; i++) dst[i] = src[offset + i]!; }
-      else copyBytes(dst, 0, rr.local, offset, n);
+      else copyElements(dst, 0, rr.local, offset, n);
       this.nativeOps++;
       return RESOLVED;
     }
