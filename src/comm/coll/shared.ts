@@ -13,6 +13,7 @@
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import type { Op, ReduceArray } from './ops.js';
 import { copyInto, kernel, type Kernel } from './kernels.js';
+import { copyElements } from '../../native/copy.js';
 import type { CollComm } from './engine.js';
 import { LINE, Phases } from './shared-phase.js';
 
@@ -203,10 +204,12 @@ export class SharedCollectives {
     for (let off = 0; off < bytes.byteLength || off === 0; off += slot) {
       const n = Math.min(slot, bytes.byteLength - off);
       const k = this.nextRound();
-      if (this.rank === root) new Uint8Array(this.seg!.buffer, this.slot(root, k), n).set(bytes.subarray(off, off + n));
+      // No view per round, and the addon's memmove for long pieces (native/copy.ts).
+      const at = this.slot(root, k) - this.seg!.byteOffset;
+      if (this.rank === root) copyElements(this.seg!, at, bytes, off, n);
       const w = this.phases!.next();
       if (w !== null) await w;
-      if (this.rank !== root) bytes.set(new Uint8Array(this.seg!.buffer, this.slot(root, k), n), off);
+      if (this.rank !== root) copyElements(bytes, off, this.seg!, at, n);
       if (bytes.byteLength === 0) break;
     }
   }
