@@ -6,6 +6,7 @@ import type { Completion } from '../rail/api.js';
 import type { Linked, List } from './list.js';
 import type { Posted } from './matching.js';
 import { RailcommError, ErrorCode } from '../core/errors.js';
+import { pendingPromise, takeReject, takeResolve } from '../core/settlers.js';
 
 export interface Status {
   /** Rank of the sender in the communicator (for a send: this rank). */
@@ -88,11 +89,10 @@ export class Request implements Posted, Completion {
     if (this.promise !== null) return this.promise;
     if (this.state === COMPLETE) return (this.promise = Promise.resolve(this.getStatus()));
     if (this.state === FAILED) return (this.promise = Promise.reject(this.error!));
-    // One shared executor hands the functions over through module variables:
-    // no closure per waited request (it ran on every receive's hot path).
-    this.promise = new Promise<Status>(capture);
-    this.resolveFn = captured.resolve;
-    this.rejectFn = captured.reject;
+    // No closure per waited request (it ran on every receive's hot path).
+    this.promise = pendingPromise<Status>();
+    this.resolveFn = takeResolve<Status>();
+    this.rejectFn = takeReject();
     return this.promise;
   }
 
@@ -185,9 +185,3 @@ export class Request implements Posted, Completion {
 
 const EMPTY = new Uint8Array(0);
 
-/** Where `capture` leaves a new promise's functions; read right after the constructor returns. */
-const captured: { resolve: ((s: Status) => void) | null; reject: ((e: RailcommError) => void) | null } = { resolve: null, reject: null };
-function capture(resolve: (s: Status) => void, reject: (e: RailcommError) => void): void {
-  captured.resolve = resolve;
-  captured.reject = reject;
-}

@@ -8,6 +8,7 @@
 import type { AmHandler, Completion, RailEndpoint } from '../../rail/api.js';
 import { NO_RESOURCE } from '../../rail/api.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
+import { pendingPromise, takeReject, takeResolve } from '../../core/settlers.js';
 import { ProtoEndpoint } from '../endpoint.js';
 import type { AmRegistry } from '../am.js';
 import type { Progress } from '../progress.js';
@@ -66,7 +67,9 @@ class RmaOp implements Completion {
     readonly operand: number | bigint,
     readonly compare: number | bigint,
   ) {
-    this.promise = new Promise((resolve, reject) => { this.resolveFn = resolve; this.rejectFn = reject; });
+    this.promise = pendingPromise<number | bigint>();
+    this.resolveFn = takeResolve<number | bigint>();
+    this.rejectFn = takeReject();
   }
 
   railComplete(err: RailcommError | null): void {
