@@ -24,6 +24,8 @@ const PAUSE_MS = 5;
 /** How long a sleeper waits before checking that its peers are alive (ms). */
 const CHECK_MS = 100;
 
+const RESOLVED = Promise.resolve();
+
 export class Phases {
   private readonly host: SharedHost;
   private readonly ctrl: Int32Array;
@@ -95,6 +97,9 @@ export class Phases {
   private async waitAll(s: number): Promise<void> {
     if (this.allArrived(s)) return;
     const spin = this.host.spinMs > 0;
+    // A blocking wait never runs inside the call: a nonblocking collective
+    // (iallreduce, ibarrier) hands its Request back first.
+    if (!spin) await RESOLVED;
     const until = performance.now() + (spin ? this.host.spinMs : PAUSE_MS);
     for (;;) {
       if (spin ? this.spinFor(s, BURST_MS) : this.pauseFor(s)) return;
