@@ -80,6 +80,21 @@ const cases = [
       same(buf, reference(Float64Array, 'sum', n, 77), `in place n=${n}`);
     }
   }],
+  ['a typed-array subclass and a Buffer reduce as their built-in kinds', async () => {
+    // A subclass whose constructor takes only a length, and Node's Buffer:
+    // the shared slots must be viewed with the built-in constructors.
+    class Vec extends Float64Array { constructor(n) { super(n); } }
+    for (const n of [3, 100]) {
+      const send = new Vec(n); send.fill(me + 1);
+      const got = new Vec(n);
+      await comm.allreduce(send, got, 'sum');
+      for (let i = 0; i < n; i++) assert.equal(got[i], (p * (p + 1)) / 2, `Vec n=${n} [${i}]`);
+      const b = Buffer.alloc(n, me + 1);
+      const rb = Buffer.alloc(n);
+      await comm.allreduce(b, rb, 'max');
+      for (let i = 0; i < n; i++) assert.equal(rb[i], p, `Buffer n=${n} [${i}]`);
+    }
+  }],
   ['non-exact floats: the same bits on every rank, one phase and split', async () => {
     for (const n of [5, 100, 3 * Math.floor(SLOT / 8) + 7]) {
       const send = new Float64Array(n).map((_, i) => Math.sin(me * 1000 + i) * 1e-3 + 1 / (me + i + 3));

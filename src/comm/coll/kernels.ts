@@ -127,7 +127,7 @@ function shared(f: Pair<number>): Kernel {
 /** js, but long vectors through the addon when it has this (type, op) pair. */
 function withNative(js: Kernel, op: Op, like: ReduceArray): Kernel {
   const nat = loadNative();
-  const t = TYPE_CODES.indexOf(like.constructor.name), o = OP_CODES.indexOf(op);
+  const t = TYPE_CODES.indexOf(like[Symbol.toStringTag]), o = OP_CODES.indexOf(op);
   // A zero-length call answers whether the addon has the pair.
   if (nat === null || t < 0 || o < 0 || !nat.reduce(t, o, like, 0, like, 0, like, 0, 0)) return js;
   return (out, oo, a, ao, b, bo, n) => {

@@ -12,6 +12,22 @@ export type NumericArray =
 export type BigArray = BigInt64Array | BigUint64Array;
 export type ReduceArray = NumericArray | BigArray;
 
+/** A built-in typed-array constructor (view form). */
+export type ViewCtor = new (b: ArrayBufferLike, o: number, n: number) => ReduceArray;
+const BUILT_IN: Record<string, ViewCtor> = {
+  Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array,
+  Float32Array, Float64Array, BigInt64Array, BigUint64Array,
+};
+
+/**
+ * The built-in kind of a typed array: a subclass (or a Buffer) may have a
+ * constructor that does not take (buffer, offset, length), so views over
+ * shared slots are made with the built-in one.
+ */
+export function builtInOf(a: ReduceArray): ViewCtor {
+  return BUILT_IN[a[Symbol.toStringTag]]!;
+}
+
 export const OPS = ['sum', 'prod', 'min', 'max', 'band', 'bor', 'bxor', 'land', 'lor'] as const;
 export type Op = (typeof OPS)[number];
 

@@ -11,7 +11,7 @@
 // copied by the others: every rank gets the same bits.
 
 import { RailcommError, ErrorCode } from '../../core/errors.js';
-import type { Op, ReduceArray } from './ops.js';
+import { builtInOf, type Op, type ReduceArray } from './ops.js';
 import { copyInto, kernel, type Kernel } from './kernels.js';
 import { copyElements } from '../../native/copy.js';
 import type { CollComm } from './engine.js';
@@ -48,7 +48,6 @@ export interface SharedHost {
   wake(ctrl: Int32Array): void;
 }
 
-type Ctor = new (b: ArrayBufferLike, o: number, n: number) => ReduceArray;
 
 const DONE = Promise.resolve();
 
@@ -179,7 +178,7 @@ export class SharedCollectives {
   }
 
   private viewsOf(like: ReduceArray): ReduceArray[] {
-    const C = like.constructor as Ctor;
+    const C = builtInOf(like);
     let v = this.views.get(C);
     if (v === undefined) {
       v = [];
@@ -188,7 +187,7 @@ export class SharedCollectives {
       for (let ph = 0; ph < 2; ph++) for (let q = 0; q < this.size; q++) v.push(new C(buf, base + (q + 1) * LINE + BOX_OFF + ph * BOX, BOX / el));
       this.views.set(C, v);
     }
-    this.lastCtor = C;
+    this.lastCtor = like.constructor;
     this.lastViews = v;
     return v;
   }
