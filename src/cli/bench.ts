@@ -91,14 +91,10 @@ export async function benchCommand(argv: string[]): Promise<number> {
     process.stdout.write(`${'size'.padStart(10)} ${'avg us'.padStart(10)}\n`);
     for (const r of data.results) process.stdout.write(`${String(r['size']).padStart(10)} ${String(r['usec']).padStart(10)}\n`);
   } else if (isRma) {
-    const cols = kind === 'atomic' ? ['size', 'usec', 'usec_median', 'ops_per_sec'] : ['size', 'usec', 'usec_median', 'mbps'];
+    const cols = kind === 'atomic' ? ['op', 'usec', 'usec_median', 'ops_per_sec'] : ['size', 'usec', 'usec_median', 'mbps'];
     const heads = kind === 'atomic' ? ['op', 'avg us', 'median us', 'ops/s'] : ['size', 'avg us', 'median us', 'MB/s'];
-    process.stdout.write(heads.map((c) => c.padStart(12)).join(' ') + '\n');
-    data.results.forEach((r, i) => {
-      const cells = cols.map((c) => String(r[c] ?? '-'));
-      if (kind === 'atomic') cells[0] = i === 0 ? 'fetch-add' : 'cswap';
-      process.stdout.write(cells.map((c) => c.padStart(12)).join(' ') + '\n');
-    });
+    process.stdout.write(heads.map((c) => c.padStart(16)).join(' ') + '\n');
+    for (const r of data.results) process.stdout.write(cols.map((c) => String(r[c] ?? '-').padStart(16)).join(' ') + '\n');
   } else if (kind === 'latency') {
     const cols = ['size', 'usec', 'usec_median', 'usec_p90', 'usec_p99'];
     process.stdout.write(['size', 'avg us', 'median us', 'p90 us', 'p99 us'].map((c) => c.padStart(10)).join(' ') + '\n');
