@@ -5,7 +5,7 @@
 
 import { init, type Window } from '../index.js';
 
-interface Row { op?: string; size: number; usec: number; usec_median?: number; mbps?: number; ops_per_sec?: number; iters: number }
+interface Row { op?: string; size: number; usec: number; usec_median?: number; usec_median_flush?: number; usec_median_awaited?: number; mbps?: number; ops_per_sec?: number; iters: number }
 
 const WINDOW = 64;
 
@@ -21,11 +21,38 @@ function iterations(size: number, base: number): { iters: number; warmup: number
   return { iters: Math.max(20, Math.ceil(base / 40)), warmup: 5 };
 }
 
-/** n operations of one kind, each awaited (put: then flushed). */
+/**
+ * n operations of one kind, each completed at the target before the next
+ * (osu_put_latency / osu_get_latency: MPI_Put or MPI_Get, then
+ * MPI_Win_flush). The fastest correct form in railcomm tests whether a flush
+ * is needed (never on mapped memory) and awaits one only then; the other
+ * forms await the flush always ('put-flush'), or the operation's own promise
+ * as well ('put-awaited', 'get-awaited': a get's promise resolves when the
+ * bytes are here, which is what the flush gives MPI_Get).
+ */
 async function latencyLoop(win: Window, kind: string, msg: Uint8Array, n: number): Promise<void> {
-  if (kind === 'put') for (let i = 0; i < n; i++) { await win.put(msg, 1, 0); await win.flush(1); }
-  else if (kind === 'get') for (let i = 0; i < n; i++) await win.get(msg, 1, 0);
-  else for (let i = 0; i < n; i++) await win.fetchAndOp(1n, 1, 0, 'sum', 'i64');
+  switch (kind) {
+    case 'put': for (let i = 0; i < n; i++) { void win.put(msg, 1, 0); if (!win.testFlush(1)) await win.flush(1); } break;
+    case 'put-flush': for (let i = 0; i < n; i++) { void win.put(msg, 1, 0); await win.flush(1); } break;
+    case 'put-awaited': for (let i = 0; i < n; i++) { await win.put(msg, 1, 0); await win.flush(1); } break;
+    case 'get': for (let i = 0; i < n; i++) { void win.get(msg, 1, 0); if (!win.testFlush(1)) await win.flush(1); } break;
+    case 'get-awaited': for (let i = 0; i < n; i++) await win.get(msg, 1, 0); break;
+    default: for (let i = 0; i < n; i++) await win.fetchAndOp(1n, 1, 0, 'sum', 'i64');
+  }
+}
+
+/** Time iters operations in batches: per-operation times of each batch into times (sorted); returns the total (us). */
+async function timeBatches(win: Window, kind: string, msg: Uint8Array, iters: number, batch: number, times: number[]): Promise<number> {
+  let total = 0;
+  for (let i = 0; i < iters; i += batch) {
+    const t0 = performance.now();
+    await latencyLoop(win, kind, msg, batch);
+    const dt = ((performance.now() - t0) * 1000) / batch;
+    times.push(dt);
+    total += dt * batch;
+  }
+  times.sort((a, b) => a - b);
+  return total;
 }
 
 async function main(): Promise<void> {
@@ -49,16 +76,17 @@ async function main(): Promise<void> {
       // wrapper per operation would add its own promise to every figure.
       await latencyLoop(win, kind, msg, warmup);
       const batch = size <= 8192 ? BATCH : 1;
-      let total = 0;
-      for (let i = 0; i < iters; i += batch) {
-        const t0 = performance.now();
-        await latencyLoop(win, kind, msg, batch);
-        const dt = ((performance.now() - t0) * 1000) / batch;
-        times.push(dt);
-        total += dt * batch;
-      }
-      times.sort((a, b) => a - b);
+      const total = await timeBatches(win, kind, msg, iters, batch, times);
       const row: Row = { size, usec: round(total / iters, 3), usec_median: round(times[times.length >> 1]!, 3), iters };
+      if (kind !== 'atomic' && size <= 8192) {
+        // The same completed through awaits: the flush's (put), and the operation's own.
+        for (const [form, key] of kind === 'put' ? [['put-flush', 'usec_median_flush'], ['put-awaited', 'usec_median_awaited']] as const : [['get-awaited', 'usec_median_awaited']] as const) {
+          await latencyLoop(win, form, msg, warmup);
+          const t: number[] = [];
+          await timeBatches(win, form, msg, iters, batch, t);
+          row[key] = round(t[t.length >> 1]!, 3);
+        }
+      }
       if (kind === 'atomic') {
         // Compare-and-swap latency, reported beside fetch-add's.
         for (let i = 0; i < warmup; i++) await win.compareAndSwap(0n, 1n, 1, 8, 'i64');

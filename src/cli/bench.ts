@@ -22,7 +22,9 @@ const USAGE = `railcomm bench latency|bw|allreduce|bcast|allgather|alltoall|put|
   bw:        windows of nonblocking sends then an ack (osu_bw style), MB/s = 10^6 bytes/s
   allreduce, bcast, allgather, alltoall: average microseconds per call over the ranks
              (osu_allreduce style); sizes in bytes (allreduce: doubles, size/8 of them)
-  put, get:  rank 0 on rank 1's window under a shared lock: latency of one put + flush (get: one get),
+  put, get:  rank 0 on rank 1's window under a shared lock: latency of one put (get) completed at the
+             target: testFlush, and an awaited flush only when needed; then the same awaiting the
+             flush (put), and awaiting the operation's own promise too (put: and the flush),
              and bandwidth of windows of 64 operations then a flush (osu_put_latency / osu_get_bw style)
   atomic:    fetch-and-op (sum, i64) latency and rate, and compare-and-swap latency
   wireup:    ms from a rank's start until it can exchange messages with all (init + barrier)`;
@@ -91,8 +93,8 @@ export async function benchCommand(argv: string[]): Promise<number> {
     process.stdout.write(`${'size'.padStart(10)} ${'avg us'.padStart(10)}\n`);
     for (const r of data.results) process.stdout.write(`${String(r['size']).padStart(10)} ${String(r['usec']).padStart(10)}\n`);
   } else if (isRma) {
-    const cols = kind === 'atomic' ? ['op', 'usec', 'usec_median', 'ops_per_sec'] : ['size', 'usec', 'usec_median', 'mbps'];
-    const heads = kind === 'atomic' ? ['op', 'avg us', 'median us', 'ops/s'] : ['size', 'avg us', 'median us', 'MB/s'];
+    const cols = kind === 'atomic' ? ['op', 'usec', 'usec_median', 'ops_per_sec'] : kind === 'put' ? ['size', 'usec', 'usec_median', 'usec_median_flush', 'usec_median_awaited', 'mbps'] : ['size', 'usec', 'usec_median', 'usec_median_awaited', 'mbps'];
+    const heads = kind === 'atomic' ? ['op', 'avg us', 'median us', 'ops/s'] : kind === 'put' ? ['size', 'avg us', 'median us', 'await flush us', 'await both us', 'MB/s'] : ['size', 'avg us', 'median us', 'await get us', 'MB/s'];
     process.stdout.write(heads.map((c) => c.padStart(16)).join(' ') + '\n');
     for (const r of data.results) process.stdout.write(cols.map((c) => String(r[c] ?? '-').padStart(16)).join(' ') + '\n');
   } else if (kind === 'latency') {

@@ -7,19 +7,28 @@ import { ANY_SOURCE, ANY_TAG } from '../proto/matching.js';
 
 export const TAG_MAX = 0x7fffffff;
 
-/** `what` + `suffix` name the argument in the error (two parts, so hot callers build no string unless it fails). */
+/**
+ * `what` + `suffix` name the argument in the error (two parts, so hot callers
+ * build no string unless it fails). The messages are built in functions of
+ * their own: every send, receive and put runs these checks, and small bodies
+ * let V8 inline them.
+ */
 export function checkRank(r: unknown, size: number, what: string, allowAny: boolean, suffix = ''): number {
-  if (typeof r !== 'number' || !Number.isInteger(r) || r >= size || (r < 0 && !(allowAny && r === ANY_SOURCE))) {
-    throw new RailcommError(ErrorCode.RANK, `${what}${suffix} ${String(r)} is not a rank of this communicator (0..${size - 1}${allowAny ? ' or ANY_SOURCE' : ''})`);
-  }
+  if (typeof r !== 'number' || !Number.isInteger(r) || r >= size || (r < 0 && !(allowAny && r === ANY_SOURCE))) badRank(r, size, what, allowAny, suffix);
   return r;
 }
 
+function badRank(r: unknown, size: number, what: string, allowAny: boolean, suffix: string): never {
+  throw new RailcommError(ErrorCode.RANK, `${what}${suffix} ${String(r)} is not a rank of this communicator (0..${size - 1}${allowAny ? ' or ANY_SOURCE' : ''})`);
+}
+
 export function checkTag(t: unknown, allowAny: boolean): number {
-  if (typeof t !== 'number' || !Number.isInteger(t) || t > TAG_MAX || (t < 0 && !(allowAny && t === ANY_TAG))) {
-    throw new RailcommError(ErrorCode.TAG, `tag ${String(t)} is not an integer in 0..${TAG_MAX}${allowAny ? ' or ANY_TAG' : ''}`);
-  }
+  if (typeof t !== 'number' || !Number.isInteger(t) || t > TAG_MAX || (t < 0 && !(allowAny && t === ANY_TAG))) badTag(t, allowAny);
   return t;
+}
+
+function badTag(t: unknown, allowAny: boolean): never {
+  throw new RailcommError(ErrorCode.TAG, `tag ${String(t)} is not an integer in 0..${TAG_MAX}${allowAny ? ' or ANY_TAG' : ''}`);
 }
 
 export function checkSignal(opts: unknown): AbortSignal | null {

@@ -8,15 +8,21 @@ export function isView(v: unknown): v is ArrayBufferView {
 
 /** The bytes of a view; a Uint8Array (or Buffer) is returned as it is. */
 export function asBytes(v: ArrayBufferView, what = 'buffer'): Uint8Array {
-  if (!(v instanceof Uint8Array) && !ArrayBuffer.isView(v)) {
+  // One prototype walk on the common path (puts and sends call this every time).
+  if (v instanceof Uint8Array) {
+    if (v.byteLength === 0) checkAttached(v, what);
+    return v;
+  }
+  if (!ArrayBuffer.isView(v)) {
     throw invalidArg(`${what} must be an ArrayBufferView (a typed array, Buffer or DataView), got ${describe(v)}`);
   }
-  // A detached buffer reads as zero bytes; only then is the check worth making.
-  if (v.byteLength === 0 && isDetached(v.buffer)) {
-    throw invalidArg(`${what} is backed by a detached ArrayBuffer (it was transferred); pass a live buffer`);
-  }
-  if (v instanceof Uint8Array) return v;
+  if (v.byteLength === 0) checkAttached(v, what);
   return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+}
+
+/** A detached buffer reads as zero bytes; only then is the check worth making. */
+function checkAttached(v: ArrayBufferView, what: string): void {
+  if (isDetached(v.buffer)) throw invalidArg(`${what} is backed by a detached ArrayBuffer (it was transferred); pass a live buffer`);
 }
 
 export function isDetached(b: ArrayBufferLike): boolean {

@@ -3,7 +3,7 @@
 // is granted (the dead rank's lock is released). Run with 3 ranks.
 
 import { init, ErrorCode } from '../../dist/index.js';
-import { assert, rejectsWith } from './harness.mjs';
+import { assert, rejectsWith, throwsWith } from './harness.mjs';
 
 // Survivors stay to report even though the launcher stops the job.
 process.on('SIGTERM', () => {});
@@ -35,6 +35,14 @@ if (comm.rank === 0) {
     e = await rejectsWith(() => w.get(new Uint8Array(1 << 20), 1, 0), ErrorCode.PEER_FAILED);
   }
   await rejectsWith(() => w.put(new Uint8Array(1 << 20), 1, 0), ErrorCode.PEER_FAILED);
+  // Not awaited (MPI_Put's shape): the flush reports the failure, and the
+  // operations' own rejections do not end the process as unhandled.
+  void w.put(new Uint8Array(8), 1, 0);
+  void w.get(new Uint8Array(8), 1, 0);
+  void w.accumulate(new Int32Array(2), 1, 0, 'sum');
+  throwsWith(() => w.testFlush(1), ErrorCode.PEER_FAILED);
+  await rejectsWith(() => w.flush(1), ErrorCode.PEER_FAILED);
+  await new Promise((r) => setTimeout(r, 20));
   await rejectsWith(() => w.fetchAndOp(1, 1, 0, 'sum', 'i32'), ErrorCode.PEER_FAILED);
   await rejectsWith(() => w.accumulate(new Int32Array(1), 1, 0, 'sum'), ErrorCode.PEER_FAILED);
   // Queued behind rank 1's exclusive lock; granted once rank 2 learns rank 1 died.

@@ -218,6 +218,30 @@ const cases = [
     await w.free();
   }],
 
+  ['puts and gets not awaited, completed by testFlush or flush (MPI_Put + MPI_Win_flush)', async () => {
+    // Slots [0, 64p) take the puts; each rank's own pattern is at 64p + 64 * rank.
+    const w = await comm.allocWindow(128 * p);
+    w.buffer.set(pattern(64, me + 20), 64 * p + me * 64);
+    await comm.barrier();
+    await w.lock(next, 'shared');
+    // The fast form: no await at all where the target is mapped here.
+    void w.put(pattern(64, me + 30), next, me * 64);
+    const got = new Uint8Array(64);
+    void w.get(got, next, 64 * p + next * 64);
+    if (!w.testFlush(next)) await w.flush(next);
+    assert.equal(w.testFlush(next), true, 'nothing outstanding after the flush');
+    assert.ok(samePattern(got, 64, next + 20), 'the get is complete after the flush');
+    throwsWith(() => w.testFlush(p), ErrorCode.RANK);
+    throwsWith(() => w.testFlush(-1), ErrorCode.RANK);
+    throwsWith(() => w.testFlush('1'), ErrorCode.RANK);
+    await w.unlock(next);
+    await comm.barrier();
+    // The previous rank's put replaced our own pattern at its slot.
+    assert.ok(samePattern(w.buffer.subarray(prev * 64), 64, prev + 30), 'the put is here');
+    await w.free();
+    throwsWith(() => w.testFlush(next), ErrorCode.INVALID_ARG);
+  }],
+
   ['flushAll (and the per-rail flush) complete puts to every rank before a message says so', async () => {
     // Each rank writes its pattern into every other rank's window under
     // shared locks, flushAll()s once, then tells each rank with a message.

@@ -34,7 +34,9 @@ export class Region {
 
 /** What a peer knows of a region once it unpacked the rkey. */
 export interface RemoteRegion {
+  /** The owner's rank in the window's communicator, and in the job. */
   readonly rank: number;
+  readonly world: number;
   readonly id: number;
   readonly length: number;
   /** byteOffset of the region modulo 8 (atomics need aligned elements). */
