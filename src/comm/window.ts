@@ -201,7 +201,7 @@ export class Window {
     this.freed = true;
     await this.completeAll();
     await this.comm.barrier();
-    this.rma.regions.deregister(this.region);
+    this.rma.deregister(this.region);
     if (this.region.share === SHARE_THREADS) this.rma.threadShare?.withdraw(`${this.comm.world.ctx.worldRank}/${this.region.id}`);
     for (const r of this.remote) r.local = null;
     forgetElementViews();

@@ -38,6 +38,16 @@ test('locks: a dead holder releases, its queued requests vanish', () => {
   assert.deepEqual(t.holders(7), { exclusive: 2, shared: [], queued: 0 });
 });
 
+test('locks: a freed region hands back its queued requests (the engine answers each with an error)', () => {
+  const t = new LockTable();
+  t.request(4, { rank: 1, mode: X, opId: 1 });
+  t.request(4, { rank: 2, mode: S, opId: 2 });
+  t.request(4, { rank: 3, mode: X, opId: 3 });
+  assert.deepEqual(ranks(t.dropRegion(4)), [2, 3]);
+  assert.deepEqual(t.holders(4), { exclusive: -1, shared: [], queued: 0 });
+  assert.deepEqual(t.dropRegion(4), []);
+});
+
 test('locks: property: never an exclusive holder together with another holder, and every request is granted once', () => {
   fc.assert(fc.property(fc.array(fc.record({ rank: fc.integer({ min: 0, max: 5 }), mode: fc.constantFrom(X, S) }), { maxLength: 40 }), fc.array(fc.nat(), { maxLength: 80 }), (reqs, picks) => {
     const t = new LockTable();

@@ -503,6 +503,18 @@ export class RmaEngine {
     };
   }
 
+  /**
+   * A window is freed here: its region goes, and lock requests still queued
+   * on it are answered with an error rather than left waiting forever.
+   */
+  deregister(region: Region): void {
+    this.regions.deregister(region);
+    for (const q of this.locks.dropRegion(region.id)) {
+      const ep = this.host.endpointFor(q.rank);
+      this.reply(ep, q.opId, 0, RMA_ERR_REGION, null);
+    }
+  }
+
   private sendGrants(granted: LockRequest[]): void {
     for (const g of granted) {
       const ep = this.host.endpointFor(g.rank);
