@@ -29,7 +29,8 @@ const WAITING = 24;
 const MAGIC = 28;
 const VERSION = 29;
 const OWNER = 30;
-const SKIP = 0xffffffff;
+/** A frame length word that says the rest of the buffer is unused (0xffffffff as an Int32). */
+const SKIP = -1;
 
 const align8 = (n: number): number => (n + 7) & ~7;
 
@@ -43,7 +44,25 @@ export class Ring {
   /** The frame area, as a Buffer (for handlers) and a DataView. */
   readonly data: Buffer;
   readonly view: DataView;
+  /** The frame area as 32-bit words: frame heads and headers are written and read a word at a time. */
+  private readonly words: Int32Array;
   private readonly mask: number;
+  /**
+   * Each side's own position, kept here rather than read back from shared
+   * memory, and the other side's as last seen: the producer looks at the
+   * consumer's head again only when the ring seems full (each Atomics
+   * operation costs 5 ns or more here, and reading the consumer's line pulls
+   * it over from the other core). Only the producer writes the tail and only
+   * the consumer the head (single producer, single consumer).
+   */
+  private tail: number;
+  private headSeen: number;
+  private head: number;
+  /** Int32 views of the last two header buffers written from (scratch buffers, reused by every call). */
+  private hdrA: Uint8Array | null = null;
+  private wordsA: Int32Array | null = null;
+  private hdrB: Uint8Array | null = null;
+  private wordsB: Int32Array | null = null;
 
   constructor(sabOrCapacity: SharedArrayBuffer | number) {
     this.sab = typeof sabOrCapacity === 'number' ? new SharedArrayBuffer(CONTROL_BYTES + sabOrCapacity) : sabOrCapacity;
@@ -53,6 +72,10 @@ export class Ring {
     this.ctl = new Int32Array(this.sab, 0, 32);
     this.data = Buffer.from(this.sab, CONTROL_BYTES, this.capacity);
     this.view = new DataView(this.sab, CONTROL_BYTES, this.capacity);
+    this.words = new Int32Array(this.sab, CONTROL_BYTES, this.capacity >> 2);
+    this.tail = Atomics.load(this.ctl, TAIL) >>> 0;
+    this.head = Atomics.load(this.ctl, HEAD) >>> 0;
+    this.headSeen = this.head;
   }
 
   /** Producer, once, before announcing the ring: who wrote it and in which format. */
@@ -76,32 +99,61 @@ export class Ring {
   write(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null): boolean {
     const payLen = payload === null ? 0 : payload.byteLength;
     const need = align8(FRAME_HEAD + align8(hdrLen) + payLen);
-    let tail = Atomics.load(this.ctl, TAIL) >>> 0;
-    const head = Atomics.load(this.ctl, HEAD) >>> 0;
+    let tail = this.tail;
     let off = tail & this.mask;
     const contiguous = this.capacity - off;
     const total = need > contiguous ? contiguous + need : need;
-    if (((tail - head) >>> 0) + total > this.capacity) return false;
-    const v = this.view;
+    if (((tail - this.headSeen) >>> 0) + total > this.capacity) {
+      this.headSeen = Atomics.load(this.ctl, HEAD) >>> 0;
+      if (((tail - this.headSeen) >>> 0) + total > this.capacity) return false;
+    }
+    const w = this.words;
     if (need > contiguous) {
-      v.setUint32(off, SKIP, true);
+      w[off >> 2] = SKIP;
       tail = (tail + contiguous) >>> 0;
       off = 0;
     }
-    v.setUint32(off, need, true);
-    v.setUint32(off + 4, payLen, true);
-    v.setUint8(off + 8, am);
-    v.setUint16(off + 10, hdrLen, true);
-    const d = this.data;
-    const h = off + FRAME_HEAD;
-    for (let i = 0; i < hdrLen; i++) d[h + i] = hdr[i]!;
+    const f = off >> 2;
+    w[f] = need;
+    w[f + 1] = payLen;
+    w[f + 2] = am | (hdrLen << 16);
+    w[f + 3] = 0;
+    if (hdrLen > 0) this.copyHeader(hdr, hdrLen, f + 4);
     if (payload !== null) {
       const p = payloadOffset(off, hdrLen);
+      const d = this.data;
       if (payLen <= 64) for (let i = 0; i < payLen; i++) d[p + i] = payload[i]!;
       else d.set(payload, p);
     }
-    Atomics.store(this.ctl, TAIL, (tail + need) | 0);
+    this.tail = (tail + need) >>> 0;
+    Atomics.store(this.ctl, TAIL, this.tail | 0);
     return true;
+  }
+
+  /**
+   * The header into the frame at word `at`, a word at a time from an Int32
+   * view of hdr (the frame's header area is padded to 8 bytes, so the last
+   * word may carry up to 3 bytes past hdrLen). Byte by byte when hdr cannot
+   * be viewed so (misaligned, or too short for whole words).
+   */
+  private copyHeader(hdr: Uint8Array, hdrLen: number, at: number): void {
+    const n = (hdrLen + 3) >> 2;
+    let src: Int32Array | null;
+    if (hdr === this.hdrA) src = this.wordsA;
+    else if (hdr === this.hdrB) src = this.wordsB;
+    else {
+      src = (hdr.byteOffset & 3) === 0 ? new Int32Array(hdr.buffer, hdr.byteOffset, hdr.byteLength >> 2) : null;
+      this.hdrB = this.hdrA; this.wordsB = this.wordsA;
+      this.hdrA = hdr; this.wordsA = src;
+    }
+    if (src !== null && src.length >= n) {
+      const w = this.words;
+      for (let i = 0; i < n; i++) w[at + i] = src[i]!;
+      return;
+    }
+    const d = this.data;
+    const h = at << 2;
+    for (let i = 0; i < hdrLen; i++) d[h + i] = hdr[i]!;
   }
 
   /** Whether a frame with this header and payload size would be written now. */
@@ -138,7 +190,7 @@ export class Ring {
 
   /** Consumer: true when a frame is waiting. */
   hasData(): boolean {
-    return Atomics.load(this.ctl, HEAD) !== Atomics.load(this.ctl, TAIL);
+    return (this.head | 0) !== Atomics.load(this.ctl, TAIL);
   }
 
   /**
@@ -147,23 +199,26 @@ export class Ring {
    * `max` bounds one call so that a busy ring cannot starve the others.
    */
   drain(visit: (am: number, off: number, hdrLen: number, payLen: number) => void, max = 64): number {
-    let head = Atomics.load(this.ctl, HEAD) >>> 0;
+    let head = this.head;
     const tail = Atomics.load(this.ctl, TAIL) >>> 0;
-    const v = this.view;
+    const w = this.words;
     let n = 0;
     while (head !== tail && n < max) {
       const off = head & this.mask;
-      const len = v.getUint32(off, true);
+      const f = off >> 2;
+      const len = w[f]!;
       if (len === SKIP) { head = (head + (this.capacity - off)) >>> 0; continue; }
       if (len < FRAME_HEAD || (len & 7) !== 0 || len > this.capacity - off) {
-        throw new Error(`corrupt ring frame: length ${len} at offset ${off}`);
+        throw new Error(`corrupt ring frame: length ${len >>> 0} at offset ${off}`);
       }
-      visit(v.getUint8(off + 8), off, v.getUint16(off + 10, true), v.getUint32(off + 4, true));
+      const amAndHdr = w[f + 2]!;
+      visit(amAndHdr & 0xff, off, amAndHdr >>> 16, w[f + 1]! >>> 0);
       head = (head + len) >>> 0;
+      this.head = head;
       Atomics.store(this.ctl, HEAD, head | 0);
       n++;
     }
-    if (head !== (Atomics.load(this.ctl, HEAD) >>> 0)) Atomics.store(this.ctl, HEAD, head | 0);
+    if (head !== this.head) { this.head = head; Atomics.store(this.ctl, HEAD, head | 0); }
     return n;
   }
 }
