@@ -268,6 +268,12 @@ export class Context {
     return ep;
   }
 
+  /** The peer has a lane on a rail that progress polls. */
+  polledPeer(world: number): boolean {
+    const ep = this.endpoints[world];
+    return ep !== undefined && ep.polled;
+  }
+
   existingEndpoint(world: number): ProtoEndpoint | undefined {
     return this.endpoints[world];
   }
@@ -279,6 +285,7 @@ export class Context {
   private bind(ep: ProtoEndpoint, lane: RailEndpoint): void {
     lane.owner = ep;
     ep.lane = lane;
+    ep.polled = lane.rail.poll !== undefined;
     ep.th = thresholdsFor(lane.rail.caps, this.params);
     ep.resolving = false;
     if (this.params.protoInfo) this.printProtoInfo(ep);

@@ -58,6 +58,8 @@ export class ProtoEndpoint {
   readonly rank: number;
   readonly id: bigint;
   lane: RailEndpoint | null = null;
+  /** The lane's rail is polled by progress (shared-memory rings): worth waiting for at the call. */
+  polled = false;
   th: Thresholds = { short: 0, eager: 0, zcopy: 0, chunk: 1 };
   resolving = false;
   txSeq = 0;

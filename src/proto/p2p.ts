@@ -6,7 +6,8 @@
 import type { AmHandler, RailEndpoint, RxFrame } from '../rail/api.js';
 import { NO_RESOURCE } from '../rail/api.js';
 import { RailcommError, ErrorCode } from '../core/errors.js';
-import { MatchQueues, ANY_SOURCE, type Arrived } from './matching.js';
+import { MatchQueues, ANY_SOURCE, ANY_TAG, type Arrived } from './matching.js';
+import type { Progress } from './progress.js';
 import type { Linked, List } from './list.js';
 import { Request, KIND_PROBE, KIND_SEND, PENDING, type Canceller, type Status } from './request.js';
 import { ProtoEndpoint, type PendingOp } from './endpoint.js';
@@ -307,6 +308,45 @@ export class PointToPoint implements Canceller {
     return { source: u.src, tag: u.tag, bytes: u.size };
   }
 
+  /**
+   * The blocking receive's short wait, when recvNow found nothing and the
+   * source is on a polled rail: poll for up to RECV_SPIN_MS (progress's
+   * pollBriefly) with the receive held here instead of posted as a Request.
+   * An eager message for it that no earlier posted receive matches is copied
+   * straight into buf (onEager), and its Status returned: no Request, no
+   * promise, no progress pass. null when the wait ran out, or when a matching
+   * message arrived that is not for this slot (rendezvous, too large): the
+   * caller then posts a Request as usual, which finds it queued.
+   */
+  recvAtCall(buf: Uint8Array, ctx: number, src: number, tag: number, progress: Progress): Status | null {
+    const st = this.state(ctx);
+    if (st.broken !== null) return null;
+    this.atCallBuf = buf; this.atCallCtx = ctx; this.atCallSrc = src; this.atCallTag = tag;
+    try {
+      // Until filled, or a message for it was queued instead (onEager, onRts close the slot).
+      while (this.atCallStatus === null && this.atCallBuf !== null && progress.pollBriefly()) { /* deliver */ }
+    } finally {
+      this.atCallBuf = null;
+    }
+    const status = this.atCallStatus;
+    this.atCallStatus = null;
+    return status;
+  }
+
+  /** Whether a message (context, source, tag) matches the receive waiting at the call. */
+  private forAtCall(ctx: number, src: number, tag: number): boolean {
+    return ctx === this.atCallCtx && src === this.atCallSrc && (this.atCallTag === ANY_TAG || this.atCallTag === tag);
+  }
+
+  /** The receive recvAtCall holds (null: none), and its Status once filled. */
+  private atCallBuf: Uint8Array | null = null;
+  private atCallCtx = 0;
+  private atCallSrc = 0;
+  private atCallTag = 0;
+  private atCallStatus: Status | null = null;
+  /** Blocking receives that completed while waiting at the call (--stats). */
+  private recvsAtCall = 0;
+
   /** A receive matched an unexpected message. */
   private deliverTo(req: Request, u: Unexpected): void {
     const ep = u.ep;
@@ -552,7 +592,20 @@ export class PointToPoint implements Canceller {
       r.complete(src, tag, len);
       return;
     }
-    const u = new Unexpected(ep, src, tag, Buffer.from(buf.subarray(off, off + len)), len, 0);
+    const at = this.atCallBuf;
+    if (at !== null && this.forAtCall(ctx, src, tag)) {
+      // Matched by the receive waiting at the call; one it cannot take (too
+      // large) is queued, and then nothing later may overtake it there.
+      this.atCallBuf = null;
+      if (len <= at.byteLength) {
+        this.returnCredit(ep, len + EAGER_OVERHEAD);
+        copyOut(buf, off, len, at);
+        this.atCallStatus = { source: src, tag, bytes: len };
+        this.recvsAtCall++;
+        return;
+      }
+    }
+    const u = new Unexpected(ep, src, tag, copyOf(buf, off, len), len, 0);
     st.queues.pushArrived(u);
     if (st.probes.length > 0) this.checkProbes(st, u);
   }
@@ -561,6 +614,8 @@ export class PointToPoint implements Canceller {
     const st = this.state(ctx);
     const r = st.queues.matchPosted(src, tag);
     if (r !== null) { this.acceptRndv(r, ep, sendId, size, src, tag, remote, segment); return; }
+    // A rendezvous the receive waiting at the call matches: that receive is posted and takes it from the queue.
+    if (this.atCallBuf !== null && this.forAtCall(ctx, src, tag)) this.atCallBuf = null;
     const u = new Unexpected(ep, src, tag, null, size, sendId);
     u.remote = remote;
     u.segment = segment;
@@ -832,14 +887,14 @@ export class PointToPoint implements Canceller {
   }
 
   /** Counts for `railcomm info`, stats and hang reports. */
-  snapshot(): { posted: number; unexpected: number; unexpectedBytes: number; rndvSends: number; rndvRecvs: number; protocolErrors: number; rgetMsgs: number; rgetBytes: number } {
+  snapshot(): { posted: number; unexpected: number; unexpectedBytes: number; rndvSends: number; rndvRecvs: number; protocolErrors: number; rgetMsgs: number; rgetBytes: number; recvsAtCall: number } {
     let posted = 0, unexpected = 0, unexpectedBytes = 0;
     for (const st of this.contexts.values()) {
       posted += st.queues.postedCount;
       unexpected += st.queues.arrivedCount;
       for (const u of st.queues.allArrived()) if (u.data !== null) unexpectedBytes += u.size;
     }
-    return { posted, unexpected, unexpectedBytes, rndvSends: this.sendRndv.size, rndvRecvs: this.recvRndv.size, protocolErrors: this.protocolErrors, rgetMsgs: this.rgetMsgs, rgetBytes: this.rgetBytes };
+    return { posted, unexpected, unexpectedBytes, rndvSends: this.sendRndv.size, rndvRecvs: this.recvRndv.size, protocolErrors: this.protocolErrors, rgetMsgs: this.rgetMsgs, rgetBytes: this.rgetBytes, recvsAtCall: this.recvsAtCall };
   }
 }
 
@@ -852,6 +907,17 @@ export class PointToPoint implements Canceller {
 function copyOut(src: Buffer, off: number, len: number, dst: Uint8Array): void {
   if (len <= 256) { for (let i = 0; i < len; i++) dst[i] = src[off + i]!; return; }
   src.copy(dst, 0, off, off + len);
+}
+
+/**
+ * A copy of an arrived payload that must outlive the frame (an unexpected
+ * message). Buffer.from(buf.subarray(...)) took Node's generic array-like
+ * path: a view and two calls more per message.
+ */
+function copyOf(src: Buffer, off: number, len: number): Buffer {
+  const c = Buffer.allocUnsafe(len);
+  copyOut(src, off, len, c);
+  return c;
 }
 
 function truncated(size: number, room: number, src: number, tag: number): RailcommError {

@@ -27,6 +27,13 @@ const MICRO_PASSES = 1024;
 const MICRO_POLLS = 32;
 /** ...and at most this long (ms) between two event-loop turns. */
 const MICRO_MS = 1;
+/**
+ * How long a blocking receive may poll at the call before it posts a Request
+ * (ms; the clock is first read after 64 polls). Progress would spin on the
+ * rings meanwhile anyway; this only keeps the caller's own code from running,
+ * so it stays well under the event loop's 1 ms between turns (MICRO_MS).
+ */
+const RECV_SPIN_MS = 0.02;
 /** queueMicrotask costs 0.43 us a call here, a resolved promise's reaction 0.23 (bench/node-facts.mjs). */
 const RESOLVED = Promise.resolve();
 
@@ -157,6 +164,26 @@ export class Progress {
   /** Rails that must be polled (shared-memory rings) register here. */
   addPoller(p: Poller): void {
     this.pollers.push(p);
+  }
+
+  /**
+   * A blocking receive's short wait, before it becomes a Request: poll the
+   * rings synchronously, as progress would, and return as soon as something
+   * arrived (true), or false once RECV_SPIN_MS passed with nothing, or at
+   * once when progress would not spin (no polled rails, oversubscribed, or
+   * RAILCOMM_SPIN_US=0).
+   */
+  pollBriefly(): boolean {
+    if (this.spinMs <= 0 || this.pollers.length === 0) return false;
+    let until = 0;
+    for (let i = 1; ; i++) {
+      if (this.pollAll()) return true;
+      if ((i & 63) === 0) {
+        const now = performance.now();
+        if (until === 0) until = now + RECV_SPIN_MS;
+        else if (now >= until) return false;
+      }
+    }
   }
 
   private pollAll(): boolean {

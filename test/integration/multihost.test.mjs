@@ -41,7 +41,7 @@ test('ranks on two hosts wire up through the device that routes', { skip: skipRe
 test('point-to-point suite across two hosts', { skip: skipReason ?? false }, async () => {
   const job = await railcomm(across(`${A}:2,${B}:2`, 'p2p-suite.mjs'), { limitMs: 150_000 });
   const res = caseResults(job.stdout);
-  assert.ok(res.size >= 20, job.stderr.slice(-2000));
+  assert.ok(res.size >= 21, job.stderr.slice(-2000));
   for (const [name, byRank] of res) for (let r = 0; r < 4; r++) assert.equal(byRank.get(r), 'ok', `${name}, rank ${r}: ${byRank.get(r)}`);
   assert.equal(job.code, 0);
 });

@@ -27,7 +27,7 @@ async function suite(args, script, ranks, minCases, env = SHM) {
 const statsOf = (stderr) => linesWith(stderr, 'railcomm stats').map((l) => JSON.parse(l.rest));
 
 test('point-to-point suite, 4 processes over shm; large messages read once (RGET)', { skip }, async () => {
-  const job = await suite(['-n', '4', '--stats'], 'p2p-suite.mjs', 4, 20);
+  const job = await suite(['-n', '4', '--stats'], 'p2p-suite.mjs', 4, 21);
   const stats = statsOf(job.stderr);
   assert.equal(stats.length, 4);
   for (const s of stats) {
@@ -37,8 +37,17 @@ test('point-to-point suite, 4 processes over shm; large messages read once (RGET
   assert.ok(stats.reduce((a, s) => a + s.protocol.rgetMsgs, 0) > 0, 'some rendezvous went by single copy');
 });
 
+test('blocking receives wait at the call on shared memory (2 processes, 2 threads) and keep MPI matching', { skip }, async () => {
+  for (const [args, env] of [[['-n', '2'], SHM], [['-n', '2', '--threads'], {}]]) {
+    const job = await suite(args, 'recv-at-call.mjs', 2, 1, env);
+    const atCall = linesWith(job.stdout, 'ATCALL').reduce((a, l) => a + Number(l.rest), 0);
+    // 2 ranks on 2 cores spin: of the ~120 receives that can wait at the call, some did.
+    assert.ok(atCall > 0, `${args.join(' ')}: no receive completed at the call\n${job.stdout.slice(-1500)}`);
+  }
+});
+
 test('hybrid: 2 processes x 2 threads, tbsm inside a process and shm across (counters)', { skip }, async () => {
-  const job = await suite(['-n', '4', '--threads-per-process', '2', '--stats'], 'p2p-suite.mjs', 4, 20, {});
+  const job = await suite(['-n', '4', '--threads-per-process', '2', '--stats'], 'p2p-suite.mjs', 4, 21, {});
   for (const s of statsOf(job.stderr)) {
     assert.ok(s.rails.tbsm.msgsSent > 0 && s.rails.tbsm.msgsRecv > 0, `rank ${s.rank}: tbsm to its sibling thread`);
     assert.ok(s.rails.shm.msgsSent > 0 && s.rails.shm.msgsRecv > 0, `rank ${s.rank}: shm to the other process`);

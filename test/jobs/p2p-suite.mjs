@@ -4,6 +4,7 @@
 
 import { init, ANY_SOURCE, ANY_TAG, waitAll, waitAny, RailcommError } from '../../dist/index.js';
 import { runCases, assert, pattern, samePattern, rejectsWith, throwsWith } from './harness.mjs';
+import { atCallCase } from './at-call-case.mjs';
 
 const comm = await init();
 const { rank, size } = comm;
@@ -83,6 +84,8 @@ const cases = [
       assert.equal(comm.iprobe(1, ANY_TAG), undefined, 'nothing left');
     }
   }],
+
+  ['blocking receives that wait at the call keep MPI matching (posted first, truncation, rendezvous, others queued)', () => atCallCase(comm)],
 
   ['ANY_SOURCE collects every sender', async () => {
     if (rank === 0) {
