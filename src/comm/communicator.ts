@@ -14,6 +14,7 @@ import { Message, type ClaimedReceiver } from './message.js';
 import { deserialize, serialize, type World } from './world.js';
 import { allocateWindow, exposeWindow, type Window } from './window.js';
 import { sharedPathFor } from './coll/shared-host.js';
+import { SettledStatus } from './settled-status.js';
 
 export interface RequestOptions {
   signal?: AbortSignal;
@@ -39,6 +40,9 @@ export class Communicator implements ClaimedReceiver {
   private collSeq = 0;
   private readonly planner: CollectivePlanner;
   private readonly scratch = new ScratchPool();
+  /** The settled results of blocking sends and receives that completed at the call. */
+  private readonly sentAtCall = new SettledStatus();
+  private readonly receivedAtCall = new SettledStatus();
 
   /** @internal */
   constructor(world: World, group: readonly number[], rank: number, p2pCtx: number, collCtx: number) {
@@ -65,7 +69,7 @@ export class Communicator implements ClaimedReceiver {
     // Small messages the rail takes at once complete without a Request.
     if (this.world.ctx.p2p.sendNow(bytes, this.group[dest]!, this.p2pCtx, this.rank, tag)) {
       this.world.ctx.progress.completedAtOnce();
-      return Promise.resolve({ source: this.rank, tag, bytes: bytes.byteLength });
+      return this.sentAtCall.get(this.rank, tag, bytes.byteLength);
     }
     return this.startSend(bytes, dest, tag, this.p2pCtx, null).wait();
   }
@@ -78,11 +82,12 @@ export class Communicator implements ClaimedReceiver {
     checkTag(tag, true);
     // A small message that is already here completes without a Request.
     const ctx = this.world.ctx;
-    let st = ctx.p2p.recvNow(bytes, this.p2pCtx, source, tag);
+    const p2p = ctx.p2p;
+    let got = p2p.recvNow(bytes, this.p2pCtx, source, tag);
     // From a peer on a polled rail (shared memory), wait for it at the call a
     // moment: in a ping-pong or a halo exchange it is a few hundred ns away.
-    if (st === null && source !== ANY_SOURCE && ctx.polledPeer(this.group[source]!)) st = ctx.p2p.recvAtCall(bytes, this.p2pCtx, source, tag, ctx.progress);
-    if (st !== null) { ctx.progress.completedAtOnce(); return Promise.resolve(st); }
+    if (got < 0 && source !== ANY_SOURCE && ctx.polledPeer(this.group[source]!)) got = p2p.recvAtCall(bytes, this.p2pCtx, source, tag, ctx.progress);
+    if (got >= 0) { ctx.progress.completedAtOnce(); return this.receivedAtCall.get(p2p.gotSource, p2p.gotTag, got); }
     return this.startRecv(bytes, source, tag, this.p2pCtx, null).wait();
   }
 
@@ -138,7 +143,7 @@ export class Communicator implements ClaimedReceiver {
     checkRank(source, this.size, 'source', true);
     checkTag(tag, true);
     const u = this.world.ctx.p2p.peek(this.p2pCtx, source, tag);
-    return u === null ? undefined : { source: u.src, tag: u.tag, bytes: u.size };
+    return u === null ? undefined : Object.freeze({ source: u.src, tag: u.tag, bytes: u.size });
   }
 
   /** Matched probe: wait for a message and take it out of matching; receive it with msg.recv(buf). */

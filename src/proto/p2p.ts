@@ -9,7 +9,7 @@ import { RailcommError, ErrorCode } from '../core/errors.js';
 import { MatchQueues, ANY_SOURCE, ANY_TAG, type Arrived } from './matching.js';
 import type { Progress } from './progress.js';
 import type { Linked, List } from './list.js';
-import { Request, KIND_PROBE, KIND_SEND, PENDING, type Canceller, type Status } from './request.js';
+import { Request, KIND_PROBE, KIND_SEND, PENDING, type Canceller } from './request.js';
 import { ProtoEndpoint, type PendingOp } from './endpoint.js';
 import type { AmRegistry } from './am.js';
 import { IPC_STATE_NAMES, IpcNegotiation, IpcPeer, SPLIT_MIN, splitPoint, type IpcLink } from './ipc.js';
@@ -293,44 +293,49 @@ export class PointToPoint implements Canceller {
 
   /**
    * The blocking receive's fast path: when an eager message that fits is
-   * already queued, take it and return its Status, with no Request (the
-   * common case in halo exchanges, where the neighbour's message is here
-   * before the receive). null, having changed nothing, otherwise.
+   * already queued, take it and return its size (source and tag in
+   * gotSource, gotTag), with no Request (the common case in halo exchanges,
+   * where the neighbour's message is here before the receive). -1, having
+   * changed nothing, otherwise.
    */
-  recvNow(buf: Uint8Array, ctx: number, src: number, tag: number): Status | null {
+  recvNow(buf: Uint8Array, ctx: number, src: number, tag: number): number {
     const st = this.state(ctx);
-    if (st.queues.arrivedCount === 0 || st.broken !== null) return null;
+    if (st.queues.arrivedCount === 0 || st.broken !== null) return -1;
     const u = st.queues.findArrived(src, tag);
-    if (u === null || u.data === null || u.size > buf.byteLength) return null;
+    if (u === null || u.data === null || u.size > buf.byteLength) return -1;
     st.queues.removeArrived(u);
     this.returnCredit(u.ep, u.size + EAGER_OVERHEAD);
     if (u.size > 0) buf.set(u.data);
-    return { source: u.src, tag: u.tag, bytes: u.size };
+    this.gotSource = u.src;
+    this.gotTag = u.tag;
+    return u.size;
   }
+
+  /** The source and tag of what recvNow or recvAtCall just received (no Status object per message). */
+  gotSource = 0;
+  gotTag = 0;
 
   /**
    * The blocking receive's short wait, when recvNow found nothing and the
    * source is on a polled rail: poll for up to RECV_SPIN_MS (progress's
    * pollBriefly) with the receive held here instead of posted as a Request.
    * An eager message for it that no earlier posted receive matches is copied
-   * straight into buf (onEager), and its Status returned: no Request, no
-   * promise, no progress pass. null when the wait ran out, or when a matching
+   * straight into buf (onEager), and its size returned (as recvNow): no Request, no
+   * promise, no progress pass. -1 when the wait ran out, or when a matching
    * message arrived that is not for this slot (rendezvous, too large): the
    * caller then posts a Request as usual, which finds it queued.
    */
-  recvAtCall(buf: Uint8Array, ctx: number, src: number, tag: number, progress: Progress): Status | null {
+  recvAtCall(buf: Uint8Array, ctx: number, src: number, tag: number, progress: Progress): number {
     const st = this.state(ctx);
-    if (st.broken !== null) return null;
-    this.atCallBuf = buf; this.atCallCtx = ctx; this.atCallSrc = src; this.atCallTag = tag;
+    if (st.broken !== null) return -1;
+    this.atCallBuf = buf; this.atCallCtx = ctx; this.atCallSrc = src; this.atCallTag = tag; this.atCallBytes = -1;
     try {
       // Until filled, or a message for it was queued instead (onEager, onRts close the slot).
-      while (this.atCallStatus === null && this.atCallBuf !== null && progress.pollBriefly()) { /* deliver */ }
+      while (this.atCallBytes < 0 && this.atCallBuf !== null && progress.pollBriefly()) { /* deliver */ }
     } finally {
       this.atCallBuf = null;
     }
-    const status = this.atCallStatus;
-    this.atCallStatus = null;
-    return status;
+    return this.atCallBytes;
   }
 
   /** Whether a message (context, source, tag) matches the receive waiting at the call. */
@@ -338,12 +343,12 @@ export class PointToPoint implements Canceller {
     return ctx === this.atCallCtx && src === this.atCallSrc && (this.atCallTag === ANY_TAG || this.atCallTag === tag);
   }
 
-  /** The receive recvAtCall holds (null: none), and its Status once filled. */
+  /** The receive recvAtCall holds (null: none), and the bytes it got once filled (-1: not yet). */
   private atCallBuf: Uint8Array | null = null;
   private atCallCtx = 0;
   private atCallSrc = 0;
   private atCallTag = 0;
-  private atCallStatus: Status | null = null;
+  private atCallBytes = -1;
   /** Blocking receives that completed while waiting at the call (--stats). */
   private recvsAtCall = 0;
 
@@ -600,7 +605,9 @@ export class PointToPoint implements Canceller {
       if (len <= at.byteLength) {
         this.returnCredit(ep, len + EAGER_OVERHEAD);
         copyOut(buf, off, len, at);
-        this.atCallStatus = { source: src, tag, bytes: len };
+        this.atCallBytes = len;
+        this.gotSource = src;
+        this.gotTag = tag;
         this.recvsAtCall++;
         return;
       }

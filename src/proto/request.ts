@@ -8,12 +8,13 @@ import type { Posted } from './matching.js';
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import { pendingPromise, takeReject, takeResolve } from '../core/settlers.js';
 
+/** What a completed send or receive reports. Frozen: railcomm may hand the same object to several calls. */
 export interface Status {
   /** Rank of the sender in the communicator (for a send: this rank). */
-  source: number;
-  tag: number;
+  readonly source: number;
+  readonly tag: number;
   /** Bytes received (or sent). */
-  bytes: number;
+  readonly bytes: number;
 }
 
 export const PENDING = 0;
@@ -179,7 +180,7 @@ export class Request implements Posted, Completion {
   }
 
   private getStatus(): Status {
-    return (this.status ??= { source: this.source, tag: this.tag, bytes: this.bytes });
+    return (this.status ??= Object.freeze({ source: this.source, tag: this.tag, bytes: this.bytes }));
   }
 }
 
