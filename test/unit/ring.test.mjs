@@ -1,0 +1,61 @@
+// The shared-memory ring (tbsm and shm rails) in one thread: frames of random
+// header and payload sizes through many wrap-arounds keep their order, their
+// head fields and their bytes, and a full ring refuses a frame and writes
+// nothing.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Ring, FRAME_HEAD } from '../../dist/rail/shared/ring.js';
+
+const align8 = (n) => (n + 7) & ~7;
+
+test('ring: random frames through wrap-around keep order, head fields and bytes', () => {
+  const r = new Ring(1 << 16);
+  let written = 0, read = 0, seed = 12345;
+  const rand = (n) => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n; };
+  const hdr = new Uint8Array(64);
+  const hdrView = new DataView(hdr.buffer);
+  // A misaligned header buffer too (copied byte by byte).
+  const oddHdr = new Uint8Array(new ArrayBuffer(72), 1, 64);
+  const visit = (am, off, hdrLen, payLen) => {
+    const s = r.view.getUint32(off + FRAME_HEAD, true);
+    assert.equal(s, read, 'frames in order');
+    assert.equal(am, (s & 0x7f) + 1);
+    assert.equal(hdrLen, 4 + (s % 30));
+    const p = off + FRAME_HEAD + align8(hdrLen);
+    for (let i = 0; i < payLen; i++) if (r.data[p + i] !== ((s + i) & 0xff)) assert.fail(`payload byte ${i} of frame ${s}`);
+    read++;
+  };
+  for (let iter = 0; iter < 100000; iter++) {
+    if (rand(3) > 0) {
+      const hl = 4 + (written % 30);
+      const h = written % 7 === 0 ? oddHdr : hdr;
+      if (h === hdr) hdrView.setUint32(0, written, true);
+      else new DataView(oddHdr.buffer, 1).setUint32(0, written, true);
+      const pl = rand(5) === 0 ? rand(20000) : rand(100);
+      const pay = new Uint8Array(pl);
+      for (let i = 0; i < pl; i++) pay[i] = (written + i) & 0xff;
+      if (r.write((written & 0x7f) + 1, h, hl, rand(10) === 0 && pl === 0 ? null : pay)) written++;
+    } else r.drain(visit, 1 + rand(10));
+  }
+  while (r.drain(visit) > 0) { /* the rest */ }
+  assert.equal(read, written);
+  assert.ok(written > 50000);
+});
+
+test('ring: a full ring refuses a frame and writes nothing; draining makes room', () => {
+  const r = new Ring(1 << 16);
+  const hdr = new Uint8Array(8);
+  const pay = new Uint8Array(1000);
+  let n = 0;
+  while (r.write(3, hdr, 8, pay)) n++;
+  assert.ok(n > 0 && n < 70);
+  assert.equal(r.fits(8, 1000), false);
+  let seen = 0;
+  assert.equal(r.drain(() => { seen++; }, 1), 1);
+  assert.equal(r.fits(8, 1000), true);
+  assert.ok(r.write(3, hdr, 8, pay));
+  while (r.drain(() => { seen++; }) > 0) { /* the rest */ }
+  assert.equal(seen, n + 1);
+  assert.equal(r.hasData(), false);
+});
