@@ -46,6 +46,8 @@ export function runRounds(runners, rounds) {
         for (const row of JSON.parse(line).results) {
           const v = kind === 'latency' ? (row.usec_median ?? row.usec) : row.mbps;
           ((data[kind][who] ??= {})[row.size] ??= []).push(v);
+          // Small sizes also timed in batches, without a clock read per round trip.
+          if (kind === 'latency' && row.usec_batch !== undefined) (((data[BATCH_KIND] ??= {})[who] ??= {})[row.size] ??= []).push(row.usec_batch);
         }
         process.stderr.write(`round ${r + 1}/${rounds}: ${kind} ${who} done\n`);
       }
@@ -53,6 +55,10 @@ export function runRounds(runners, rounds) {
   }
   return data;
 }
+
+/** The kind under which runRounds keeps batch-timed latencies (bench latency's and bench/mpi/pingpong's usec_batch). */
+export const BATCH_KIND = 'latency (batch)';
+const BATCH_UNITS = 'half round trip, us (median of batch averages of 100 round trips, no clock read per round trip)';
 
 const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '-');
 
@@ -67,11 +73,11 @@ export function roundTables(data, rounds, units, ratios) {
     const whos = Object.keys(byWho);
     const sizes = [...new Set(whos.flatMap((w) => Object.keys(byWho[w]).map(Number)))].sort((a, b) => a - b);
     const cols = ratios(whos);
-    lines.push('', `### ${kind}: ${units[kind]}, ${rounds} interleaved rounds`, '');
+    lines.push('', `### ${kind}: ${units[kind] ?? (kind === BATCH_KIND ? BATCH_UNITS : kind)}, ${rounds} interleaved rounds`, '');
     lines.push(`| size | ${whos.join(' | ')} | ${cols.map(([label]) => label).join(' | ')} |`);
     lines.push(`|${'---|'.repeat(1 + whos.length + cols.length)}`);
     for (const size of sizes) {
-      const cells = whos.map((w) => fmt(median(byWho[w]?.[size] ?? []), kind === 'latency' ? 2 : 0));
+      const cells = whos.map((w) => fmt(median(byWho[w]?.[size] ?? []), kind === 'latency' ? 2 : kind === BATCH_KIND ? 3 : 0));
       const ratioCells = cols.map(([, num, den]) => {
         const a = byWho[num]?.[size] ?? [], b = byWho[den]?.[size] ?? [];
         return fmt(median(a.map((v, i) => (b[i] === undefined ? NaN : v / b[i]))));

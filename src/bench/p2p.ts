@@ -4,7 +4,7 @@
 
 import { init, waitAll, type Communicator, type Request } from '../index.js';
 
-interface Row { size: number; usec?: number; usec_median?: number; usec_p90?: number; usec_p99?: number; mbps?: number; iters: number }
+interface Row { size: number; usec?: number; usec_median?: number; usec_batch?: number; usec_p90?: number; usec_p99?: number; mbps?: number; iters: number }
 
 // V8 optimises the hot path only after tens of thousands of calls (the
 // 8-byte mean falls by half between 20,000 and 300,000 round trips here):
@@ -17,22 +17,28 @@ function iterations(size: number, base: number): { iters: number; warmup: number
 }
 
 /**
- * n round trips between ranks 0 and 1 (tag 1), each half round trip into
- * times (us) when given. One small function for the warm-up and the timed
- * round trips: V8 optimises it as a whole during the warm-up, where a loop
- * inside main() was compiled on-stack, apart from the code around it (the
- * same 8-byte hop measured 0.42-0.45 us there, 0.35-0.38 in a loop of its own).
+ * n round trips between ranks 0 and 1 (tag 1), the clock read every `every`
+ * round trips: times[k] gets the half round trip averaged over the k-th group
+ * (us), when given. One small function for the warm-up and both timings: V8
+ * optimises it as a whole during the warm-up, where a loop inside main() was
+ * compiled on-stack, apart from the code around it (the same 8-byte hop
+ * measured 0.42-0.45 us there, 0.35-0.38 in a loop of its own).
  */
-async function pingPong(comm: Communicator, msg: Uint8Array, n: number, times: Float64Array | null): Promise<void> {
+async function pingPong(comm: Communicator, msg: Uint8Array, n: number, every: number, times: Float64Array | null): Promise<void> {
   const first = comm.rank === 0;
   const peer = first ? 1 : 0;
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    if (first) { await comm.send(msg, peer, 1); await comm.recv(msg, peer, 1); }
-    else { await comm.recv(msg, peer, 1); await comm.send(msg, peer, 1); }
-    if (times !== null) times[i] = (performance.now() - t0) * 500;
+  for (let i = 0; i < n; i += every) {
+    const t0 = times !== null ? performance.now() : 0;
+    for (let k = 0; k < every; k++) {
+      if (first) { await comm.send(msg, peer, 1); await comm.recv(msg, peer, 1); }
+      else { await comm.recv(msg, peer, 1); await comm.send(msg, peer, 1); }
+    }
+    if (times !== null) times[i / every] = ((performance.now() - t0) * 500) / every;
   }
 }
+
+/** The clock is read once per BATCH round trips for usec_batch (performance.now() costs 48 ns here, MPI_Wtime about 20). */
+const BATCH = 100;
 
 async function main(): Promise<void> {
   const [kind = 'latency', sizesText = '', itersText = '2000', windowText = '64'] = process.argv.slice(2);
@@ -59,14 +65,24 @@ async function main(): Promise<void> {
         if (me === 0) { await comm.send(msg, 1, 1); await comm.recv(msg, 1, 1); } else { await comm.recv(msg, 0, 1); await comm.send(msg, 0, 1); }
         const fast = size <= 8192 && (comm.world.ctx.endpointFor(1 - me).lane?.rail.caps.latencyUs ?? 99) < 2;
         const warm = fast ? Math.max(warmup, 200_000) : warmup;
-        await pingPong(comm, msg, warm, null);
+        await pingPong(comm, msg, warm >> 1, 1, null);
+        await pingPong(comm, msg, warm >> 1, BATCH, null);
+        // Only rank 0 reads the clock (as osu_latency): rank 1's reads would lengthen the round trip.
         const times = new Float64Array(iters);
-        await pingPong(comm, msg, iters, times);
+        await pingPong(comm, msg, iters, 1, me === 0 ? times : null);
         let total = 0;
         for (let i = 0; i < iters; i++) total += times[i]!;
         times.sort();
         const q = (f: number): number => round(times[Math.min(times.length - 1, Math.floor(times.length * f))]!);
-        rows.push({ size, usec: round(total / iters), usec_median: q(0.5), usec_p90: q(0.9), usec_p99: q(0.99), iters });
+        const row: Row = { size, usec: round(total / iters), usec_median: q(0.5), usec_p90: q(0.9), usec_p99: q(0.99), iters };
+        if (size <= 8192) {
+          // Medians of batch averages, with no clock read per round trip (as bench/mpi/pingpong's usec_batch).
+          const batches = new Float64Array(Math.max(1, Math.floor(iters / BATCH)));
+          await pingPong(comm, msg, batches.length * BATCH, BATCH, me === 0 ? batches : null);
+          batches.sort();
+          row.usec_batch = Math.round(batches[batches.length >> 1]! * 1000) / 1000;
+        }
+        rows.push(row);
       } else {
         const reqs: Request[] = new Array<Request>(window);
         let t0 = 0n;
