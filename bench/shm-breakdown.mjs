@@ -1,7 +1,8 @@
 // Where an 8-byte hop between two processes goes (issue 4's breakdown): the
 // bare shm ring (railcomm's Ring over /dev/shm segments mapped by the addon,
 // busy polling), the same with the async shape of a request (a promise and an
-// await per receive and send), and, run separately with the same iteration
+// await per receive and send), each timed per round trip (the clock read by
+// one process only) and in batches of 100, and, run separately with the same iteration
 // counts, railcomm's public send/recv (bench/pingpong-median.mjs):
 //   flock /tmp/railcomm-bench.lock node bench/shm-breakdown.mjs [iterations]
 // The remainder, public API minus the async shape, is matching, the protocol
@@ -43,30 +44,45 @@ const status = { source: 0, tag: 0, bytes: 8 };
 async function send() { while (!out.write(1, hdr, 8, payload)) { /* full */ } return status; }
 async function recv() { while (!inn.hasData()) { /* spin */ } inn.drain(visit); return status; }
 
-async function run(mode, n) {
-  const t = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    if (mode === 'sync') { if (child) waitSync(); else hopSync(); }
-    else if (child) { await recv(); await send(); } else { await send(); await recv(); }
-    t[i] = (performance.now() - t0) * 500;
+/**
+ * n round trips, the clock read every `every` of them, and only in the parent
+ * (a clock read costs 48 ns here: reads on both sides lengthened each round
+ * trip). Returns the half round trips averaged per group (parent only).
+ */
+async function run(mode, n, every) {
+  const t = child ? null : new Float64Array(Math.floor(n / every));
+  for (let i = 0; i + every <= n; i += every) {
+    const t0 = child ? 0 : performance.now();
+    for (let k = 0; k < every; k++) {
+      if (mode === 'sync') { if (child) waitSync(); else hopSync(); }
+      else if (child) { await recv(); await send(); } else { await send(); await recv(); }
+    }
+    if (!child) t[i / every] = ((performance.now() - t0) * 500) / every;
   }
   return t;
 }
 
+/** Both processes run the same sequence: per mode a warm-up, then per-round-trip and batch timing. */
+const BATCH = 100;
+const res = {};
+async function all() {
+  for (const mode of ['sync', 'async']) {
+    await run(mode, iters, 1); // warm-up
+    const t = await run(mode, iters, 1);
+    const b = await run(mode, iters, BATCH);
+    if (child) continue;
+    t.sort(); b.sort();
+    res[mode] = { median: +t[t.length >> 1].toFixed(3), p90: +t[Math.floor(t.length * 0.9)].toFixed(3), batch: +b[b.length >> 1].toFixed(3) };
+  }
+}
+
 if (child) {
-  for (const mode of ['sync', 'sync', 'async', 'async']) await run(mode, iters);
+  await all();
   process.exit(0);
 }
 const c = spawn(process.execPath, [fileURLToPath(import.meta.url), '--child', String(iters), base], { stdio: 'inherit' });
 await new Promise((r) => setTimeout(r, 300));
 native.shmUnlink(base + 'ab'); native.shmUnlink(base + 'ba');
-const res = {};
-for (const mode of ['sync', 'async']) {
-  await run(mode, iters); // warm-up
-  const t = await run(mode, iters);
-  t.sort();
-  res[mode] = { median: +t[iters >> 1].toFixed(3), p90: +t[Math.floor(iters * 0.9)].toFixed(3) };
-}
+await all();
 await new Promise((r) => c.on('exit', r));
 console.log(JSON.stringify({ benchmark: 'shm-breakdown', iters, ringUs: res.sync, asyncShapeUs: res.async }));

@@ -47,7 +47,7 @@ export function runRounds(runners, rounds) {
           const v = kind === 'latency' ? (row.usec_median ?? row.usec) : row.mbps;
           ((data[kind][who] ??= {})[row.size] ??= []).push(v);
           // Small sizes also timed in batches, without a clock read per round trip.
-          if (kind === 'latency' && row.usec_batch !== undefined) (((data[BATCH_KIND] ??= {})[who] ??= {})[row.size] ??= []).push(row.usec_batch);
+          if (kind === 'latency' && row.usec_batch > 0) (((data[BATCH_KIND] ??= {})[who] ??= {})[row.size] ??= []).push(row.usec_batch);
         }
         process.stderr.write(`round ${r + 1}/${rounds}: ${kind} ${who} done\n`);
       }
