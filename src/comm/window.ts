@@ -11,7 +11,7 @@ import { checkRank } from './checks.js';
 import type { Communicator } from './communicator.js';
 import type { World } from './world.js';
 import type { RmaEngine } from '../proto/rma/engine.js';
-import { ThreadShare } from '../proto/rma/thread-share.js';
+import { sharedThreads } from '../proto/rma/thread-share.js';
 import {
   RKEY_MAX, SHARE_HOST, SHARE_NONE, SHARE_THREADS, packRkey, unpackRkey, type Region, type RemoteRegion,
 } from '../proto/rma/region.js';
@@ -31,7 +31,8 @@ const FLOAT_FETCH_OPS: readonly string[] = ['sum', 'min', 'max', 'replace', 'no_
 const codes = (ops: readonly string[]): ReadonlyMap<string, number> => new Map(ops.map((o) => [o, o === 'no_op' ? OP_NO_OP : (OP_NAMES as readonly string[]).indexOf(o)]));
 const FETCH_CODES = codes(FETCH_OPS);
 const FLOAT_FETCH_CODES = codes(FLOAT_FETCH_OPS);
-const ACC_OPS: readonly string[] = ['sum', 'prod', 'min', 'max', 'band', 'bor', 'bxor', 'land', 'lor', 'replace'];
+/** accumulate's ops: the op codes up to replace, whose index is their code. */
+const ACC_OPS: readonly string[] = OP_NAMES.slice(0, OP_REPLACE + 1);
 
 /** How the window's memory came to be (for allocWindow). */
 interface Allocation {
@@ -94,11 +95,10 @@ export class Window {
     if (type < 0) throw new RailcommError(ErrorCode.INVALID_ARG, `accumulate: source must be an integer, float or bigint typed array (not Uint8ClampedArray or DataView), got ${describe(src)}`);
     const code = ACC_OPS.indexOf(op as string);
     if (code < 0) throw new RailcommError(ErrorCode.INVALID_ARG, `accumulate: op must be one of ${ACC_OPS.join(', ')}, got ${String(op)}`);
-    const opCode = op === 'replace' ? OP_REPLACE : code;
-    if (isBitwiseOp(opCode) && isFloatType(type)) throw new RailcommError(ErrorCode.INVALID_ARG, `accumulate: bitwise op '${op}' is not defined on ${src.constructor.name}; use an integer array`);
+    if (isBitwiseOp(code) && isFloatType(type)) throw new RailcommError(ErrorCode.INVALID_ARG, `accumulate: bitwise op '${op}' is not defined on ${src.constructor.name}; use an integer array`);
     const bytes = asBytes(src, 'accumulate: source');
     const rr = this.access('accumulate', target, targetByteOffset, bytes.byteLength, TYPE_SIZE[type]!);
-    return this.rma.accumulate(this.comm.worldRankOf(target), rr, targetByteOffset, bytes, type, opCode) as Promise<void>;
+    return this.rma.accumulate(rr.world, rr, targetByteOffset, bytes, type, code) as Promise<void>;
   }
 
   /** Apply op with value to one element of target's window; resolves to the element's previous value. */
@@ -312,7 +312,7 @@ async function createWindow(comm: Communicator, a: Allocation): Promise<Window> 
   const rma = ctx.rma;
   // Windows synchronise on a communicator of their own, so fences never meet the user's collectives.
   const own = await comm.dup();
-  if (a.share === SHARE_THREADS) rma.threadShare ??= new ThreadShare(ctx.launch.jobId);
+  if (a.share === SHARE_THREADS) sharedThreads(rma, ctx.launch.jobId, (f) => ctx.atClose(f));
   const region = rma.regions.register(a.bytes, a.share, a.segment);
   const mine = new Uint8Array(RKEY_MAX);
   mine.set(packRkey(region, hostKey()));

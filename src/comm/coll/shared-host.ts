@@ -5,7 +5,7 @@
 // the native addon (Atomics.wait does not reach across processes).
 
 import { RailcommError, ErrorCode } from '../../core/errors.js';
-import { ThreadShare } from '../../proto/rma/thread-share.js';
+import { sharedThreads } from '../../proto/rma/thread-share.js';
 import { loadNative, shmJobPrefix, type DoorbellWaiter, type NativeAddon } from '../../native/addon.js';
 import type { Context } from '../../proto/context.js';
 import type { Communicator } from '../communicator.js';
@@ -70,7 +70,7 @@ abstract class SegmentHost implements SharedHost {
 /** Thread ranks of one process: rank 0 hands a SharedArrayBuffer to the others. */
 class ThreadSegment extends SegmentHost {
   async attach(c: CollComm, bytes: number): Promise<Uint8Array> {
-    const share = (this.ctx.rma.threadShare ??= new ThreadShare(this.ctx.launch.jobId));
+    const share = sharedThreads(this.ctx.rma, this.ctx.launch.jobId, (f) => this.ctx.atClose(f));
     // Every member's channel exists once all passed this barrier: the offer reaches them all.
     await barrierDissemination(c);
     if (c.rank === 0) {

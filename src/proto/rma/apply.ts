@@ -6,7 +6,6 @@
 
 export const T_I8 = 0, T_U8 = 1, T_I16 = 2, T_U16 = 3, T_I32 = 4, T_U32 = 5, T_F32 = 6, T_F64 = 7, T_I64 = 8, T_U64 = 9;
 export const TYPE_SIZE = [1, 1, 2, 2, 4, 4, 4, 8, 8, 8] as const;
-export const TYPE_NAMES = ['i8', 'u8', 'i16', 'u16', 'i32', 'u32', 'f32', 'f64', 'i64', 'u64'] as const;
 
 export const OP_SUM = 0, OP_PROD = 1, OP_MIN = 2, OP_MAX = 3, OP_BAND = 4, OP_BOR = 5, OP_BXOR = 6, OP_LAND = 7, OP_LOR = 8, OP_REPLACE = 9, OP_NO_OP = 10;
 export const OP_NAMES = ['sum', 'prod', 'min', 'max', 'band', 'bor', 'bxor', 'land', 'lor', 'replace', 'no_op'] as const;

@@ -16,7 +16,7 @@ import { LockTable, type LockRequest } from './locks.js';
 import { RegionTable, type Region, type RemoteRegion, type SharedSegments } from './region.js';
 import type { ThreadShare } from './thread-share.js';
 import { copyElements } from '../../native/copy.js';
-import { applyAccumulate, applyAtomic, readValue, writeValue, TYPE_SIZE, OP_CSWAP } from './apply.js';
+import { applyAccumulate, applyAtomic, readValue, writeValue, TYPE_SIZE, OP_CSWAP, OP_NO_OP } from './apply.js';
 import {
   AM_RMA_ACC, AM_RMA_ATOMIC, AM_RMA_FLUSH, AM_RMA_GET, AM_RMA_GET_DATA, AM_RMA_LOCK, AM_RMA_PUT, AM_RMA_REPLY, AM_RMA_UNLOCK,
   ACC_HDR, ATOMIC_COMPARE, ATOMIC_HDR, ATOMIC_OPERAND, CTRL_HDR, GET_HDR, PUT_HDR, REPLY_HDR,
@@ -438,7 +438,7 @@ export class RmaEngine {
       const type = accType(rx.view, rx.hdrOff);
       const op = accOp(rx.view, rx.hdrOff);
       const r = this.lookup(tgtRegion(rx.view, rx.hdrOff), off, rx.payLen);
-      if (typeof r === 'number' || type >= TYPE_SIZE.length || op > 10 || (r.bytes.byteOffset + off) % TYPE_SIZE[type]! !== 0 || rx.payLen % TYPE_SIZE[type]! !== 0) {
+      if (typeof r === 'number' || type >= TYPE_SIZE.length || op > OP_NO_OP || (r.bytes.byteOffset + off) % TYPE_SIZE[type]! !== 0 || rx.payLen % TYPE_SIZE[type]! !== 0) {
         this.protocolErrors++;
         return;
       }

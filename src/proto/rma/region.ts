@@ -137,8 +137,4 @@ export class RegionTable {
   get(id: number): Region | undefined {
     return this.byId.get(id);
   }
-
-  get size(): number {
-    return this.byId.size;
-  }
 }

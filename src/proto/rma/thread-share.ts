@@ -55,3 +55,17 @@ export class ThreadShare {
     this.chan.close();
   }
 }
+
+/**
+ * The channel of this process's thread ranks, kept on `holder` (the RMA
+ * engine): made by the first window or shared collective that needs it, and
+ * closed when the context closes (finalize).
+ */
+export function sharedThreads(holder: { threadShare: ThreadShare | null }, jobId: number, atClose: (fn: () => void) => void): ThreadShare {
+  if (holder.threadShare === null) {
+    const share = new ThreadShare(jobId);
+    holder.threadShare = share;
+    atClose(() => share.close());
+  }
+  return holder.threadShare;
+}
