@@ -295,14 +295,20 @@ export class PointToPoint implements Canceller {
    * The blocking receive's fast path: when an eager message that fits is
    * already queued, take it and return its size (source and tag in
    * gotSource, gotTag), with no Request (the common case in halo exchanges,
-   * where the neighbour's message is here before the receive). -1, having
-   * changed nothing, otherwise.
+   * where the neighbour's message is here before the receive). Having
+   * changed nothing otherwise: -1 when nothing matching is queued, QUEUED
+   * when something is that this path cannot take (or the context is broken):
+   * then only a posted Request may receive, or a later message would
+   * overtake the queued one.
    */
   recvNow(buf: Uint8Array, ctx: number, src: number, tag: number): number {
     const st = this.state(ctx);
-    if (st.queues.arrivedCount === 0 || st.broken !== null) return -1;
+    if (st.broken !== null) return QUEUED;
+    if (st.queues.arrivedCount === 0) return -1;
     const u = st.queues.findArrived(src, tag);
-    if (u === null || u.data === null || u.size > buf.byteLength) return -1;
+    if (u === null) return -1;
+    // Its first match is queued but is not for this path (a rendezvous, or too large): a Request takes it, in order.
+    if (u.data === null || u.size > buf.byteLength) return QUEUED;
     st.queues.removeArrived(u);
     this.returnCredit(u.ep, u.size + EAGER_OVERHEAD);
     if (u.size > 0) buf.set(u.data);
@@ -316,9 +322,10 @@ export class PointToPoint implements Canceller {
   gotTag = 0;
 
   /**
-   * The blocking receive's short wait, when recvNow found nothing and the
-   * source is on a polled rail: poll for up to RECV_SPIN_MS (progress's
-   * pollBriefly) with the receive held here instead of posted as a Request.
+   * The blocking receive's short wait, when recvNow found nothing queued
+   * that matches and the source is on a polled rail: poll for up to
+   * RECV_SPIN_MS in all (progress's pollBriefly) with the receive held here
+   * instead of posted as a Request.
    * An eager message for it that no earlier posted receive matches is copied
    * straight into buf (onEager), and its size returned (as recvNow): no Request, no
    * promise, no progress pass. -1 when the wait ran out, or when a matching
@@ -326,12 +333,12 @@ export class PointToPoint implements Canceller {
    * caller then posts a Request as usual, which finds it queued.
    */
   recvAtCall(buf: Uint8Array, ctx: number, src: number, tag: number, progress: Progress): number {
-    const st = this.state(ctx);
-    if (st.broken !== null) return -1;
     this.atCallBuf = buf; this.atCallCtx = ctx; this.atCallSrc = src; this.atCallTag = tag; this.atCallBytes = -1;
     try {
-      // Until filled, or a message for it was queued instead (onEager, onRts close the slot).
-      while (this.atCallBytes < 0 && this.atCallBuf !== null && progress.pollBriefly()) { /* deliver */ }
+      // Until filled, or a message for it was queued instead (onEager, onRts
+      // close the slot), or the one deadline passed (other traffic does not extend it).
+      const until = progress.briefDeadline();
+      while (this.atCallBytes < 0 && this.atCallBuf !== null && progress.pollBriefly(until)) { /* deliver */ }
     } finally {
       this.atCallBuf = null;
     }
@@ -904,6 +911,9 @@ export class PointToPoint implements Canceller {
     return { posted, unexpected, unexpectedBytes, rndvSends: this.sendRndv.size, rndvRecvs: this.recvRndv.size, protocolErrors: this.protocolErrors, rgetMsgs: this.rgetMsgs, rgetBytes: this.rgetBytes, recvsAtCall: this.recvsAtCall };
   }
 }
+
+/** recvNow's answer when a matching message is queued that only a posted Request may take. */
+export const QUEUED = -2;
 
 /**
  * An arrived payload (len bytes of src from off) into the receive buffer.

@@ -28,10 +28,10 @@ const MICRO_POLLS = 32;
 /** ...and at most this long (ms) between two event-loop turns. */
 const MICRO_MS = 1;
 /**
- * How long a blocking receive may poll at the call before it posts a Request
- * (ms; the clock is first read after 64 polls). Progress would spin on the
- * rings meanwhile anyway; this only keeps the caller's own code from running,
- * so it stays well under the event loop's 1 ms between turns (MICRO_MS).
+ * How long a blocking receive may poll at the call in all before it posts a
+ * Request (ms). Progress would spin on the rings meanwhile anyway; this only
+ * keeps the caller's own code from running, so it stays well under the event
+ * loop's 1 ms between turns (MICRO_MS).
  */
 const RECV_SPIN_MS = 0.02;
 /** queueMicrotask costs 0.43 us a call here, a resolved promise's reaction 0.23 (bench/node-facts.mjs). */
@@ -167,22 +167,25 @@ export class Progress {
   }
 
   /**
-   * A blocking receive's short wait, before it becomes a Request: poll the
-   * rings synchronously, as progress would, and return as soon as something
-   * arrived (true), or false once RECV_SPIN_MS passed with nothing, or at
-   * once when progress would not spin (no polled rails, oversubscribed, or
+   * A blocking receive's short wait, before it becomes a Request: the time
+   * by which it gives up (performance.now() ms; 0: it does not wait at all,
+   * because progress would not spin: no polled rails, oversubscribed, or
    * RAILCOMM_SPIN_US=0).
    */
-  pollBriefly(): boolean {
-    if (this.spinMs <= 0 || this.pollers.length === 0) return false;
-    let until = 0;
+  briefDeadline(): number {
+    return this.spinMs <= 0 || this.pollers.length === 0 ? 0 : performance.now() + RECV_SPIN_MS;
+  }
+
+  /**
+   * Poll the rings synchronously, as progress would, until something arrives
+   * (true) or `until` (from briefDeadline) passes (false; the clock is read
+   * every 64 polls).
+   */
+  pollBriefly(until: number): boolean {
+    if (until === 0) return false;
     for (let i = 1; ; i++) {
       if (this.pollAll()) return true;
-      if ((i & 63) === 0) {
-        const now = performance.now();
-        if (until === 0) until = now + RECV_SPIN_MS;
-        else if (now >= until) return false;
-      }
+      if ((i & 63) === 0 && performance.now() >= until) return false;
     }
   }
 

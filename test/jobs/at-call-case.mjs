@@ -53,4 +53,30 @@ export async function atCallCase(comm) {
       assert.equal(c[0], 7);
     }
   }
+  // A match queued before the call that the call cannot take (a rendezvous,
+  // a message too large for the buffer) goes first: a later small message for
+  // the same receive must not overtake it while the receive waits at the call.
+  for (let round = 0; round < 5; round++) {
+    if (rank === 1) {
+      const big = comm.isend(pattern(300000, 8), 0, 46);
+      await comm.send(pattern(64, 9), 0, 48);
+      await comm.send(go, 0, 47);          // rank 0 has the rendezvous and the 64 bytes queued once this is in
+      await comm.recv(go, 0, 40);
+      await comm.send(new Int32Array([10]), 0, 46);
+      await comm.send(new Int32Array([11]), 0, 48);
+      await big;
+    } else if (rank === 0) {
+      await comm.recv(go, 1, 47);
+      await comm.send(go, 1, 40);
+      const big = new Uint8Array(300000);
+      const st = await comm.recv(big, 1, 46);
+      assert.equal(st.bytes, 300000, 'the queued rendezvous first');
+      assert.ok(samePattern(big, 300000, 8));
+      await rejectsWith(comm.recv(new Uint8Array(8), 1, 48), 'ERR_TRUNCATE');
+      assert.equal((await comm.recv(c, 1, 46)).bytes, 4);
+      assert.equal(c[0], 10);
+      assert.equal((await comm.recv(c, 1, 48)).bytes, 4);
+      assert.equal(c[0], 11);
+    }
+  }
 }

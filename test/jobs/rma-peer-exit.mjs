@@ -42,6 +42,9 @@ if (comm.rank === 0) {
   void w.accumulate(new Int32Array(2), 1, 0, 'sum');
   throwsWith(() => w.testFlush(1), ErrorCode.PEER_FAILED);
   await rejectsWith(() => w.flush(1), ErrorCode.PEER_FAILED);
+  // Another operation not awaited: a flush of every rank reports it.
+  void w.put(new Uint8Array(8), 1, 0);
+  await rejectsWith(() => w.flushAll(), ErrorCode.PEER_FAILED);
   await new Promise((r) => setTimeout(r, 20));
   await rejectsWith(() => w.fetchAndOp(1, 1, 0, 'sum', 'i32'), ErrorCode.PEER_FAILED);
   await rejectsWith(() => w.accumulate(new Int32Array(1), 1, 0, 'sum'), ErrorCode.PEER_FAILED);
@@ -56,6 +59,8 @@ if (comm.rank === 0) {
 if (comm.rank === 2) {
   await comm.recv(new Uint8Array(1), 0, 2);
   assert.equal(w.buffer[0], 9);
+  // This rank never targeted rank 1: a flush of every rank, rank 1's too, has nothing to report.
+  await w.flushAll();
   console.log('RESULT ok target');
 }
 await comm.finalize();

@@ -36,8 +36,9 @@ const KIND_NAMES = ['put', 'get', 'accumulate', 'atomic', 'flush', 'lock', 'unlo
 const STATUS_TEXT = ['', 'the target region is not registered (window freed?)', 'the range is outside the target region', 'the target refused the operation or element type'];
 
 /** Ignores completions nobody waits for (replies sent from window memory). */
-const ignore = (): void => { /* reported by the next flush, unlock or fence too */ };
 const NOOP: Completion = { railComplete(): void { /* nothing waits */ } };
+/** Marks a rejection handled: the next flush of that target reports the failure too (failedUnflushed). */
+const ignore = (): void => { /* reported by the next flush */ };
 const RESOLVED: Promise<void> = Promise.resolve();
 
 /** One operation in flight: its parameters (it may wait for the lane) and what it still waits for. */
@@ -94,10 +95,11 @@ class RmaOp implements Completion {
     if (this.settled) return;
     this.settled = true;
     this.engine.settled(this);
-    // An operation need not be awaited (MPI_Put's shape: the next flush,
-    // unlock or fence completes it, and rejects too when its target failed):
-    // then its rejection must not count as unhandled and end the process.
-    if (this.kind === K_PUT || this.kind === K_ACC || (this.kind <= K_ATOMIC && err.code === ErrorCode.PEER_FAILED)) this.promise.catch(ignore);
+    // An operation need not be awaited (MPI_Put's shape: the next flush
+    // completes it): when its target failed, that flush rejects too, so the
+    // operation's own rejection must not count as unhandled and end the
+    // process. Other failures stay the operation's own to report.
+    if (this.kind <= K_ATOMIC && err.code === ErrorCode.PEER_FAILED) this.engine.failedQuietly(this.target, this.promise);
     this.rejectFn!(err);
   }
 }
@@ -159,8 +161,27 @@ export class RmaEngine {
   /** deadTarget for an operation: the flush that follows reports it too, so it never counts as unhandled. */
   private deadTargetQuiet(target: number): Promise<never> | null {
     const dead = this.deadTarget(target);
-    if (dead !== null) dead.catch(ignore);
+    if (dead !== null) this.failedQuietly(target, dead);
     return dead;
+  }
+
+  /**
+   * An operation on target failed because target failed: its rejection is
+   * marked handled, and the next flush (or testFlush) of target reports the
+   * failure, even with nothing left outstanding there.
+   */
+  failedQuietly(target: number, p: Promise<unknown>): void {
+    p.catch(ignore);
+    this.failedUnflushed.add(target);
+  }
+
+  /** Targets with operations that failed (their target failed) since target's last flush. */
+  private readonly failedUnflushed = new Set<number>();
+
+  /** The failure of an operation on target that no flush reported yet, taken (null: none). */
+  private takeUnflushedFailure(target: number): RailcommError | null {
+    if (this.failedUnflushed.size === 0 || !this.failedUnflushed.delete(target)) return null;
+    return this.host.existingEndpoint(target)?.failure ?? null;
   }
 
   // put and get on mapped memory are a copy: their bodies stay small (the
@@ -244,10 +265,15 @@ export class RmaEngine {
    * Whether every operation this rank issued to target so far is complete
    * there, without waiting or sending anything: true on mapped memory (each
    * operation completed at its call), and through the target once a flush
-   * confirmed them. Throws the target's failure.
+   * confirmed them. Throws when operations on target failed since its last
+   * flush because target failed (that flush will reject too).
    */
   flushedNow(target: number): boolean {
-    if (this.failedPeers !== 0) { const f = this.host.existingEndpoint(target)?.failure; if (f) throw f; }
+    if (this.failedUnflushed.size > 0 && this.failedUnflushed.has(target)) {
+      // Left for the flush to report as well (testing does not take it).
+      const f = this.host.existingEndpoint(target)?.failure;
+      if (f) throw f;
+    }
     if (this.targets.size === 0) return true;
     const t = this.targets.get(target);
     return t === undefined || t.flushed >= t.issued;
@@ -255,9 +281,9 @@ export class RmaEngine {
 
   /** Every operation this rank issued to target so far is complete there. */
   flush(target: number): Promise<unknown> {
-    // A failed target fails its flush as it failed the operations flushed.
-    const dead = this.deadTarget(target);
-    if (dead !== null) return dead;
+    // Operations on target failed since the last flush (target failed): so does this flush.
+    const failed = this.takeUnflushedFailure(target);
+    if (failed !== null) return Promise.reject(failed);
     // Only operations on mapped memory so far: nothing can be outstanding (no lookup).
     if (this.targets.size === 0) return RESOLVED;
     const t = this.targets.get(target);
