@@ -337,8 +337,9 @@ export class PointToPoint implements Canceller {
     try {
       // Until filled, or a message for it was queued instead (onEager, onRts
       // close the slot), or the one deadline passed (other traffic does not extend it).
-      const until = progress.briefDeadline();
-      while (this.atCallBytes < 0 && this.atCallBuf !== null && progress.pollBriefly(until)) { /* deliver */ }
+      if (progress.beginBrief()) {
+        while (this.atCallBytes < 0 && this.atCallBuf !== null && progress.pollBriefly()) { /* deliver */ }
+      }
     } finally {
       this.atCallBuf = null;
     }

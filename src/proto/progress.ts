@@ -167,27 +167,35 @@ export class Progress {
   }
 
   /**
-   * A blocking receive's short wait, before it becomes a Request: the time
-   * by which it gives up (performance.now() ms; 0: it does not wait at all,
-   * because progress would not spin: no polled rails, oversubscribed, or
-   * RAILCOMM_SPIN_US=0).
+   * A blocking receive's short wait, before it becomes a Request: true when
+   * it may poll at all (progress would spin: polled rails, not
+   * oversubscribed, RAILCOMM_SPIN_US > 0). Its RECV_SPIN_MS count from the
+   * first clock read in pollBriefly, not from here: a clock read costs 48 ns
+   * here, and most waits end after a few polls.
    */
-  briefDeadline(): number {
-    return this.spinMs <= 0 || this.pollers.length === 0 ? 0 : performance.now() + RECV_SPIN_MS;
+  beginBrief(): boolean {
+    this.briefUntil = -1;
+    return this.spinMs > 0 && this.pollers.length > 0;
   }
 
   /**
    * Poll the rings synchronously, as progress would, until something arrives
-   * (true) or `until` (from briefDeadline) passes (false; the clock is read
-   * every 64 polls).
+   * (true) or the wait begun by beginBrief has lasted RECV_SPIN_MS (false;
+   * one deadline for all calls of one wait, the clock read every 64 polls).
    */
-  pollBriefly(until: number): boolean {
-    if (until === 0) return false;
+  pollBriefly(): boolean {
     for (let i = 1; ; i++) {
       if (this.pollAll()) return true;
-      if ((i & 63) === 0 && performance.now() >= until) return false;
+      if ((i & 63) === 0) {
+        const now = performance.now();
+        if (this.briefUntil < 0) this.briefUntil = now + RECV_SPIN_MS;
+        else if (now >= this.briefUntil) return false;
+      }
     }
   }
+
+  /** When the current brief wait ends (performance.now() ms; -1: not measured yet). */
+  private briefUntil = -1;
 
   private pollAll(): boolean {
     let any = false;
