@@ -175,27 +175,33 @@ export class Progress {
    */
   beginBrief(): boolean {
     this.briefUntil = -1;
+    this.briefPolls = 0;
     return this.spinMs > 0 && this.pollers.length > 0;
   }
 
   /**
    * Poll the rings synchronously, as progress would, until something arrives
-   * (true) or the wait begun by beginBrief has lasted RECV_SPIN_MS (false;
-   * one deadline for all calls of one wait, the clock read every 64 polls).
+   * (true) or the wait begun by beginBrief has lasted RECV_SPIN_MS (false).
+   * The polls are counted across the calls of one wait, and the clock read
+   * every 64 of them: traffic that is not for the waiting receive (each
+   * arrival returns true) cannot keep the wait going past its deadline.
    */
   pollBriefly(): boolean {
-    for (let i = 1; ; i++) {
-      if (this.pollAll()) return true;
-      if ((i & 63) === 0) {
+    for (;;) {
+      const any = this.pollAll();
+      if ((++this.briefPolls & 63) === 0) {
         const now = performance.now();
         if (this.briefUntil < 0) this.briefUntil = now + RECV_SPIN_MS;
+        // Over (what this last poll delivered is delivered; the caller looks at its slot).
         else if (now >= this.briefUntil) return false;
       }
+      if (any) return true;
     }
   }
 
-  /** When the current brief wait ends (performance.now() ms; -1: not measured yet). */
+  /** When the current brief wait ends (performance.now() ms; -1: not measured yet), and its polls so far. */
   private briefUntil = -1;
+  private briefPolls = 0;
 
   private pollAll(): boolean {
     let any = false;

@@ -1,0 +1,49 @@
+// Progress's short synchronous wait for a blocking receive (beginBrief /
+// pollBriefly): bounded in all, whatever the rings deliver meanwhile, and
+// absent where progress would not spin. The pollers here are stand-ins for
+// the shared-memory rails (this isolates the wait's own logic).
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Progress } from '../../dist/proto/progress.js';
+
+/** Wait as recvAtCall does, until `done()` or pollBriefly gives up; returns how long it took (ms). */
+function briefWait(p, done) {
+  const t0 = performance.now();
+  if (p.beginBrief()) while (!done() && p.pollBriefly()) { /* deliver */ }
+  return performance.now() - t0;
+}
+
+test('progress: a brief wait ends after about 20 us even when every poll delivers something else', () => {
+  const p = new Progress(1000);
+  let polls = 0;
+  p.addPoller({ poll: () => { polls++; return true; }, sleep: () => true });
+  const ms = briefWait(p, () => false);
+  assert.ok(ms < 5, `the wait lasted ${ms} ms`);
+  assert.ok(polls >= 64, 'it polled');
+  p.dispose();
+});
+
+test('progress: a brief wait with nothing arriving ends after about 20 us; it stops at once when its message came', () => {
+  const p = new Progress(1000);
+  let polls = 0;
+  p.addPoller({ poll: () => { polls++; return polls === 10; }, sleep: () => true });
+  let mine = false;
+  const ms = briefWait(p, () => mine || (mine = polls >= 10));
+  assert.equal(polls, 10, 'stopped at the delivery');
+  assert.ok(ms < 5);
+  polls = 100;
+  const ms2 = briefWait(p, () => false);
+  assert.ok(ms2 < 5 && polls > 164, `idle wait lasted ${ms2} ms`);
+  p.dispose();
+});
+
+test('progress: no brief wait where progress would not spin (no polled rails, or spinning off)', () => {
+  const none = new Progress(1000);
+  assert.equal(none.beginBrief(), false);
+  none.dispose();
+  const off = new Progress(0);
+  off.addPoller({ poll: () => true, sleep: () => true });
+  assert.equal(off.beginBrief(), false);
+  off.dispose();
+});
