@@ -437,6 +437,16 @@ export class Session {
     this.host.counters.retransmits++;
     this.owner.counters.retransmits++;
     this.transmit(seg, false);
+    if (this.rtt.backoffs >= 2) {
+      // The third timeout in a row: this path loses a lot (or the peer is
+      // stalled). Two copies make a lost try much rarer, and each copy that
+      // arrives draws its own ACK; one try per backed-off timeout had left
+      // the last segments of a transfer at 30% loss waiting up to 30 s.
+      this.host.transmit(this, seg.buf, seg.len, false);
+      this.host.counters.segsSent++;
+      this.host.counters.retransmits++;
+      this.owner.counters.retransmits++;
+    }
   }
 
   // ---- receiving -----------------------------------------------------------
