@@ -17,37 +17,26 @@ void AddressOf(const FunctionCallbackInfo<Value>& a) {
   a.GetReturnValue().Set(v8::BigInt::NewFromUnsigned(a.GetIsolate(), reinterpret_cast<uint64_t>(p)));
 }
 
-/** cmaRead(pid, remoteAddress: bigint, dst: view) -> bytes read (all of dst), or -errno. */
-void Read(const FunctionCallbackInfo<Value>& a) {
+/**
+ * cmaRead(pid, remoteAddress: bigint, dst: view) -> bytes read (all of dst), or -errno;
+ * cmaWrite(pid, remoteAddress: bigint, src: view) -> bytes written (all of src), or -errno.
+ * One body for both directions: process_vm_readv and process_vm_writev take the same arguments.
+ */
+template <bool kWrite>
+void Cma(const FunctionCallbackInfo<Value>& a) {
   Isolate* iso = a.GetIsolate();
-  char* dst = nullptr; size_t len = 0;
-  if (a.Length() < 3 || !a[0]->IsNumber() || !a[1]->IsBigInt() || !BytesOf(a[2], &dst, &len)) { ThrowType(iso, "cmaRead(pid, address, dst)"); return; }
-  pid_t pid = static_cast<pid_t>(a[0].As<v8::Number>()->Value());
-  uint64_t remote = a[1].As<v8::BigInt>()->Uint64Value();
-  size_t done = 0;
-  while (done < len) {
-    struct iovec l = {dst + done, len - done};
-    struct iovec r = {reinterpret_cast<void*>(remote + done), len - done};
-    ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
-    if (n < 0) { if (errno == EINTR) continue; a.GetReturnValue().Set(-errno); return; }
-    if (n == 0) { a.GetReturnValue().Set(-EFAULT); return; }
-    done += static_cast<size_t>(n);
+  char* local = nullptr; size_t len = 0;
+  if (a.Length() < 3 || !a[0]->IsNumber() || !a[1]->IsBigInt() || !BytesOf(a[2], &local, &len)) {
+    ThrowType(iso, kWrite ? "cmaWrite(pid, address, src)" : "cmaRead(pid, address, dst)");
+    return;
   }
-  a.GetReturnValue().Set(static_cast<double>(done));
-}
-
-/** cmaWrite(pid, remoteAddress: bigint, src: view) -> bytes written (all of src), or -errno. */
-void Write(const FunctionCallbackInfo<Value>& a) {
-  Isolate* iso = a.GetIsolate();
-  char* src = nullptr; size_t len = 0;
-  if (a.Length() < 3 || !a[0]->IsNumber() || !a[1]->IsBigInt() || !BytesOf(a[2], &src, &len)) { ThrowType(iso, "cmaWrite(pid, address, src)"); return; }
   pid_t pid = static_cast<pid_t>(a[0].As<v8::Number>()->Value());
   uint64_t remote = a[1].As<v8::BigInt>()->Uint64Value();
   size_t done = 0;
   while (done < len) {
-    struct iovec l = {src + done, len - done};
+    struct iovec l = {local + done, len - done};
     struct iovec r = {reinterpret_cast<void*>(remote + done), len - done};
-    ssize_t n = process_vm_writev(pid, &l, 1, &r, 1, 0);
+    ssize_t n = kWrite ? process_vm_writev(pid, &l, 1, &r, 1, 0) : process_vm_readv(pid, &l, 1, &r, 1, 0);
     if (n < 0) { if (errno == EINTR) continue; a.GetReturnValue().Set(-errno); return; }
     if (n == 0) { a.GetReturnValue().Set(-EFAULT); return; }
     done += static_cast<size_t>(n);
@@ -58,7 +47,10 @@ void Write(const FunctionCallbackInfo<Value>& a) {
 /**
  * True when the first and last byte of [address, address + len) are mapped
  * readable in this process (a one-byte process_vm_readv each, which reports
- * EFAULT instead of faulting): the guard before a plain memcpy.
+ * EFAULT instead of faulting): the guard before a plain memcpy. It catches a
+ * freed buffer (the whole range gone), not a hole inside the range nor a
+ * read-only mapping under memWrite: those still fault. The buffers it guards
+ * are other thread ranks' ArrayBuffers, which are whole and writable.
  */
 bool Mapped(uint64_t address, size_t len) {
   if (len == 0) return true;
@@ -75,30 +67,25 @@ bool Mapped(uint64_t address, size_t len) {
 }
 
 /**
- * memRead(address: bigint, dst: view) -> bytes copied, or -EFAULT: memcpy
+ * memRead(address: bigint, dst: view) / memWrite(address: bigint, src: view)
+ * -> bytes copied, or -EFAULT: memcpy
  * from an address in this same process (another worker thread's buffer).
  * Cross-memory attach on our own pid pins every page and costs 75 us a MiB
  * here against memcpy's 20; the range's ends are probed first, so a buffer
  * freed under a send (a user error) gives EFAULT, as CMA would, not a crash.
  */
-void MemRead(const FunctionCallbackInfo<Value>& a) {
+template <bool kWrite>
+void Mem(const FunctionCallbackInfo<Value>& a) {
   Isolate* iso = a.GetIsolate();
-  char* dst = nullptr; size_t len = 0;
-  if (a.Length() < 2 || !a[0]->IsBigInt() || !BytesOf(a[1], &dst, &len)) { ThrowType(iso, "memRead(address, dst)"); return; }
-  uint64_t src = a[0].As<v8::BigInt>()->Uint64Value();
-  if (!Mapped(src, len)) { a.GetReturnValue().Set(-EFAULT); return; }
-  memcpy(dst, reinterpret_cast<const void*>(src), len);
-  a.GetReturnValue().Set(static_cast<double>(len));
-}
-
-/** memWrite(address: bigint, src: view) -> bytes copied, or -EFAULT: memRead's counterpart. */
-void MemWrite(const FunctionCallbackInfo<Value>& a) {
-  Isolate* iso = a.GetIsolate();
-  char* src = nullptr; size_t len = 0;
-  if (a.Length() < 2 || !a[0]->IsBigInt() || !BytesOf(a[1], &src, &len)) { ThrowType(iso, "memWrite(address, src)"); return; }
-  uint64_t dst = a[0].As<v8::BigInt>()->Uint64Value();
-  if (!Mapped(dst, len)) { a.GetReturnValue().Set(-EFAULT); return; }
-  memcpy(reinterpret_cast<void*>(dst), src, len);
+  char* local = nullptr; size_t len = 0;
+  if (a.Length() < 2 || !a[0]->IsBigInt() || !BytesOf(a[1], &local, &len)) {
+    ThrowType(iso, kWrite ? "memWrite(address, src)" : "memRead(address, dst)");
+    return;
+  }
+  char* address = reinterpret_cast<char*>(a[0].As<v8::BigInt>()->Uint64Value());
+  if (!Mapped(reinterpret_cast<uint64_t>(address), len)) { a.GetReturnValue().Set(-EFAULT); return; }
+  if (kWrite) memcpy(address, local, len);
+  else memcpy(local, address, len);
   a.GetReturnValue().Set(static_cast<double>(len));
 }
 
@@ -106,10 +93,10 @@ void MemWrite(const FunctionCallbackInfo<Value>& a) {
 
 void InitCma(Local<v8::Object> exports, Local<v8::Context> ctx) {
   SetFn(exports, ctx, "addressOf", AddressOf);
-  SetFn(exports, ctx, "cmaRead", Read);
-  SetFn(exports, ctx, "cmaWrite", Write);
-  SetFn(exports, ctx, "memRead", MemRead);
-  SetFn(exports, ctx, "memWrite", MemWrite);
+  SetFn(exports, ctx, "cmaRead", Cma<false>);
+  SetFn(exports, ctx, "cmaWrite", Cma<true>);
+  SetFn(exports, ctx, "memRead", Mem<false>);
+  SetFn(exports, ctx, "memWrite", Mem<true>);
 }
 
 }  // namespace railcomm
