@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { Session, expireToSession } from '../../dist/rail/udp/session.js';
+import { Session, expireToSession, TWO_COPIES_FROM } from '../../dist/rail/udp/session.js';
 import { Segment, Frag } from '../../dist/rail/udp/segment.js';
 import { Hotel, GuestList } from '../../dist/core/hotel.js';
 import { UdpCounters } from '../../dist/rail/udp/counters.js';
@@ -220,6 +220,28 @@ test('udp session: a last message with no follow-up traffic, lost once, is retra
     if (FRAG_BYTES + 8 + size <= LIMITS.dataMax) assert.ok(a.counters.timeouts >= 1, 'recovered through a timeout');
     else assert.ok(a.counters.timeouts + a.counters.fastRetransmits >= 1, 'retransmitted');
   }
+});
+
+test('udp session: a segment lost twice goes out in two copies from its second retransmission on, and is delivered once', () => {
+  const isData = (bytes) => bytes.length > ACK_BYTES && (bytes[3] & 0x3f) !== T_ACK;
+  const clock = { t: 1000 };
+  const link = [];
+  const got = [];
+  const a = makeSide('a', clock, link, []);
+  const b = makeSide('b', clock, link, got);
+  a.session.start(1, 0xfffffff0, 7, 1 << 16);
+  b.session.start(2, 7, 0xfffffff0, 1 << 16);
+  const hdr = Buffer.alloc(8);
+  hdr.writeUInt32LE(0, 0);
+  assert.ok(a.session.send(AM, 0, hdr, 8, payload(0, 500), null));
+  // The link loses the first TWO_COPIES_FROM - 1 data datagrams; it counts every one put on it.
+  let copies = 0;
+  const drop = (bytes) => isData(bytes) && ++copies < TWO_COPIES_FROM;
+  assert.ok(quietRun(clock, link, [a, b], drop, () => got.length === 1 && a.session.idle, 5000), 'delivered');
+  assert.equal(TWO_COPIES_FROM, 3);
+  assert.equal(copies, 4, 'one copy on the first send and the first retransmission, two on the next');
+  assert.equal(a.counters.retransmits, 2);
+  assert.deepEqual(got.map((m) => m.id), [0], 'the second copy is not delivered again');
 });
 
 /**

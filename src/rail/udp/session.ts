@@ -90,6 +90,9 @@ export interface SessionOwner {
   roomAgain(): void;
 }
 
+/** From this send of a segment on (its second retransmission), it goes out in two copies. */
+export const TWO_COPIES_FROM = 3;
+
 export class Session {
   readonly host: SessionHost;
   readonly owner: SessionOwner;
@@ -378,6 +381,14 @@ export class Session {
     seg.txOrder = ++this.txCount;
     this.host.transmit(this, seg.buf, seg.len, prio);
     this.host.counters.segsSent++;
+    if (seg.sends >= TWO_COPIES_FROM) {
+      // This segment was lost twice already: the path loses a lot (or the
+      // peer stalls). A second copy makes a lost try much rarer, and each
+      // copy that arrives draws its own ACK; one copy per backed-off timeout
+      // had left the last segments of a transfer at 30% loss waiting up to 30 s.
+      this.host.transmit(this, seg.buf, seg.len, prio);
+      this.host.counters.segsSent++;
+    }
     this.checkIn(seg, now + this.rtt.rto);
     this.ackSent();
   }
@@ -437,16 +448,6 @@ export class Session {
     this.host.counters.retransmits++;
     this.owner.counters.retransmits++;
     this.transmit(seg, false);
-    if (this.rtt.backoffs >= 2) {
-      // The third timeout in a row: this path loses a lot (or the peer is
-      // stalled). Two copies make a lost try much rarer, and each copy that
-      // arrives draws its own ACK; one try per backed-off timeout had left
-      // the last segments of a transfer at 30% loss waiting up to 30 s.
-      this.host.transmit(this, seg.buf, seg.len, false);
-      this.host.counters.segsSent++;
-      this.host.counters.retransmits++;
-      this.owner.counters.retransmits++;
-    }
   }
 
   // ---- receiving -----------------------------------------------------------
