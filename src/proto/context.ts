@@ -13,7 +13,7 @@ import { newJobKey } from '../core/auth.js';
 import type { LaunchInfo } from '../boot/launch-env.js';
 import type { KeyValueStore } from '../boot/kv.js';
 import { AmRegistry } from './am.js';
-import { ProtoEndpoint, thresholdsFor } from './endpoint.js';
+import { ProtoEndpoint, rndvThresholdOf, thresholdsFor } from './endpoint.js';
 import { PointToPoint } from './p2p.js';
 import { RmaEngine } from './rma/engine.js';
 import { loadNative } from '../native/addon.js';
@@ -89,7 +89,7 @@ export class Context {
       `launcher: ${opts.launch.launcher} (${opts.launch.why}); rank ${opts.launch.rank} of ${opts.launch.size}, ${opts.launch.localSize} on this host`,
       ...(opts.launch.wireup !== undefined ? [`wire-up: ${opts.launch.wireup}`] : []),
       `progress: ${ctx.oversubscribed ? `no spinning (${opts.launch.localSize} ranks on ${os.availableParallelism()} cores)` : `polls ${params.spinUs} us after the last activity while requests are outstanding`}`,
-      `eager limit ${params.eagerLimit} B, rendezvous from ${params.rndvThreshold} B in ${params.rndvChunk} B chunks, eager credits ${params.eagerCredits} B per peer`,
+      `eager limit ${params.eagerLimit} B, rendezvous from ${params.rndvThreshold} B (the shared-memory rails from their own crossover) in ${params.rndvChunk} B chunks, eager credits ${params.eagerCredits} B per peer`,
     ]);
 
     // Step 2: which components this build can use.
@@ -240,9 +240,11 @@ export class Context {
 
   /** comm.alloc: a large buffer in memory the peers can map (a rail's registered segment), or null. */
   allocShared(bytes: number): Uint8Array | null {
-    if (bytes < this.params.rndvThreshold || !this.params.shmSingleCopy) return null;
+    if (!this.params.shmSingleCopy) return null;
     for (const r of this.rails) {
-      const b = r.allocShared?.(bytes) ?? null;
+      // Below the rail's rendezvous threshold its messages go through its ring: a segment would not be read.
+      if (r.allocShared === undefined || bytes < rndvThresholdOf(r.caps, this.params)) continue;
+      const b = r.allocShared(bytes);
       if (b !== null) return b;
     }
     return null;

@@ -22,12 +22,17 @@ export interface Thresholds {
   chunk: number;
 }
 
+/** Where rendezvous starts on a rail: its own crossover when it knows one, else RAILCOMM_RNDV_THRESHOLD. */
+export function rndvThresholdOf(caps: RailCaps, p: Params): number {
+  return caps.rndvThreshold ?? p.rndvThreshold;
+}
+
 export function thresholdsFor(caps: RailCaps, p: Params): Thresholds {
   const eager = Math.min(p.eagerLimit, caps.amCopyMax);
   return {
     short: Math.min(caps.amShortMax, eager),
     eager,
-    zcopy: Math.max(eager, Math.min((caps.rndvThreshold ?? p.rndvThreshold) - 1, caps.amZcopyMax)),
+    zcopy: Math.max(eager, Math.min(rndvThresholdOf(caps, p) - 1, caps.amZcopyMax)),
     chunk: Math.min(p.rndvChunk, caps.amZcopyMax),
   };
 }
