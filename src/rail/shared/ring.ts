@@ -32,6 +32,9 @@ const OWNER = 30;
 /** A frame length word that says the rest of the buffer is unused (0xffffffff as an Int32). */
 const SKIP = -1;
 
+/** Header buffers at least this long are the protocol layers' reusable scratch (a view of each is kept). */
+const SCRATCH_MIN = 64;
+
 const align8 = (n: number): number => (n + 7) & ~7;
 
 /** Where a frame's payload starts, given the frame's offset and its header length. */
@@ -133,16 +136,19 @@ export class Ring {
   /**
    * The header into the frame at word `at`, a word at a time from an Int32
    * view of hdr (the frame's header area is padded to 8 bytes, so the last
-   * word may carry up to 3 bytes past hdrLen). Byte by byte when hdr cannot
-   * be viewed so (misaligned, or too short for whole words).
+   * word may carry up to 3 bytes past hdrLen). Byte by byte when hdr is not
+   * a reusable scratch buffer (below), or is misaligned.
    */
   private copyHeader(hdr: Uint8Array, hdrLen: number, at: number): void {
     const n = (hdrLen + 3) >> 2;
-    let src: Int32Array | null;
+    let src: Int32Array | null = null;
     if (hdr === this.hdrA) src = this.wordsA;
     else if (hdr === this.hdrB) src = this.wordsB;
-    else {
-      src = (hdr.byteOffset & 3) === 0 ? new Int32Array(hdr.buffer, hdr.byteOffset, hdr.byteLength >> 2) : null;
+    else if (hdr.byteLength >= SCRATCH_MIN && (hdr.byteOffset & 3) === 0) {
+      // A scratch buffer, written again for every message: worth a view kept
+      // here. A header copied for a queued send (exactly its length) goes by
+      // bytes instead, with no view made and no scratch view evicted.
+      src = new Int32Array(hdr.buffer, hdr.byteOffset, hdr.byteLength >> 2);
       this.hdrB = this.hdrA; this.wordsB = this.wordsA;
       this.hdrA = hdr; this.wordsA = src;
     }
