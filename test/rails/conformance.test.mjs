@@ -139,6 +139,30 @@ for (const R of RAILS) {
     } finally { await pair.close(); }
   });
 
+  test(`${R.name}: headers of every length arrive byte for byte, from a reused scratch buffer, an exact copy or a misaligned view`, async () => {
+    const pair = await R.open(resolveParams());
+    try {
+      const ep = pair.epAB();
+      const max = Math.min(40, ep.rail.caps.amHeaderMax);
+      // The protocol layers write every header into one 64-byte scratch buffer; queued sends keep exact copies.
+      const scratch = new Uint8Array(64);
+      const odd = new Uint8Array(new ArrayBuffer(72), 1, 64);
+      const want = [];
+      for (let len = 0; len <= max; len++) {
+        for (const form of ['scratch', 'copy', 'misaligned']) {
+          const h = fill(len, len * 3 + form.length);
+          const buf = form === 'scratch' ? scratch : form === 'misaligned' ? odd : h.slice();
+          buf.fill(0xee);
+          buf.set(h);
+          assert.equal(ep.sendCopy(AM_MSG, buf, len, len % 2 === 0 ? fill(len, 9) : null), DONE);
+          want.push(h);
+        }
+      }
+      await pair.b.until(() => pair.b.got.length >= want.length, `${want.length} messages`);
+      pair.b.got.forEach((m, i) => assert.deepEqual(new Uint8Array(m.hdr), want[i], `header ${i} (length ${want[i].length})`));
+    } finally { await pair.close(); }
+  });
+
   test(`${R.name}: every size class, copied and zero-copy, placed and not`, async () => {
     const pair = await R.open(resolveParams());
     try {
@@ -190,11 +214,11 @@ for (const R of RAILS) {
   };
 
   // Optional single-copy reads of the peer's memory (RailEndpoint.ipc, used for rendezvous RGET).
-  test(`${R.name}: an endpoint that offers single-copy reads reads the peer's memory exactly`, async (t) => {
+  test(`${R.name}: an endpoint that offers single-copy access reads and writes the peer's memory exactly`, async (t) => {
     const pair = await R.open(resolveParams());
     try {
       const ep = pair.epAB();
-      if (ep.ipc === undefined || ep.ipc === null) { t.skip('this rail offers no single-copy reads'); return; }
+      if (ep.ipc === undefined || ep.ipc === null) { t.skip('this rail offers no single-copy access'); return; }
       const src = fill(1 << 20, 3);
       const dst = new Uint8Array(1 << 20);
       assert.equal(ep.ipc.read(dst, ep.ipc.addressOf(src)), 0);
@@ -202,6 +226,14 @@ for (const R of RAILS) {
       const part = new Uint8Array(1000);
       assert.equal(ep.ipc.read(part, ep.ipc.addressOf(src.subarray(4096))), 0);
       assert.deepEqual(part, src.subarray(4096, 5096));
+      // Writes too (the split rendezvous writes its second half into the receiver).
+      const into = new Uint8Array(5000);
+      assert.equal(ep.ipc.write(src.subarray(0, 3000), ep.ipc.addressOf(into.subarray(1000))), 0);
+      assert.deepEqual(into.subarray(1000, 4000), src.subarray(0, 3000));
+      assert.ok(into.subarray(0, 1000).every((b) => b === 0) && into.subarray(4000).every((b) => b === 0), 'nothing written around it');
+      // An address that is not mapped is an error code, never a crash.
+      assert.ok(ep.ipc.read(new Uint8Array(8), 16n) < 0, 'read of an unmapped address');
+      assert.ok(ep.ipc.write(new Uint8Array(8), 16n) < 0, 'write to an unmapped address');
     } finally { await pair.close(); }
   });
 
