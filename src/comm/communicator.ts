@@ -5,7 +5,7 @@
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import { asBytes } from '../core/bytes.js';
 import { ANY_SOURCE, ANY_TAG } from '../proto/matching.js';
-import { Request, KIND_COLL, KIND_PROBE, KIND_RECV, KIND_SEND, type Status } from '../proto/request.js';
+import { Request, KIND_COLL, KIND_PROBE, KIND_RECV, KIND_SEND, statusOf, type Status } from '../proto/request.js';
 import { CollectivePlanner, type CollPlan } from './collectives.js';
 import { ScratchPool, type CollComm } from './coll/engine.js';
 import type { Unexpected } from '../proto/p2p.js';
@@ -143,7 +143,7 @@ export class Communicator implements ClaimedReceiver {
     checkRank(source, this.size, 'source', true);
     checkTag(tag, true);
     const u = this.world.ctx.p2p.peek(this.p2pCtx, source, tag);
-    return u === null ? undefined : Object.freeze({ source: u.src, tag: u.tag, bytes: u.size });
+    return u === null ? undefined : statusOf(u.src, u.tag, u.size);
   }
 
   /** Matched probe: wait for a message and take it out of matching; receive it with msg.recv(buf). */

@@ -5,7 +5,7 @@
 // job). Every Status railcomm hands out is frozen, so sharing one between
 // calls cannot be observed.
 
-import type { Status } from '../proto/request.js';
+import { statusOf, type Status } from '../proto/request.js';
 
 export class SettledStatus {
   private promise: Promise<Status> | null = null;
@@ -18,7 +18,7 @@ export class SettledStatus {
       this.source = source;
       this.tag = tag;
       this.bytes = bytes;
-      this.promise = Promise.resolve(Object.freeze({ source, tag, bytes }));
+      this.promise = Promise.resolve(statusOf(source, tag, bytes));
     }
     return this.promise;
   }

@@ -108,7 +108,7 @@ export class Window {
     if (code === undefined) throw new RailcommError(ErrorCode.INVALID_ARG, `fetchAndOp: op must be one of ${(t === T_F64 ? FLOAT_FETCH_OPS : FETCH_OPS).join(', ')} for ${type}, got ${String(op)}`);
     const v = this.atomicValue('fetchAndOp', 'value', value, t, type);
     const rr = this.access('fetchAndOp', target, targetByteOffset, TYPE_SIZE[t]!, TYPE_SIZE[t]!);
-    return this.rma.atomic(this.comm.worldRankOf(target), rr, targetByteOffset, t, code, v, v);
+    return this.rma.atomic(rr.world, rr, targetByteOffset, t, code, v, v);
   }
 
   /** If target's element equals compare, write swap; resolves to the element's previous value either way. */
@@ -117,7 +117,7 @@ export class Window {
     const c = this.atomicValue('compareAndSwap', 'compare', compare, t, type);
     const s = this.atomicValue('compareAndSwap', 'swap', swap, t, type);
     const rr = this.access('compareAndSwap', target, targetByteOffset, TYPE_SIZE[t]!, TYPE_SIZE[t]!);
-    return this.rma.atomic(this.comm.worldRankOf(target), rr, targetByteOffset, t, OP_CSWAP, s, c);
+    return this.rma.atomic(rr.world, rr, targetByteOffset, t, OP_CSWAP, s, c);
   }
 
   // ---- synchronisation -----------------------------------------------------
@@ -137,12 +137,12 @@ export class Window {
   /** Start a passive-target epoch on target: resolves once its lock is granted (queued, first come first served). */
   async lock(target: number, mode: LockMode = 'exclusive'): Promise<void> {
     this.live('lock');
-    checkRank(target, this.comm.size, 'lock: target', false);
+    const rr = this.target('lock', target);
     if (mode !== 'exclusive' && mode !== 'shared') throw new RailcommError(ErrorCode.INVALID_ARG, `lock: mode must be 'exclusive' or 'shared', got ${String(mode)}`);
     if (this.locked[target] !== 0) throw new RailcommError(ErrorCode.INVALID_ARG, `lock: this rank already holds the lock of rank ${target}'s window; unlock it first`);
     this.locked[target] = ACQUIRING;
     try {
-      await this.rma.lock(this.comm.worldRankOf(target), this.remote[target]!.id, mode === 'exclusive' ? LOCK_EXCLUSIVE : LOCK_SHARED);
+      await this.rma.lock(rr.world, rr.id, mode === 'exclusive' ? LOCK_EXCLUSIVE : LOCK_SHARED);
       this.locked[target] = HELD;
     } catch (e) {
       this.locked[target] = 0;
@@ -153,10 +153,10 @@ export class Window {
   /** End the epoch on target: its operations are complete there, then the lock is released. */
   async unlock(target: number): Promise<void> {
     this.live('unlock');
-    checkRank(target, this.comm.size, 'unlock: target', false);
+    const rr = this.target('unlock', target);
     if (this.locked[target] !== HELD) throw new RailcommError(ErrorCode.INVALID_ARG, `unlock: this rank holds no lock on rank ${target}'s window${this.locked[target] === ACQUIRING ? ' yet (await lock() first)' : ''}`);
     try {
-      await this.rma.unlock(this.comm.worldRankOf(target), this.remote[target]!.id);
+      await this.rma.unlock(rr.world, rr.id);
     } finally {
       this.locked[target] = 0;
     }
@@ -168,8 +168,7 @@ export class Window {
     // promise, and the one-sided latency loop (put, flush) pays one await
     // instead of three. Bad arguments throw at the call, as put's do.
     this.live('flush');
-    checkRank(target, this.comm.size, 'flush: target', false);
-    return this.rma.flush(this.comm.worldRankOf(target)) as Promise<void>;
+    return this.rma.flush(this.target('flush', target).world) as Promise<void>;
   }
 
   /**
@@ -182,9 +181,7 @@ export class Window {
    */
   testFlush(target: number): boolean {
     this.live('testFlush');
-    const rr = typeof target === 'number' ? this.remote[target] : undefined;
-    if (rr === undefined) throw this.badTarget('testFlush', target);
-    return this.rma.flushedNow(rr.world);
+    return this.rma.flushedNow(this.target('testFlush', target).world);
   }
 
   /** Every operation this rank issued to any rank of the window is complete there (MPI_Win_flush_all). */
@@ -232,13 +229,21 @@ export class Window {
   /** Checks an access: epoch, target, range and alignment; returns the target's region. */
   private access(what: string, target: number, offset: number, len: number, align: number): RemoteRegion {
     this.live(what);
-    // A target that is not an index of the array (negative, fractional, too
-    // large) reads undefined: checkRank then says why (one lookup, no checks).
-    const rr = typeof target === 'number' ? this.remote[target] : undefined;
-    if (rr === undefined) throw this.badTarget(what, target);
+    const rr = this.target(what, target);
     if (!this.fenceOpen && this.locked[target] !== HELD) this.noEpoch(what, target);
     if (!Number.isSafeInteger(offset) || offset < 0 || offset + len > rr.length) this.outOfRange(what, target, offset, len);
     if (align > 1 && (rr.align + offset) % align !== 0) this.misaligned(what, target, offset, align);
+    return rr;
+  }
+
+  /**
+   * The target's region. A target that is not an index of the array
+   * (negative, fractional, too large, not a number) reads undefined:
+   * checkRank then says why (one lookup on the hot path, no checks).
+   */
+  private target(what: string, target: number): RemoteRegion {
+    const rr = typeof target === 'number' ? this.remote[target] : undefined;
+    if (rr === undefined) throw this.badTarget(what, target);
     return rr;
   }
 
@@ -323,7 +328,7 @@ async function createWindow(comm: Communicator, a: Allocation): Promise<Window> 
   const remote: RemoteRegion[] = [];
   for (let r = 0; r < own.size; r++) {
     const k = unpackRkey(all.subarray(r * RKEY_MAX, (r + 1) * RKEY_MAX));
-    const rr: RemoteRegion = { rank: r, world: own.worldRankOf(r), id: k.id, length: k.length, align: k.align, local: null };
+    const rr: RemoteRegion = { world: own.worldRankOf(r), id: k.id, length: k.length, align: k.align, local: null };
     if (r === own.rank) rr.local = a.bytes;
     else if (k.share === SHARE_THREADS && k.pid === process.pid && rma.threadShare !== null) {
       rr.local = await rma.threadShare.take(`${own.worldRankOf(r)}/${k.id}`, ctx.params.connectTimeout);

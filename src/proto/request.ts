@@ -17,6 +17,11 @@ export interface Status {
   readonly bytes: number;
 }
 
+/** A Status as railcomm hands them out: frozen. */
+export function statusOf(source: number, tag: number, bytes: number): Status {
+  return Object.freeze({ source, tag, bytes });
+}
+
 export const PENDING = 0;
 export const COMPLETE = 1;
 export const FAILED = 2;
@@ -180,7 +185,7 @@ export class Request implements Posted, Completion {
   }
 
   private getStatus(): Status {
-    return (this.status ??= Object.freeze({ source: this.source, tag: this.tag, bytes: this.bytes }));
+    return (this.status ??= statusOf(this.source, this.tag, this.bytes));
   }
 }
 

@@ -34,8 +34,7 @@ export class Region {
 
 /** What a peer knows of a region once it unpacked the rkey. */
 export interface RemoteRegion {
-  /** The owner's rank in the window's communicator, and in the job. */
-  readonly rank: number;
+  /** The owner's rank in the job. */
   readonly world: number;
   readonly id: number;
   readonly length: number;
