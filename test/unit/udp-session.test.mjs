@@ -224,13 +224,7 @@ test('udp session: a last message with no follow-up traffic, lost once, is retra
 
 test('udp session: a segment lost twice goes out in two copies from its second retransmission on, and is delivered once', () => {
   const isData = (bytes) => bytes.length > ACK_BYTES && (bytes[3] & 0x3f) !== T_ACK;
-  const clock = { t: 1000 };
-  const link = [];
-  const got = [];
-  const a = makeSide('a', clock, link, []);
-  const b = makeSide('b', clock, link, got);
-  a.session.start(1, 0xfffffff0, 7, 1 << 16);
-  b.session.start(2, 7, 0xfffffff0, 1 << 16);
+  const { clock, link, got, a, b } = connectedPair(0xfffffff0);
   const hdr = Buffer.alloc(8);
   hdr.writeUInt32LE(0, 0);
   assert.ok(a.session.send(AM, 0, hdr, 8, payload(0, 500), null));
