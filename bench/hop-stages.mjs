@@ -21,7 +21,8 @@ const pc = comm.p2pCtx;
 if (me === 0) { await comm.send(b, peer); await comm.recv(b, peer); } else { await comm.recv(b, peer); await comm.send(b, peer); }
 
 function sendP() { if (!p2p.sendNow(b, peer, pc, me, 0)) throw new Error('the rail did not take the message at once'); }
-function recvP() { let got = p2p.recvNow(b, pc, peer, -1); while (got === -1) got = p2p.recvAtCall(b, pc, peer, -1, ctx.progress); }
+const polled = ctx.polledLane(peer);
+function recvP() { let got = p2p.recvNow(b, pc, peer, -1); while (got === -1) got = p2p.recvAtCall(b, pc, peer, -1, polled, ctx.progress); }
 const stages = {
   public: async (n) => { for (let i = 0; i < n; i++) { if (me === 0) { await comm.send(b, peer); await comm.recv(b, peer); } else { await comm.recv(b, peer); await comm.send(b, peer); } } },
   protocol: async (n) => { for (let i = 0; i < n; i++) { if (me === 0) { sendP(); recvP(); } else { recvP(); sendP(); } } },

@@ -86,7 +86,10 @@ export class Communicator implements ClaimedReceiver {
     let got = p2p.recvNow(bytes, this.p2pCtx, source, tag);
     // From a peer on a polled rail (shared memory), wait for it at the call a
     // moment: in a ping-pong or a halo exchange it is a few hundred ns away.
-    if (got === -1 && source !== ANY_SOURCE && ctx.polledPeer(this.group[source]!)) got = p2p.recvAtCall(bytes, this.p2pCtx, source, tag, ctx.progress);
+    if (got === -1 && source !== ANY_SOURCE) {
+      const lane = ctx.polledLane(this.group[source]!);
+      if (lane !== null) got = p2p.recvAtCall(bytes, this.p2pCtx, source, tag, lane, ctx.progress);
+    }
     if (got >= 0) { ctx.progress.completedAtOnce(); return this.receivedAtCall.get(p2p.gotSource, p2p.gotTag, got); }
     return this.startRecv(bytes, source, tag, this.p2pCtx, null).wait();
   }

@@ -3,7 +3,7 @@
 // rail opening, capabilities -> protocol tables), then protocol endpoints made
 // on demand, each resolved through wire-up the first time a peer is used.
 
-import type { Component, Device, Rail, RailEndpoint, RailEnv, RailUpcalls } from '../rail/api.js';
+import type { Component, Device, PolledEndpoint, Rail, RailEndpoint, RailEnv, RailUpcalls } from '../rail/api.js';
 import { COMPONENTS } from '../rail/components.js';
 import { resolveParams, type ParamOptions, type Params } from '../core/params.js';
 import { log as rootLog, type Logger, type LogLevel } from '../core/log.js';
@@ -270,10 +270,10 @@ export class Context {
     return ep;
   }
 
-  /** The peer has a lane on a rail that progress polls. */
-  polledPeer(world: number): boolean {
+  /** The lane to a peer on a rail that progress polls (a receive may wait for it at the call), or null. */
+  polledLane(world: number): PolledEndpoint | null {
     const ep = this.endpoints[world];
-    return ep !== undefined && ep.polled;
+    return ep !== undefined && ep.polled ? ep.lane as PolledEndpoint : null;
   }
 
   existingEndpoint(world: number): ProtoEndpoint | undefined {
@@ -287,7 +287,7 @@ export class Context {
   private bind(ep: ProtoEndpoint, lane: RailEndpoint): void {
     lane.owner = ep;
     ep.lane = lane;
-    ep.polled = lane.rail.poll !== undefined;
+    ep.polled = lane.poll !== undefined;
     ep.th = thresholdsFor(lane.rail.caps, this.params);
     ep.resolving = false;
     if (this.params.protoInfo) this.printProtoInfo(ep);

@@ -3,7 +3,7 @@
 // eager credits that bound the unexpected queue, probes, cancellation and the
 // failure of everything that waits on a dead peer.
 
-import type { AmHandler, RailEndpoint, RxFrame } from '../rail/api.js';
+import type { AmHandler, PolledEndpoint, RailEndpoint, RxFrame } from '../rail/api.js';
 import { NO_RESOURCE } from '../rail/api.js';
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import { MatchQueues, ANY_SOURCE, ANY_TAG, type Arrived } from './matching.js';
@@ -324,7 +324,7 @@ export class PointToPoint implements Canceller {
   /**
    * The blocking receive's short wait, when recvNow found nothing queued
    * that matches and the source is on a polled rail: poll for up to
-   * RECV_SPIN_MS in all (progress's pollBriefly) with the receive held here
+   * RECV_SPIN_MS in all (progress's pollBriefly, on the source's lane alone) with the receive held here
    * instead of posted as a Request.
    * An eager message for it that no earlier posted receive matches is copied
    * straight into buf (onEager), and its size returned (as recvNow): no Request, no
@@ -332,13 +332,13 @@ export class PointToPoint implements Canceller {
    * message arrived that is not for this slot (rendezvous, too large): the
    * caller then posts a Request as usual, which finds it queued.
    */
-  recvAtCall(buf: Uint8Array, ctx: number, src: number, tag: number, progress: Progress): number {
+  recvAtCall(buf: Uint8Array, ctx: number, src: number, tag: number, lane: PolledEndpoint, progress: Progress): number {
     this.atCallBuf = buf; this.atCallCtx = ctx; this.atCallSrc = src; this.atCallTag = tag; this.atCallBytes = -1;
     try {
       // Until filled, or a message for it was queued instead (onEager, onRts
       // close the slot), or the one deadline passed (other traffic does not extend it).
       if (progress.beginBrief()) {
-        while (this.atCallBytes < 0 && this.atCallBuf !== null && progress.pollBriefly()) { /* deliver */ }
+        while (this.atCallBytes < 0 && this.atCallBuf !== null && progress.pollBriefly(lane)) { /* deliver */ }
       }
     } finally {
       this.atCallBuf = null;

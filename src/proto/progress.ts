@@ -180,15 +180,17 @@ export class Progress {
   }
 
   /**
-   * Poll the rings synchronously, as progress would, until something arrives
-   * (true) or the wait begun by beginBrief has lasted RECV_SPIN_MS (false).
-   * The polls are counted across the calls of one wait, and the clock read
-   * every 64 of them: traffic that is not for the waiting receive (each
-   * arrival returns true) cannot keep the wait going past its deadline.
+   * Poll one peer's ring synchronously (the one a blocking receive waits on)
+   * until something arrives (true) or the wait begun by beginBrief has lasted
+   * RECV_SPIN_MS (false). The other rings wait meanwhile: the wait is short,
+   * and looking at every ring each time would lengthen each hop. The polls
+   * are counted across the calls of one wait, and the clock read every 64 of
+   * them: traffic that is not for the waiting receive (each arrival returns
+   * true) cannot keep the wait going past its deadline.
    */
-  pollBriefly(): boolean {
+  pollBriefly(from: { poll(): boolean }): boolean {
     for (;;) {
-      const any = this.pollAll();
+      const any = from.poll();
       if ((++this.briefPolls & 63) === 0) {
         const now = performance.now();
         if (this.briefUntil < 0) this.briefUntil = now + RECV_SPIN_MS;

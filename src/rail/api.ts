@@ -155,6 +155,9 @@ export interface Rail {
   allocShared?(bytes: number): Uint8Array | null;
 }
 
+/** An endpoint of a polled rail: its peer's traffic can be polled alone. */
+export type PolledEndpoint = RailEndpoint & { poll(): boolean };
+
 export interface RailEndpoint {
   readonly rail: Rail;
   readonly peer: bigint;
@@ -169,6 +172,8 @@ export interface RailEndpoint {
   close(): Promise<void>;
   /** The peer sent something that cannot be true: drop the connection (counted, logged, peer failed). */
   abort(reason: string): void;
+  /** Polled rails: deliver what waits from this peer alone (a receive waits for it at the call); true if anything did. */
+  poll?(): boolean;
   /**
    * Optional single-copy reads of the peer's memory (shm: Linux CMA), for
    * rendezvous RGET. null or absent when the rail cannot.

@@ -1,5 +1,5 @@
 // Progress's short synchronous wait for a blocking receive (beginBrief /
-// pollBriefly): bounded in all, whatever the rings deliver meanwhile, and
+// pollBriefly on the source's poller): bounded in all, whatever the rings deliver meanwhile, and
 // absent where progress would not spin. The pollers here are stand-ins for
 // the shared-memory rails (this isolates the wait's own logic).
 
@@ -7,18 +7,19 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Progress } from '../../dist/proto/progress.js';
 
-/** Wait as recvAtCall does, until `done()` or pollBriefly gives up; returns how long it took (ms). */
-function briefWait(p, done) {
+/** Wait as recvAtCall does, on one peer's poller, until `done()` or pollBriefly gives up; returns how long it took (ms). */
+function briefWait(p, from, done) {
   const t0 = performance.now();
-  if (p.beginBrief()) while (!done() && p.pollBriefly()) { /* deliver */ }
+  if (p.beginBrief()) while (!done() && p.pollBriefly(from)) { /* deliver */ }
   return performance.now() - t0;
 }
 
 test('progress: a brief wait ends after about 20 us even when every poll delivers something else', () => {
   const p = new Progress(1000);
   let polls = 0;
-  p.addPoller({ poll: () => { polls++; return true; }, sleep: () => true });
-  const ms = briefWait(p, () => false);
+  const rail = { poll: () => { polls++; return true; }, sleep: () => true };
+  p.addPoller(rail);
+  const ms = briefWait(p, rail, () => false);
   assert.ok(ms < 5, `the wait lasted ${ms} ms`);
   assert.ok(polls >= 64, 'it polled');
   p.dispose();
@@ -27,13 +28,14 @@ test('progress: a brief wait ends after about 20 us even when every poll deliver
 test('progress: a brief wait with nothing arriving ends after about 20 us; it stops at once when its message came', () => {
   const p = new Progress(1000);
   let polls = 0;
-  p.addPoller({ poll: () => { polls++; return polls === 10; }, sleep: () => true });
+  const rail = { poll: () => { polls++; return polls === 10; }, sleep: () => true };
+  p.addPoller(rail);
   let mine = false;
-  const ms = briefWait(p, () => mine || (mine = polls >= 10));
+  const ms = briefWait(p, rail, () => mine || (mine = polls >= 10));
   assert.equal(polls, 10, 'stopped at the delivery');
   assert.ok(ms < 5);
   polls = 100;
-  const ms2 = briefWait(p, () => false);
+  const ms2 = briefWait(p, rail, () => false);
   assert.ok(ms2 < 5 && polls > 164, `idle wait lasted ${ms2} ms`);
   p.dispose();
 });

@@ -21,6 +21,32 @@ export interface Inbound<E extends RingEndpoint> {
   ring: Ring;
   ep: E;
   visit: (am: number, off: number, hdrLen: number, payLen: number) => void;
+  /** A frame in it was corrupt: its peer failed and it is read no more. */
+  broken: boolean;
+}
+
+/** A ring to consume from a peer, its frames going to visit. */
+export function inboundRing<E extends RingEndpoint>(ring: Ring, ep: E, visit: Inbound<E>['visit']): Inbound<E> {
+  return { ring, ep, visit, broken: false };
+}
+
+/**
+ * Deliver what waits in one inbound ring; true if anything did. A producer
+ * that sleeps waiting for the room just freed is rung; a corrupt frame fails its peer.
+ */
+export function drainInbound<E extends RingEndpoint>(e: Inbound<E>): boolean {
+  if (e.broken) return false;
+  try {
+    // An empty ring costs drain one load of the tail, as hasData would.
+    if (e.ring.drain(e.visit) === 0) return false;
+  } catch (err) {
+    // A broken stream cannot be trusted any longer (DESIGN section 8).
+    e.broken = true;
+    e.ep.abort((err as Error).message);
+    return false;
+  }
+  if (e.ring.takeWaiter()) e.ep.ringPeer();
+  return true;
 }
 
 /** Drain inbound rings and re-drive blocked senders; true if anything happened. */
@@ -28,18 +54,8 @@ export function pollRings<E extends RingEndpoint>(ins: Array<Inbound<E>>, blocke
   let any = false;
   for (let i = 0; i < ins.length; i++) {
     const e = ins[i]!;
-    if (!e.ring.hasData()) continue;
-    try {
-      if (e.ring.drain(e.visit) > 0) {
-        any = true;
-        // Room was freed: a producer that sleeps waiting for it is rung.
-        if (e.ring.takeWaiter()) e.ep.ringPeer();
-      }
-    } catch (err) {
-      // A broken stream cannot be trusted any longer (DESIGN section 8).
-      ins.splice(i--, 1);
-      e.ep.abort((err as Error).message);
-    }
+    if (drainInbound(e)) any = true;
+    else if (e.broken) ins.splice(i--, 1);
   }
   if (blocked.size > 0) {
     // A snapshot: a sender re-driven here may block again and re-enter the set.

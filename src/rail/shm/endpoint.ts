@@ -9,6 +9,7 @@ import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { formatId, rankOf } from '../../core/ids.js';
 import { Doorbell, Ring } from '../shared/ring.js';
 import { AM_BYE, type RingPeer } from '../shared/deliver.js';
+import { drainInbound, type Inbound } from '../shared/poll.js';
 import { cmaIpc } from '../shared/cma.js';
 import type { ShmRail } from './rail.js';
 import {
@@ -26,6 +27,14 @@ export class ShmEndpoint implements RingPeer {
   /** The peer's process id (from its address or its ring's stamp); 0 until known. */
   pid: number;
   private out: Ring | null = null;
+  /** The ring this peer writes to us, once accepted. */
+  inbound: Inbound<ShmEndpoint> | null = null;
+
+  /** Deliver what waits from this peer alone (a receive waits for it at the call); true if anything did. */
+  poll(): boolean {
+    return this.inbound !== null && drainInbound(this.inbound);
+  }
+
   private peerInbox: Int32Array | null = null;
   private bell: Doorbell | null = null;
   private failed = false;

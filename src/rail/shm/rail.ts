@@ -11,7 +11,7 @@ import { endpointId, jobOf, rankOf } from '../../core/ids.js';
 import { shmJobPrefix, type DoorbellWaiter, type NativeAddon } from '../../native/addon.js';
 import { Doorbell, FRAME_HEAD, Ring } from '../shared/ring.js';
 import { deliverFrame } from '../shared/deliver.js';
-import { maySleep, pollRings, type Inbound as SharedInbound } from '../shared/poll.js';
+import { inboundRing, maySleep, pollRings, type Inbound as SharedInbound } from '../shared/poll.js';
 import { ShmEndpoint } from './endpoint.js';
 import { RegionCache } from '../../core/region-cache.js';
 import {
@@ -187,7 +187,8 @@ export class ShmRail implements Rail {
       const bad = checkStamp(st.magic, st.version, `ring ${name}`);
       if (bad !== null) { ep.abort(bad); continue; }
       ep.accepted(st.pid);
-      const entry: Inbound = { ring, ep, visit: (am, off, hdrLen, payLen) => this.deliver(entry, am, off, hdrLen, payLen) };
+      const entry: Inbound = inboundRing(ring, ep, (am, off, hdrLen, payLen) => this.deliver(entry, am, off, hdrLen, payLen));
+      ep.inbound = entry;
       this.inbound.push(entry);
       this.env.upcalls.accepted(ep);
     }

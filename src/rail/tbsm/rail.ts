@@ -14,7 +14,7 @@ import { formatId } from '../../core/ids.js';
 import { BroadcastChannel } from 'node:worker_threads';
 import { Doorbell, FRAME_HEAD, Ring } from '../shared/ring.js';
 import { AM_BYE, deliverFrame, type RingPeer } from '../shared/deliver.js';
-import { maySleep, pollRings, type Inbound as SharedInbound } from '../shared/poll.js';
+import { drainInbound, inboundRing, maySleep, pollRings, type Inbound as SharedInbound } from '../shared/poll.js';
 
 type ChannelMsg =
   | { kind: 'bell'; from: string; to?: string; sab: SharedArrayBuffer }
@@ -115,7 +115,8 @@ export class TbsmRail implements Rail {
     if (m.kind === 'ring') {
       const ep = this.endpoint(BigInt(m.from), '');
       const ring = new Ring(m.sab);
-      const entry: Inbound = { ring, ep, visit: (am, off, hdrLen, payLen) => this.deliver(entry, am, off, hdrLen, payLen) };
+      const entry: Inbound = inboundRing(ring, ep, (am, off, hdrLen, payLen) => this.deliver(entry, am, off, hdrLen, payLen));
+      ep.inbound = entry;
       this.inbound.push(entry);
       this.env.upcalls.accepted(ep);
     }
@@ -166,6 +167,14 @@ export class TbsmEndpoint implements RingPeer {
   /** Single-copy reads of the peer thread's buffers (same process), where the addon loaded. */
   readonly ipc: RailIpc | null;
   private out: Ring | null = null;
+  /** The ring this peer writes to us, once accepted. */
+  inbound: Inbound | null = null;
+
+  /** Deliver what waits from this peer alone (a receive waits for it at the call); true if anything did. */
+  poll(): boolean {
+    return this.inbound !== null && drainInbound(this.inbound);
+  }
+
   private failed = false;
   /** The receiver's doorbell, cached once known (looked up by id otherwise). */
   private bell: Doorbell | undefined = undefined;
