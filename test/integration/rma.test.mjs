@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { railcomm, jobScript, caseResults, linesWith } from './jobs.mjs';
 
-const CASES = 16;
+const CASES = 17;
 
 async function suite(args, ranks, env = {}) {
   const job = await railcomm(['run', ...args, '--timeout', '150', jobScript('rma-suite.mjs')], { limitMs: 180_000, env: { RMA_STATS: '1', ...env } });

@@ -76,6 +76,30 @@ const cases = [
     await w.free();
   }],
 
+  ['two windows over the same buffer are two windows: their own locks, and freeing one leaves the other', async () => {
+    const buf = new Uint8Array(16);
+    const a = await comm.window(buf);
+    const b = await comm.window(buf);
+    const target = p - 1;
+    if (me === 0) {
+      await a.lock(target, 'exclusive');
+      // MPI: locks belong to a window; holding a's lock must not hold back b's.
+      let timer;
+      const late = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('the lock on the second window waited for the first window\'s lock')), 5000); });
+      try { await Promise.race([b.lock(target, 'exclusive'), late]); } finally { clearTimeout(timer); }
+      await b.unlock(target);
+      await a.unlock(target);
+    }
+    await comm.barrier();
+    await a.free();
+    // b still works, on the same bytes.
+    await b.fence();
+    if (me === 0) await b.put(new Uint8Array([7, 8]), target, 4);
+    await b.fence();
+    if (me === target) assert.deepEqual([...buf.subarray(4, 6)], [7, 8]);
+    await b.free();
+  }],
+
   ['large put and get (several chunks)', async () => {
     const n = 3 * 1024 * 1024 + 17;
     const w = await comm.allocWindow(n);

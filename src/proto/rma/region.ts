@@ -25,7 +25,6 @@ export class Region {
   readonly share: number;
   /** Segment name while other processes may still need to map it. */
   segment: string | null;
-  refs = 1;
 
   constructor(id: number, bytes: Uint8Array, share: number, segment: string | null) {
     this.id = id; this.bytes = bytes; this.share = share; this.segment = segment;
@@ -102,35 +101,26 @@ export function unpackRkey(b: Uint8Array): UnpackedRkey {
 }
 
 /**
- * This rank's registered regions. Registering the same bytes again returns
- * the same region (the registration cache), counted; ids are never reused,
- * so a peer holding a key to a freed region gets an error, never other memory.
+ * This rank's registered regions. Each registration is a region of its own,
+ * also over bytes registered before: a region is a window's identity at the
+ * target (its locks, what freeing it answers), and MPI windows over the same
+ * memory are still separate windows. Registering costs only an id here (no
+ * memory is pinned), so nothing is saved by sharing one. Ids are never
+ * reused, so a peer holding a key to a freed region gets an error, never
+ * other memory.
  */
 export class RegionTable {
   private readonly byId = new Map<number, Region>();
-  private readonly cache = new WeakMap<ArrayBufferLike, Map<string, Region>>();
   private nextId = 1;
 
   register(bytes: Uint8Array, share: number, segment: string | null): Region {
-    const key = `${bytes.byteOffset}:${bytes.byteLength}`;
-    let m = this.cache.get(bytes.buffer);
-    const hit = m?.get(key);
-    if (hit !== undefined && segment === null) { hit.refs++; return hit; }
     const r = new Region(this.nextId++, bytes, share, segment);
     this.byId.set(r.id, r);
-    if (segment === null) {
-      if (m === undefined) { m = new Map(); this.cache.set(bytes.buffer, m); }
-      m.set(key, r);
-    }
     return r;
   }
 
-  /** Drop one registration; true when the region is gone. */
-  deregister(r: Region): boolean {
-    if (--r.refs > 0) return false;
+  deregister(r: Region): void {
     this.byId.delete(r.id);
-    this.cache.get(r.bytes.buffer)?.delete(`${r.bytes.byteOffset}:${r.bytes.byteLength}`);
-    return true;
   }
 
   get(id: number): Region | undefined {
