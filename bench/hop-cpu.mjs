@@ -5,6 +5,12 @@
 // the stage's calls, plus the stand-in's ring write and drain, timed alone
 // as the `ring` stage. Stages alternate in phases; prints median ns per
 // iteration. Single-threaded, so `node --cpu-prof` on rank 0 profiles it.
+//   ring      the stand-in's frame in and a frame out, through bare rings
+//   peerWrite the stand-in's frame in alone; receive = it + p2p.recvNow/recvAtCall
+//   send      p2p.sendNow + the stand-in's drain
+//   awaits    two `await null`, nothing else
+//   protocol  receive + send; +await: with an `await null` after each
+//   public    await comm.recv + await comm.send
 // The stages' ratios hold across the machine's placements; their absolute
 // values move by up to 2x from one job to the next.
 //   node dist/cli/main.js run -n 2 --rails shm,self bench/hop-cpu.mjs
@@ -54,11 +60,17 @@ function recvP() { let got = p2p.recvNow(b, pc, peer, -1); while (got === -1) go
 const stages = {
   // (The ring stage's frames bypass the protocol, so its sequence numbers stay as they were.)
   ring: async (n) => { for (let i = 0; i < n; i++) { peerSends(); inbound.drain(nothing); own.write(AM_EAGER, hdr, EAGER_HDR, b); own.drain(nothing); } },
+  // The parts: the stand-in's write alone (a frame into our ring, drained at once),
+  // its write + our receive, and our send + the stand-in's drain.
+  peerWrite: async (n) => { for (let i = 0; i < n; i++) { peerSends(); inbound.drain(nothing); } },
+  receive: async (n) => { for (let i = 0; i < n; i++) { peerSends(); recvP(); } },
+  send: async (n) => { for (let i = 0; i < n; i++) { sendP(); peerTakes(); } },
   awaits: async (n) => { for (let i = 0; i < n; i++) { await null; await null; } },
   protocol: async (n) => { for (let i = 0; i < n; i++) { peerSends(); recvP(); sendP(); peerTakes(); } },
   '+await': async (n) => { for (let i = 0; i < n; i++) { peerSends(); recvP(); await null; sendP(); await null; peerTakes(); } },
   public: async (n) => { for (let i = 0; i < n; i++) { peerSends(); await comm.recv(b, peer); await comm.send(b, peer); peerTakes(); } },
 };
+if (process.env.HOP_CPU_EXTRA) Object.assign(stages, (await import(process.env.HOP_CPU_EXTRA)).extraStages({ comm, p2p, pc, me, peer, b, ctx, peerSends, peerTakes, recvP, sendP }));
 const only = process.env.HOP_CPU_STAGE;
 const names = only ? [only] : Object.keys(stages);
 const res = Object.fromEntries(names.map((n) => [n, []]));

@@ -9,7 +9,8 @@
 //     and reads the clock rarely);
 //   - a tbsm Ring's copy-in + copy-out rate, in one thread and across two;
 //   - two awaits of a settled promise (the floor of put + flush), and a 1 MiB
-//     copy by CMA on our own pid, by the addon's memcpy, and by set().
+//     copy by CMA on our own pid, by the addon's memcpy, and by set();
+//   - what reading a typed array's length and byteLength costs.
 // Usage: node bench/node-facts.mjs
 import { Worker, isMainThread, workerData, parentPort } from 'node:worker_threads';
 import { Ring } from '../dist/rail/shared/ring.js';
@@ -104,6 +105,15 @@ for (const mode of ['sync', 'async']) {
   t0 = performance.now();
   for (let i = 0; i < N * 5; i++) { await resolved; await resolved; }
   out({ fact: 'two awaits of a settled promise', usPerCall: +((performance.now() - t0) * 1000 / (N * 5)).toFixed(3) });
+}
+
+{
+  // Typed array size: hot paths read a Uint8Array's `length`, because
+  // `byteLength` is not inlined on Node 20 (V8 11.3) and costs a call.
+  const views = [new Uint8Array(8), Buffer.alloc(8)];
+  const N = 2e7;
+  const time = (f) => { let s = 0; for (let i = 0; i < N / 10; i++) s += f(views[i & 1]); const t = performance.now(); for (let i = 0; i < N; i++) s += f(views[i & 1]); return [+((performance.now() - t) * 1e6 / N).toFixed(2), s]; };
+  out({ fact: 'typed array size (ns per read, Uint8Array and Buffer)', length: time((v) => v.length)[0], byteLength: time((v) => v.byteLength)[0] });
 }
 
 {

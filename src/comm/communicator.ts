@@ -69,7 +69,7 @@ export class Communicator implements ClaimedReceiver {
     // Small messages the rail takes at once complete without a Request.
     if (this.world.ctx.p2p.sendNow(bytes, this.group[dest]!, this.p2pCtx, this.rank, tag)) {
       this.world.ctx.progress.completedAtOnce();
-      return this.sentAtCall.get(this.rank, tag, bytes.byteLength);
+      return this.sentAtCall.get(this.rank, tag, bytes.length);
     }
     return this.startSend(bytes, dest, tag, this.p2pCtx, null).wait();
   }

@@ -78,14 +78,14 @@ export class Window {
   /** Write src's bytes into target's window at targetByteOffset. Resolves at local completion. */
   put(src: ArrayBufferView, target: number, targetByteOffset: number): Promise<void> {
     const bytes = asBytes(src, 'put: source');
-    const rr = this.access('put', target, targetByteOffset, bytes.byteLength, 1);
+    const rr = this.access('put', target, targetByteOffset, bytes.length, 1);
     return this.rma.put(rr.world, rr, targetByteOffset, bytes) as Promise<void>;
   }
 
   /** Read target's window at targetByteOffset into dst. Resolves once the bytes are in dst. */
   get(dst: ArrayBufferView, target: number, targetByteOffset: number): Promise<void> {
     const bytes = asBytes(dst, 'get: destination');
-    const rr = this.access('get', target, targetByteOffset, bytes.byteLength, 1);
+    const rr = this.access('get', target, targetByteOffset, bytes.length, 1);
     return this.rma.get(rr.world, rr, targetByteOffset, bytes) as Promise<void>;
   }
 

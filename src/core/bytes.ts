@@ -6,11 +6,17 @@ export function isView(v: unknown): v is ArrayBufferView {
   return ArrayBuffer.isView(v);
 }
 
-/** The bytes of a view; a Uint8Array (or Buffer) is returned as it is. */
+/**
+ * The bytes of a view; a Uint8Array (or Buffer) is returned as it is.
+ *
+ * Hot paths read a Uint8Array's size as `length`, not `byteLength`: on
+ * Node 20 (V8 11.3) `byteLength` is a call of about 10 ns here, while
+ * `length` is inlined (bench/node-facts.mjs, "typed array size").
+ */
 export function asBytes(v: ArrayBufferView, what = 'buffer'): Uint8Array {
   // One prototype walk on the common path (puts and sends call this every time).
   if (v instanceof Uint8Array) {
-    if (v.byteLength === 0) checkAttached(v, what);
+    if (v.length === 0) checkAttached(v, what);
     return v;
   }
   if (!ArrayBuffer.isView(v)) {

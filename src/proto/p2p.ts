@@ -142,7 +142,7 @@ export class PointToPoint implements Canceller {
     const ep = this.host.endpointFor(dest);
     if (ep.failure !== null) { req.fail(ep.failure); return; }
     req.peerWorld = dest;
-    req.bytes = req.buf.byteLength;
+    req.bytes = req.buf.length;
     if (ep.lane === null || ep.hasPending) {
       // It must queue (peer not resolved yet, or sends ahead of it wait for
       // the rail): an eager-sized send still completes now, from a copy.
@@ -163,7 +163,7 @@ export class PointToPoint implements Canceller {
    */
   sendNow(buf: Uint8Array, dest: number, ctx: number, source: number, tag: number): boolean {
     const ep = this.host.endpointFor(dest);
-    if (ep.lane === null || ep.failure !== null || ep.hasPending || buf.byteLength > ep.th.eager) return false;
+    if (ep.lane === null || ep.failure !== null || ep.hasPending || buf.length > ep.th.eager) return false;
     return this.eagerNow(ep, buf, ctx, source, tag) === EAGER_SENT;
   }
 
@@ -174,7 +174,7 @@ export class PointToPoint implements Canceller {
    * EAGER_NO_CREDIT, or EAGER_FULL when the rail had no room.
    */
   private eagerNow(ep: ProtoEndpoint, buf: Uint8Array, ctx: number, source: number, tag: number): number {
-    const len = buf.byteLength;
+    const len = buf.length;
     const cost = len + EAGER_OVERHEAD;
     // Empty messages always go: they cost the receiver a queue entry only.
     if (len !== 0 && (len > ep.th.zcopy || ep.credits < cost)) return EAGER_NO_CREDIT;
@@ -194,7 +194,7 @@ export class PointToPoint implements Canceller {
     if (userReq.state !== PENDING) return null;
     let req = userReq;
     const lane = ep.lane!;
-    const len = req.buf.byteLength;
+    const len = req.buf.length;
     const cost = len + EAGER_OVERHEAD;
     const eager = len <= ep.th.eager ? this.eagerNow(ep, req.buf, req.ctx, req.source, req.tag) : EAGER_NO_CREDIT;
     if (eager === EAGER_SENT) {
@@ -308,7 +308,7 @@ export class PointToPoint implements Canceller {
     const u = st.queues.findArrived(src, tag);
     if (u === null) return -1;
     // Its first match is queued but is not for this path (a rendezvous, or too large): a Request takes it, in order.
-    if (u.data === null || u.size > buf.byteLength) return QUEUED;
+    if (u.data === null || u.size > buf.length) return QUEUED;
     st.queues.removeArrived(u);
     this.returnCredit(u.ep, u.size + EAGER_OVERHEAD);
     if (u.size > 0) buf.set(u.data);
@@ -600,7 +600,7 @@ export class PointToPoint implements Canceller {
     const r = st.queues.matchPosted(src, tag);
     if (r !== null) {
       this.returnCredit(ep, len + EAGER_OVERHEAD);
-      if (len > r.buf.byteLength) { r.fail(truncated(len, r.buf.byteLength, src, tag)); return; }
+      if (len > r.buf.length) { r.fail(truncated(len, r.buf.length, src, tag)); return; }
       copyOut(buf, off, len, r.buf);
       r.complete(src, tag, len);
       return;
@@ -610,7 +610,7 @@ export class PointToPoint implements Canceller {
       // Matched by the receive waiting at the call; one it cannot take (too
       // large) is queued, and then nothing later may overtake it there.
       this.atCallBuf = null;
-      if (len <= at.byteLength) {
+      if (len <= at.length) {
         this.returnCredit(ep, len + EAGER_OVERHEAD);
         copyOut(buf, off, len, at);
         this.atCallBytes = len;

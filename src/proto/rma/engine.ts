@@ -191,7 +191,7 @@ export class RmaEngine {
   put(target: number, rr: RemoteRegion, offset: number, src: Uint8Array): Promise<unknown> {
     const dst = rr.local;
     if (dst === null || this.failedPeers !== 0) return this.putThrough(target, rr, offset, src);
-    const n = src.byteLength;
+    const n = src.length;
     // A few bytes by a loop here (as get does): the call and TypedArray.set
     // cost more than copying 8 bytes, and a loop shared with get ran slower.
     if (n <= 64) for (let i = 0; i < n; i++) dst[offset + i] = src[i]!;
@@ -216,7 +216,7 @@ export class RmaEngine {
   get(target: number, rr: RemoteRegion, offset: number, dst: Uint8Array): Promise<unknown> {
     const src = rr.local;
     if (src === null || this.failedPeers !== 0) return this.getThrough(target, rr, offset, dst);
-    const n = dst.byteLength;
+    const n = dst.length;
     // A few bytes by a loop: subarray() would allocate a view per call,
     // which costs more than the copy (8-byte get, median: 0.10-0.11 -> 0.08-0.09 us).
     if (n <= 64) for (let i = 0; i < n; i++) dst[i] = src[offset + i]!;

@@ -72,7 +72,7 @@ class SelfEndpoint implements RailEndpoint {
   }
 
   sendCopy(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null): RailStatus {
-    const payLen = payload === null ? 0 : payload.byteLength;
+    const payLen = payload === null ? 0 : payload.length;
     const bytes = Buffer.allocUnsafe(hdrLen + payLen);
     bytes.set(hdr.subarray(0, hdrLen), 0);
     if (payload !== null) bytes.set(payload, hdrLen);

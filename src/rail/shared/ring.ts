@@ -100,7 +100,7 @@ export class Ring {
 
   /** Producer: append a frame; false when there is no room (nothing written). */
   write(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null): boolean {
-    const payLen = payload === null ? 0 : payload.byteLength;
+    const payLen = payload === null ? 0 : payload.length;
     const need = align8(FRAME_HEAD + align8(hdrLen) + payLen);
     let tail = this.tail;
     let off = tail & this.mask;

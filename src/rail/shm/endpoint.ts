@@ -156,7 +156,7 @@ export class ShmEndpoint implements RingPeer {
       this.rail.blocked.add(this);
       return NO_RESOURCE;
     }
-    this.sent(payload === null ? 0 : payload.byteLength);
+    this.sent(payload === null ? 0 : payload.length);
     return DONE;
   }
 
@@ -168,7 +168,7 @@ export class ShmEndpoint implements RingPeer {
       this.rail.blocked.add(this);
       return NO_RESOURCE;
     }
-    this.sent(payload.byteLength);
+    this.sent(payload.length);
     done.railComplete(null);
     return IN_PROGRESS;
   }

@@ -215,7 +215,7 @@ export class TbsmEndpoint implements RingPeer {
       this.rail.blocked.add(this);
       return NO_RESOURCE;
     }
-    this.sent(payload === null ? 0 : payload.byteLength);
+    this.sent(payload === null ? 0 : payload.length);
     return DONE;
   }
 
@@ -227,7 +227,7 @@ export class TbsmEndpoint implements RingPeer {
       this.rail.blocked.add(this);
       return NO_RESOURCE;
     }
-    this.sent(payload.byteLength);
+    this.sent(payload.length);
     done.railComplete(null);
     return IN_PROGRESS;
   }

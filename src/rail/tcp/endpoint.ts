@@ -105,7 +105,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
   sendCopy(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null): RailStatus {
     if (this.state >= State.CLOSING) return DONE; // the layer above was told through `failed`
     if (this.blocked()) return NO_RESOURCE;
-    const payLen = payload === null ? 0 : payload.byteLength;
+    const payLen = payload === null ? 0 : payload.length;
     const frameLen = FRAME_HEADER + hdrLen + payLen;
     const cap = this.batch.buf.length;
     if (this.batchLen + frameLen > cap) this.flushBatch();
@@ -141,7 +141,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     // written, so queueing it costs us nothing, and stopping the pipe until
     // 'drain' would leave the socket idle.
     if (this.batchLen + FRAME_HEADER + hdrLen > this.batch.buf.length) this.flushBatch();
-    encodeFrameHeader(this.batch.view, this.batchLen, am, hdrLen, payload.byteLength);
+    encodeFrameHeader(this.batch.view, this.batchLen, am, hdrLen, payload.length);
     this.batch.buf.set(hdr.subarray(0, hdrLen), this.batchLen + FRAME_HEADER);
     this.batchLen += FRAME_HEADER + hdrLen;
     const s = this.sock;
@@ -149,7 +149,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     this.flushBatch();
     this.writeRaw(payload, done);
     if (s !== null) s.uncork();
-    this.countSent(payload.byteLength);
+    this.countSent(payload.length);
     return IN_PROGRESS;
   }
 

@@ -97,7 +97,7 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
     if (this.state >= State.CLOSING || this.reported) return DONE; // the layer above was told through `failed`
     if (this.state === State.IDLE) this.startConnect();
     if (!this.session.send(am, 0, hdr, hdrLen, payload, null)) return NO_RESOURCE;
-    this.countSent(payload === null ? 0 : payload.byteLength);
+    this.countSent(payload === null ? 0 : payload.length);
     return DONE;
   }
 
@@ -108,7 +108,7 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
     }
     if (this.state === State.IDLE) this.startConnect();
     this.session.send(am, 0, hdr, hdrLen, payload, done);
-    this.countSent(payload.byteLength);
+    this.countSent(payload.length);
     return IN_PROGRESS;
   }
 

@@ -201,7 +201,7 @@ export class Session {
    * last one. Returns false (nothing taken) past the high-water mark.
    */
   send(am: number, flags: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null, done: Completion | null): boolean {
-    const payLen = payload === null ? 0 : payload.byteLength;
+    const payLen = payload === null ? 0 : payload.length;
     const lim = this.host.limits;
     if (done === null && this.queuedBytes > lim.highWater) {
       this.wantRoom = true;
