@@ -54,6 +54,8 @@ export class MatchQueues<P extends Posted, A extends Arrived> {
 
   /** A message arrives: returns the receive it matches (removed), or null. */
   matchPosted(src: number, tag: number): P | null {
+    // Most arrivals find no receive posted (it waits at the call, or comes later).
+    if (this.postedCount === 0) return null;
     let best: P | null = null;
     const l = this.postedBySrc[src];
     if (l !== undefined) {

@@ -43,7 +43,7 @@ test('ring: random frames through wrap-around keep order, head fields and bytes'
   assert.ok(written > 50000);
 });
 
-test('ring: a full ring refuses a frame and writes nothing; draining makes room', () => {
+test('ring: a full ring refuses a frame and writes nothing; draining makes room, handed back at the next look', () => {
   const r = new Ring(1 << 16);
   const hdr = new Uint8Array(8);
   const pay = new Uint8Array(1000);
@@ -53,9 +53,35 @@ test('ring: a full ring refuses a frame and writes nothing; draining makes room'
   assert.equal(r.fits(8, 1000), false);
   let seen = 0;
   assert.equal(r.drain(() => { seen++; }, 1), 1);
+  // The head is stored at the consumer's next look (here hasData), not at once.
+  assert.equal(r.fits(8, 1000), false);
+  assert.equal(r.hasData(), true);
   assert.equal(r.fits(8, 1000), true);
   assert.ok(r.write(3, hdr, 8, pay));
   while (r.drain(() => { seen++; }) > 0) { /* the rest */ }
   assert.equal(seen, n + 1);
   assert.equal(r.hasData(), false);
+});
+
+test('ring: a producer waiting for room is rung once the consumer hands room back; a quarter of the ring goes back at once', () => {
+  const producer = new Ring(1 << 16);
+  const consumer = new Ring(producer.sab);
+  let rung = 0;
+  consumer.onRoom = () => { rung++; };
+  const hdr = new Uint8Array(8);
+  const pay = new Uint8Array(1000);
+  while (producer.write(3, hdr, 8, pay)) { /* fill */ }
+  assert.equal(producer.waitForRoom(8, 1000), false, 'full: the producer asks to be rung');
+  assert.equal(consumer.drain(() => {}, 1), 1);
+  assert.equal(rung, 0, 'nothing handed back yet');
+  consumer.hasData();
+  assert.equal(rung, 1, 'rung when the room went back');
+  assert.ok(producer.write(3, hdr, 8, pay));
+  consumer.hasData();
+  assert.equal(rung, 1, 'rung once per request');
+  // Draining a quarter of the ring or more hands it back within the same drain.
+  assert.equal(producer.waitForRoom(8, 1000), false);
+  assert.ok(consumer.drain(() => {}, 20) >= 16);
+  assert.equal(rung, 2);
+  assert.equal(producer.fits(8, 1000), true);
 });

@@ -25,28 +25,23 @@ export interface Inbound<E extends RingEndpoint> {
   broken: boolean;
 }
 
-/** A ring to consume from a peer, its frames going to visit. */
+/** A ring to consume from a peer: its frames go to visit, and the peer is rung when room it waits for is handed back. */
 export function inboundRing<E extends RingEndpoint>(ring: Ring, ep: E, visit: Inbound<E>['visit']): Inbound<E> {
+  ring.onRoom = () => ep.ringPeer();
   return { ring, ep, visit, broken: false };
 }
 
-/**
- * Deliver what waits in one inbound ring; true if anything did. A producer
- * that sleeps waiting for the room just freed is rung; a corrupt frame fails its peer.
- */
+/** Deliver what waits in one inbound ring; true if anything did. A corrupt frame fails its peer. */
 export function drainInbound<E extends RingEndpoint>(e: Inbound<E>): boolean {
   if (e.broken) return false;
   try {
-    // An empty ring costs drain one load of the tail, as hasData would.
-    if (e.ring.drain(e.visit) === 0) return false;
+    return e.ring.drain(e.visit) > 0;
   } catch (err) {
     // A broken stream cannot be trusted any longer (DESIGN section 8).
     e.broken = true;
     e.ep.abort((err as Error).message);
     return false;
   }
-  if (e.ring.takeWaiter()) e.ep.ringPeer();
-  return true;
 }
 
 /** Drain inbound rings and re-drive blocked senders; true if anything happened. */

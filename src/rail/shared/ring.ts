@@ -1,8 +1,9 @@
 // A single-producer single-consumer ring of frames in a SharedArrayBuffer,
 // between two threads of one process (tbsm) or two processes that map the
 // same /dev/shm segment (shm). Positions run freely (uint32, modular);
-// the producer publishes with an atomic store of the tail, the consumer frees
-// space with an atomic store of the head, each on its own cache line. Frames
+// the producer publishes with an atomic store of the tail, the consumer hands
+// space back with an atomic store of the head (at its next look at the ring),
+// each on its own cache line. Frames
 // never wrap: one that does not fit before the end leaves a skip marker.
 
 /*
@@ -61,6 +62,16 @@ export class Ring {
   private tail: number;
   private headSeen: number;
   private head: number;
+  /**
+   * The head as last stored for the producer. The consumer stores it at its
+   * next look at the ring (drain or hasData), not right after the frames it
+   * freed, unless a quarter of the ring waits to be handed back: in a
+   * ping-pong that store, and the look at whether the producer waits for
+   * room, come after the reply is sent instead of before.
+   */
+  private published: number;
+  /** Run when room handed back finds the producer waiting for it (its rail rings the producer). */
+  onRoom: (() => void) | null = null;
   /** Int32 views of the last two header buffers written from (scratch buffers, reused by every call). */
   private hdrA: Uint8Array | null = null;
   private wordsA: Int32Array | null = null;
@@ -79,6 +90,7 @@ export class Ring {
     this.tail = Atomics.load(this.ctl, TAIL) >>> 0;
     this.head = Atomics.load(this.ctl, HEAD) >>> 0;
     this.headSeen = this.head;
+    this.published = this.head;
   }
 
   /** Producer, once, before announcing the ring: who wrote it and in which format. */
@@ -182,21 +194,30 @@ export class Ring {
     return false;
   }
 
-  /** Consumer, after freeing space: true when the producer asked to be rung. */
-  takeWaiter(): boolean {
-    if (Atomics.load(this.ctl, WAITING) === 0) return false;
-    Atomics.store(this.ctl, WAITING, 0);
-    return true;
-  }
-
   /** Bytes not yet handed back by the consumer. */
   free(): number {
     return this.capacity - ((Atomics.load(this.ctl, TAIL) - Atomics.load(this.ctl, HEAD)) >>> 0);
   }
 
-  /** Consumer: true when a frame is waiting. */
+  /** Consumer: true when a frame is waiting (room freed before is handed back first). */
   hasData(): boolean {
+    if (this.head !== this.published) this.handBack();
     return (this.head | 0) !== Atomics.load(this.ctl, TAIL);
+  }
+
+  /**
+   * Consumer: store the head, then ring the producer if it waits for room.
+   * The producer stores its request before it looks at the head, and we
+   * store the head before we look at the request (both sequentially
+   * consistent), so one of us sees the other: no wake-up is lost.
+   */
+  private handBack(): void {
+    this.published = this.head;
+    Atomics.store(this.ctl, HEAD, this.head | 0);
+    if (Atomics.load(this.ctl, WAITING) !== 0) {
+      Atomics.store(this.ctl, WAITING, 0);
+      if (this.onRoom !== null) this.onRoom();
+    }
   }
 
   /**
@@ -205,6 +226,7 @@ export class Ring {
    * `max` bounds one call so that a busy ring cannot starve the others.
    */
   drain(visit: (am: number, off: number, hdrLen: number, payLen: number) => void, max = 64): number {
+    if (this.head !== this.published) this.handBack();
     let head = this.head;
     const tail = Atomics.load(this.ctl, TAIL) >>> 0;
     const w = this.words;
@@ -221,10 +243,10 @@ export class Ring {
       visit(amAndHdr & 0xff, off, amAndHdr >>> 16, w[f + 1]! >>> 0);
       head = (head + len) >>> 0;
       this.head = head;
-      Atomics.store(this.ctl, HEAD, head | 0);
       n++;
     }
-    if (head !== this.head) { this.head = head; Atomics.store(this.ctl, HEAD, head | 0); }
+    this.head = head;
+    if (((head - this.published) >>> 0) >= this.capacity >>> 2) this.handBack();
     return n;
   }
 }
