@@ -64,7 +64,8 @@ const stages = {
   // its write + our receive, and our send + the stand-in's drain.
   peerWrite: async (n) => { for (let i = 0; i < n; i++) { peerSends(); inbound.drain(nothing); } },
   receive: async (n) => { for (let i = 0; i < n; i++) { peerSends(); recvP(); } },
-  send: async (n) => { for (let i = 0; i < n; i++) { sendP(); peerTakes(); } },
+  // (The stand-in's frames return the eager credit a send spends; alone, send returns it itself.)
+  send: async (n) => { for (let i = 0; i < n; i++) { sendP(); peerTakes(); ep.credits += 8 + EAGER_OVERHEAD; } },
   awaits: async (n) => { for (let i = 0; i < n; i++) { await null; await null; } },
   protocol: async (n) => { for (let i = 0; i < n; i++) { peerSends(); recvP(); sendP(); peerTakes(); } },
   '+await': async (n) => { for (let i = 0; i < n; i++) { peerSends(); recvP(); await null; sendP(); await null; peerTakes(); } },
