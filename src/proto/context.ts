@@ -287,7 +287,7 @@ export class Context {
   private bind(ep: ProtoEndpoint, lane: RailEndpoint): void {
     lane.owner = ep;
     ep.lane = lane;
-    ep.polled = lane.poll !== undefined;
+    ep.polled = lane.poll !== undefined && lane.peek !== undefined && lane.takePeeked !== undefined;
     ep.th = thresholdsFor(lane.rail.caps, this.params);
     ep.resolving = false;
     if (this.params.protoInfo) this.printProtoInfo(ep);

@@ -333,18 +333,61 @@ export class PointToPoint implements Canceller {
    * caller then posts a Request as usual, which finds it queued.
    */
   recvAtCall(buf: Uint8Array, ctx: number, src: number, tag: number, lane: PolledEndpoint, progress: Progress): number {
+    if (!progress.beginBrief()) return -1;
+    // The receive's own eager message at the head of the source's queue is
+    // taken from there (takeAtCall); anything else there is delivered as usual below.
+    const rx = this.peeked;
+    for (;;) {
+      const am = lane.peek(rx);
+      if (am < 0) { if (progress.briefOver()) return -1; continue; }
+      if (am === AM_EAGER) {
+        const n = this.takeAtCall(lane.owner as ProtoEndpoint, rx, buf, ctx, src, tag);
+        if (n >= 0) { lane.takePeeked(rx); return n; }
+      }
+      break;
+    }
     this.atCallBuf = buf; this.atCallCtx = ctx; this.atCallSrc = src; this.atCallTag = tag; this.atCallBytes = -1;
     try {
       // Until filled, or a message for it was queued instead (onEager, onRts
       // close the slot), or the one deadline passed (other traffic does not extend it).
-      if (progress.beginBrief()) {
-        while (this.atCallBytes < 0 && this.atCallBuf !== null && progress.pollBriefly(lane)) { /* deliver */ }
-      }
+      while (this.atCallBytes < 0 && this.atCallBuf !== null && progress.pollBriefly(lane)) { /* deliver */ }
     } finally {
       this.atCallBuf = null;
     }
     return this.atCallBytes;
   }
+
+  /**
+   * The eager frame rx (peeked at the head of ep's queue) into buf, when it
+   * is this receive's message and nothing may come before it: the next in
+   * the peer's order (none held back), on this context from src with a
+   * matching tag, no receive posted on the context (an earlier one might
+   * match it), and it fits. Then it is received as onEager would, without the
+   * handler's path, and its size returned; otherwise -1, nothing changed.
+   * The source is the lane's peer, so its claimed rank is right by construction.
+   */
+  private takeAtCall(ep: ProtoEndpoint, rx: RxFrame, buf: Uint8Array, ctx: number, src: number, tag: number): number {
+    const v = rx.view;
+    const o = rx.hdrOff;
+    const len = rx.payLen;
+    if (rx.hdrLen !== EAGER_HDR || hdrCtx(v, o) !== ctx || hdrSrc(v, o) !== src || len > buf.length) return -1;
+    const t = hdrTag(v, o);
+    if (tag !== ANY_TAG && t !== tag) return -1;
+    if (hdrSeq(v, o) !== ep.rx.expected || ep.rx.waiting > 0) return -1;
+    const st = this.state(ctx);
+    if (st.queues.postedCount > 0 || st.broken !== null) return -1;
+    ep.rx.expected = (ep.rx.expected + 1) >>> 0;
+    ep.credits += hdrCredits(v, o);
+    this.returnCredit(ep, len + EAGER_OVERHEAD);
+    copyOut(rx.buf, rx.payOff, len, buf);
+    this.gotSource = src;
+    this.gotTag = t;
+    this.recvsAtCall++;
+    return len;
+  }
+
+  /** The frame recvAtCall looks at before taking it. */
+  private readonly peeked: RxFrame = { buf: EMPTY_BUF, view: new DataView(new ArrayBuffer(0)), hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null };
 
   /** Whether a message (context, source, tag) matches the receive waiting at the call. */
   private forAtCall(ctx: number, src: number, tag: number): boolean {

@@ -191,14 +191,18 @@ export class Progress {
   pollBriefly(from: { poll(): boolean }): boolean {
     for (;;) {
       const any = from.poll();
-      if ((++this.briefPolls & 63) === 0) {
-        const now = performance.now();
-        if (this.briefUntil < 0) this.briefUntil = now + RECV_SPIN_MS;
-        // Over (what this last poll delivered is delivered; the caller looks at its slot).
-        else if (now >= this.briefUntil) return false;
-      }
+      // Over (what this last poll delivered is delivered; the caller looks at its slot).
+      if (this.briefOver()) return false;
       if (any) return true;
     }
+  }
+
+  /** One more poll of the brief wait begun by beginBrief: true once it has lasted RECV_SPIN_MS. */
+  briefOver(): boolean {
+    if ((++this.briefPolls & 63) !== 0) return false;
+    const now = performance.now();
+    if (this.briefUntil < 0) { this.briefUntil = now + RECV_SPIN_MS; return false; }
+    return now >= this.briefUntil;
   }
 
   /** When the current brief wait ends (performance.now() ms; -1: not measured yet), and its polls so far. */

@@ -155,8 +155,8 @@ export interface Rail {
   allocShared?(bytes: number): Uint8Array | null;
 }
 
-/** An endpoint of a polled rail: its peer's traffic can be polled alone. */
-export type PolledEndpoint = RailEndpoint & { poll(): boolean };
+/** An endpoint of a polled rail: its peer's traffic can be polled alone, and its next frame looked at first. */
+export type PolledEndpoint = RailEndpoint & Required<Pick<RailEndpoint, 'poll' | 'peek' | 'takePeeked'>>;
 
 export interface RailEndpoint {
   readonly rail: Rail;
@@ -174,6 +174,14 @@ export interface RailEndpoint {
   abort(reason: string): void;
   /** Polled rails: deliver what waits from this peer alone (a receive waits for it at the call); true if anything did. */
   poll?(): boolean;
+  /**
+   * Polled rails: describe the next frame from this peer in rx without
+   * delivering it, and return its AM id (-1: none waits). The layer above may
+   * consume it itself (takePeeked), or leave it to be delivered as usual.
+   */
+  peek?(rx: RxFrame): number;
+  /** The frame peek described was consumed by the layer above: free it (counted as received). */
+  takePeeked?(rx: RxFrame): void;
   /**
    * Optional single-copy reads of the peer's memory (shm: Linux CMA), for
    * rendezvous RGET. null or absent when the rail cannot.

@@ -85,3 +85,32 @@ test('ring: a producer waiting for room is rung once the consumer hands room bac
   assert.equal(rung, 2);
   assert.equal(producer.fits(8, 1000), true);
 });
+
+test('ring: peek shows the head frame without taking it, past skip markers; take frees it; a corrupt frame throws', () => {
+  const r = new Ring(1 << 12);
+  assert.equal(r.peek(), -1, 'empty');
+  const hdr = new Uint8Array(64);
+  for (let i = 0; i < 20; i++) hdr[i] = i + 1;
+  const pay = new Uint8Array([9, 8, 7]);
+  let frames = 0;
+  // Fill and empty the ring through peek/take so that frames wrap (skip markers) several times.
+  for (let i = 0; i < 500; i++) {
+    assert.ok(r.write(5, hdr, 20, pay));
+    const off = r.peek();
+    assert.ok(off >= 0);
+    assert.equal(r.peek(), off, 'peek does not take');
+    assert.deepEqual([r.frameAm(off), r.frameHeaderLength(off), r.framePayloadLength(off)], [5, 20, 3]);
+    assert.equal(r.data[off + 16], 1);
+    assert.deepEqual([...r.data.subarray(off + 16 + 24, off + 16 + 24 + 3)], [9, 8, 7]);
+    r.take(off);
+    frames++;
+  }
+  assert.equal(frames, 500);
+  assert.equal(r.peek(), -1);
+  assert.equal(r.hasData(), false);
+  // A frame whose length word is not a frame length: peek throws as drain does.
+  assert.ok(r.write(5, hdr, 20, pay));
+  const off = r.peek();
+  new Int32Array(r.sab, 128)[off >> 2] = 3;
+  assert.throws(() => r.peek(), /corrupt ring frame/);
+});

@@ -3,8 +3,9 @@
 // the room just freed, re-drive senders that found their ring full, and say
 // whether a rail may sleep (nothing waits, and blocked senders will be rung).
 
-import type { RailEndpoint, RailUpcalls } from '../api.js';
-import type { Ring } from './ring.js';
+import type { RailEndpoint, RailUpcalls, RxFrame } from '../api.js';
+import type { TrafficCounters } from '../../core/counters.js';
+import { FRAME_HEAD, payloadOffset, type Ring } from './ring.js';
 
 /** What a ring rail's endpoint offers its rail's poller. */
 export interface RingEndpoint extends RailEndpoint {
@@ -42,6 +43,37 @@ export function drainInbound<E extends RingEndpoint>(e: Inbound<E>): boolean {
     e.ep.abort((err as Error).message);
     return false;
   }
+}
+
+/**
+ * The frame at the head of one inbound ring, without delivering it: rx
+ * describes it (as a handler would see it) and its AM id is returned; -1
+ * when none waits. A corrupt frame fails its peer.
+ */
+export function peekInbound<E extends RingEndpoint>(e: Inbound<E>, rx: RxFrame): number {
+  if (e.broken) return -1;
+  let off: number;
+  try {
+    off = e.ring.peek();
+  } catch (err) {
+    e.broken = true;
+    e.ep.abort((err as Error).message);
+    return -1;
+  }
+  if (off < 0) return -1;
+  const r = e.ring;
+  const hdrLen = r.frameHeaderLength(off);
+  rx.buf = r.data; rx.view = r.view;
+  rx.hdrOff = off + FRAME_HEAD; rx.hdrLen = hdrLen;
+  rx.payOff = payloadOffset(off, hdrLen); rx.payLen = r.framePayloadLength(off); rx.placed = null;
+  return r.frameAm(off);
+}
+
+/** The frame peekInbound described was consumed by the caller: free it, and count it as delivered. */
+export function takePeeked<E extends RingEndpoint>(e: Inbound<E>, rx: RxFrame, railCounters: TrafficCounters): void {
+  e.ring.take(rx.hdrOff - FRAME_HEAD);
+  e.ep.counters.msgsRecv++; e.ep.counters.bytesRecv += rx.payLen;
+  railCounters.msgsRecv++; railCounters.bytesRecv += rx.payLen;
 }
 
 /** Drain inbound rings and re-drive blocked senders; true if anything happened. */

@@ -221,6 +221,38 @@ export class Ring {
   }
 
   /**
+   * Consumer: the frame at the head, without taking it: its offset into
+   * `data` (read its parts with frameAm, frameHeaderLength,
+   * framePayloadLength), or -1 when none waits. Throws on a corrupt frame, as drain does.
+   */
+  peek(): number {
+    if (this.head !== this.published) this.handBack();
+    const w = this.words;
+    for (;;) {
+      const head = this.head;
+      if ((head | 0) === Atomics.load(this.ctl, TAIL)) return -1;
+      const off = head & this.mask;
+      const len = w[off >> 2]!;
+      if (len === SKIP) { this.head = (head + (this.capacity - off)) >>> 0; continue; }
+      if (len < FRAME_HEAD || (len & 7) !== 0 || len > this.capacity - off) {
+        throw new Error(`corrupt ring frame: length ${len >>> 0} at offset ${off}`);
+      }
+      return off;
+    }
+  }
+
+  frameAm(off: number): number { return this.words[(off >> 2) + 2]! & 0xff; }
+  frameHeaderLength(off: number): number { return this.words[(off >> 2) + 2]! >>> 16; }
+  framePayloadLength(off: number): number { return this.words[(off >> 2) + 1]! >>> 0; }
+
+  /** Consumer: free the frame peek returned (the caller consumed it). */
+  take(off: number): void {
+    const head = (this.head + this.words[off >> 2]!) >>> 0;
+    this.head = head;
+    if (((head - this.published) >>> 0) >= this.capacity >>> 2) this.handBack();
+  }
+
+  /**
    * Consumer: call visit(am, offset, hdrLen, payLen) for each waiting frame
    * (offsets into `data`), freeing each after the visit; returns how many.
    * `max` bounds one call so that a busy ring cannot starve the others.

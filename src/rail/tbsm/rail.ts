@@ -14,7 +14,7 @@ import { formatId } from '../../core/ids.js';
 import { BroadcastChannel } from 'node:worker_threads';
 import { Doorbell, FRAME_HEAD, Ring } from '../shared/ring.js';
 import { AM_BYE, deliverFrame, type RingPeer } from '../shared/deliver.js';
-import { drainInbound, inboundRing, maySleep, pollRings, type Inbound as SharedInbound } from '../shared/poll.js';
+import { drainInbound, inboundRing, maySleep, peekInbound, pollRings, takePeeked, type Inbound as SharedInbound } from '../shared/poll.js';
 
 type ChannelMsg =
   | { kind: 'bell'; from: string; to?: string; sab: SharedArrayBuffer }
@@ -173,6 +173,16 @@ export class TbsmEndpoint implements RingPeer {
   /** Deliver what waits from this peer alone (a receive waits for it at the call); true if anything did. */
   poll(): boolean {
     return this.inbound !== null && drainInbound(this.inbound);
+  }
+
+  /** The next frame from this peer, described in rx but not delivered: its AM id, or -1 when none waits. */
+  peek(rx: RxFrame): number {
+    return this.inbound === null ? -1 : peekInbound(this.inbound, rx);
+  }
+
+  /** The frame peek described was consumed by the caller. */
+  takePeeked(rx: RxFrame): void {
+    takePeeked(this.inbound!, rx, this.rail.counters);
   }
 
   private failed = false;
