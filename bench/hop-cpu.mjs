@@ -71,8 +71,6 @@ const stages = {
   '+await': async (n) => { for (let i = 0; i < n; i++) { peerSends(); recvP(); await null; sendP(); await null; peerTakes(); } },
   public: async (n) => { for (let i = 0; i < n; i++) { peerSends(); await comm.recv(b, peer); await comm.send(b, peer); peerTakes(); } },
 };
-if (process.env.HOP_CPU_EXTRA) Object.assign(stages, (await import(process.env.HOP_CPU_EXTRA)).extraStages({ comm, p2p, pc, me, peer, b, ctx, peerSends, peerTakes, recvP, sendP }));
-if (process.env.HOP_CPU_EXTRA) Object.assign(stages, (await import(process.env.HOP_CPU_EXTRA)).extraStages({ comm, p2p, pc, me, peer, b, ctx, peerSends, peerTakes, recvP, sendP }));
 const only = process.env.HOP_CPU_STAGE;
 const names = only ? [only] : Object.keys(stages);
 const res = Object.fromEntries(names.map((n) => [n, []]));
