@@ -2,10 +2,13 @@
 // (no maps, no strings), read by `--stats`, `railcomm info` and tests.
 
 export class TrafficCounters {
-  msgsSent = 0;
-  bytesSent = 0;
-  msgsRecv = 0;
-  bytesRecv = 0;
+  // Counts that pass 2^31 in a long job start as doubles (-0 reads as 0): a
+  // field that starts as a small integer and grows past it changes its
+  // representation in mid-run, which deoptimizes every function that bumps it.
+  msgsSent = -0;
+  bytesSent = -0;
+  msgsRecv = -0;
+  bytesRecv = -0;
   /** Operations answered "no resource" and queued. */
   pending = 0;
   /** Frames or datagrams refused as malformed. */

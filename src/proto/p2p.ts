@@ -7,6 +7,7 @@ import type { AmHandler, PolledEndpoint, RailEndpoint, RxFrame } from '../rail/a
 import { NO_RESOURCE } from '../rail/api.js';
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import { MatchQueues, ANY_SOURCE, ANY_TAG, type Arrived } from './matching.js';
+import { nextSeq } from './reorder.js';
 import type { Progress } from './progress.js';
 import type { Linked, List } from './list.js';
 import { Request, KIND_PROBE, KIND_SEND, PENDING, type Canceller } from './request.js';
@@ -184,7 +185,7 @@ export class PointToPoint implements Canceller {
       ep.owed = owed;
       return EAGER_FULL;
     }
-    ep.txSeq = (ep.txSeq + 1) >>> 0;
+    ep.txSeq = nextSeq(ep.txSeq);
     ep.credits -= cost;
     return EAGER_SENT;
   }
@@ -202,7 +203,7 @@ export class PointToPoint implements Canceller {
       return null;
     }
     const seq = ep.txSeq;
-    ep.txSeq = (seq + 1) >>> 0;
+    ep.txSeq = nextSeq(seq);
     const v = this.scratchView;
     if (eager === EAGER_FULL) {
       // The rail is full (a ring the receiver has not drained, a socket past
@@ -376,7 +377,7 @@ export class PointToPoint implements Canceller {
     if (hdrSeq(v, o) !== ep.rx.expected || ep.rx.waiting > 0) return -1;
     const st = this.state(ctx);
     if (st.queues.postedCount > 0 || st.broken !== null) return -1;
-    ep.rx.expected = (ep.rx.expected + 1) >>> 0;
+    ep.rx.expected = nextSeq(ep.rx.expected);
     ep.credits += hdrCredits(v, o);
     this.returnCredit(ep, len + EAGER_OVERHEAD);
     copyOut(rx.buf, rx.payOff, len, buf);

@@ -1,11 +1,19 @@
 // Per-peer message ordering: every matched message carries a sequence number
 // per (sender, receiver) pair; a message that overtook another (possible when
 // a peer is reached over several rails) waits here until its turn.
-// Sequence numbers are 32-bit and compared modulo 2^32, so they may wrap.
+// Sequence numbers run modulo 2^30 (they travel as 32-bit fields), so that
+// they stay small integers (V8's Smis): past 2^31 a counter becomes a heap
+// number and the functions doing arithmetic on it are deoptimized at once.
 
-/** True when sequence number a comes before b (modulo 2^32). */
+/** Sequence numbers wrap to 0 after SEQ_MASK. */
+export const SEQ_MASK = 0x3fffffff;
+
+/** The sequence number after seq. */
+export const nextSeq = (seq: number): number => (seq + 1) & SEQ_MASK;
+
+/** True when sequence number a comes before b (modulo 2^30: within half the range behind it). */
 export function seqBefore(a: number, b: number): boolean {
-  return ((a - b) | 0) < 0;
+  return ((a - b) & SEQ_MASK) > SEQ_MASK >>> 1;
 }
 
 export class ReorderBuffer<T> {
@@ -14,7 +22,7 @@ export class ReorderBuffer<T> {
 
   /** True when `seq` is the next in order (and advances); false when it must wait or is a duplicate. */
   inOrder(seq: number): boolean {
-    if (seq === this.expected) { this.expected = (this.expected + 1) >>> 0; return true; }
+    if (seq === this.expected) { this.expected = nextSeq(seq); return true; }
     return false;
   }
 
@@ -33,7 +41,7 @@ export class ReorderBuffer<T> {
     const item = this.early.get(this.expected);
     if (item === undefined) return undefined;
     this.early.delete(this.expected);
-    this.expected = (this.expected + 1) >>> 0;
+    this.expected = nextSeq(this.expected);
     return item;
   }
 

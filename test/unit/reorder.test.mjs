@@ -1,31 +1,35 @@
 // Unit and property tests of per-peer message ordering (src/proto/reorder.ts):
-// 32-bit sequence comparison across wrap-around, and a ReorderBuffer fed a
-// random permutation (with duplicates) of a window that wraps past 2^32.
+// sequence comparison modulo 2^30 across wrap-around, and a ReorderBuffer fed
+// a random permutation (with duplicates) of a window that wraps past 2^30.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { seqBefore, ReorderBuffer } from '../../dist/proto/reorder.js';
+import { seqBefore, nextSeq, SEQ_MASK, ReorderBuffer } from '../../dist/proto/reorder.js';
 
-const U32 = 0x1_0000_0000;
-const add = (a, d) => (a + d) >>> 0;
+const RANGE = SEQ_MASK + 1; // 2^30
+const HALF = RANGE / 2;
+const add = (a, d) => (a + d) % RANGE;
 
-test('seqBefore: plain order and wrap-around', () => {
+test('seqBefore: plain order and wrap-around; numbers stay below 2^30 (small integers in V8)', () => {
+  assert.equal(RANGE, 2 ** 30);
   assert.equal(seqBefore(0, 1), true);
   assert.equal(seqBefore(1, 0), false);
   assert.equal(seqBefore(5, 5), false);
-  assert.equal(seqBefore(0xffffffff, 0), true, '0xffffffff comes just before 0');
-  assert.equal(seqBefore(0, 0xffffffff), false);
-  assert.equal(seqBefore(0xfffffff0, 0x10), true);
-  assert.equal(seqBefore(0x10, 0xfffffff0), false);
-  assert.equal(seqBefore(0x7fffffff, 0x80000000), true);
-  assert.equal(seqBefore(0x80000000, 0x7fffffff), false);
+  assert.equal(seqBefore(SEQ_MASK, 0), true, '2^30-1 comes just before 0');
+  assert.equal(seqBefore(0, SEQ_MASK), false);
+  assert.equal(seqBefore(SEQ_MASK - 15, 0x10), true);
+  assert.equal(seqBefore(0x10, SEQ_MASK - 15), false);
+  assert.equal(seqBefore(HALF - 1, HALF), true);
+  assert.equal(seqBefore(HALF, HALF - 1), false);
+  assert.equal(nextSeq(SEQ_MASK), 0);
+  assert.equal(nextSeq(7), 8);
 });
 
-test('seqBefore: a before a+d for every distance 1..2^31-1, irreflexive (property)', () => {
+test('seqBefore: a before a+d for every distance 1..2^29-1, irreflexive (property)', () => {
   fc.assert(fc.property(
-    fc.integer({ min: 0, max: U32 - 1 }),
-    fc.integer({ min: 1, max: 0x7fffffff }),
+    fc.integer({ min: 0, max: RANGE - 1 }),
+    fc.integer({ min: 1, max: HALF - 1 }),
     (a, d) => {
       const b = add(a, d);
       assert.equal(seqBefore(a, b), true, `${a} before ${b}`);
@@ -37,19 +41,19 @@ test('seqBefore: a before a+d for every distance 1..2^31-1, irreflexive (propert
 
 test('ReorderBuffer: in-order delivery advances, early ones wait, expected wraps to 0', () => {
   const rb = new ReorderBuffer();
-  rb.expected = 0xfffffffe;
-  assert.equal(rb.inOrder(0xffffffff), false);
-  rb.stash(0xffffffff, 'b');
+  rb.expected = SEQ_MASK - 1;
+  assert.equal(rb.inOrder(SEQ_MASK), false);
+  rb.stash(SEQ_MASK, 'b');
   assert.equal(rb.waiting, 1);
-  assert.equal(rb.next(), undefined, 'still waiting for 0xfffffffe');
-  assert.equal(rb.inOrder(0xfffffffe), true);
-  assert.equal(rb.expected, 0xffffffff);
+  assert.equal(rb.next(), undefined, 'still waiting for 2^30-2');
+  assert.equal(rb.inOrder(SEQ_MASK - 1), true);
+  assert.equal(rb.expected, SEQ_MASK);
   assert.equal(rb.next(), 'b');
-  assert.equal(rb.expected, 0, 'wraps to 0, not 2^32');
+  assert.equal(rb.expected, 0, 'wraps to 0, not 2^30');
   assert.equal(rb.waiting, 0);
   assert.equal(rb.next(), undefined);
-  assert.equal(rb.isDuplicate(0xffffffff), true);
-  assert.equal(rb.isDuplicate(0xfffffffe), true);
+  assert.equal(rb.isDuplicate(SEQ_MASK), true);
+  assert.equal(rb.isDuplicate(SEQ_MASK - 1), true);
   assert.equal(rb.isDuplicate(0), false);
   assert.equal(rb.inOrder(0), true);
   assert.equal(rb.expected, 1);
@@ -70,7 +74,7 @@ test('ReorderBuffer: a stashed sequence number is a duplicate until delivered', 
 });
 
 /**
- * Feed a window [start, start + n) (mod 2^32) in the given order, with some
+ * Feed a window [start, start + n) (mod 2^30) in the given order, with some
  * sequence numbers repeated, the way the protocol layer does: drop duplicates,
  * deliver in-order ones and then whatever became in order, stash the rest.
  */
@@ -93,8 +97,8 @@ function run(start, order) {
 
 test('ReorderBuffer delivers a random permutation of a wrapping window in order, and catches duplicates (property)', () => {
   fc.assert(fc.property(
-    // Start within 64 of 2^32 so most windows wrap.
-    fc.integer({ min: U32 - 64, max: U32 - 1 }),
+    // Start within 64 of 2^30 so most windows wrap.
+    fc.integer({ min: RANGE - 64, max: RANGE - 1 }),
     fc.integer({ min: 1, max: 200 }).chain((n) => fc.tuple(
       fc.constant(n),
       fc.shuffledSubarray([...Array(n).keys()], { minLength: n, maxLength: n }),
@@ -116,12 +120,12 @@ test('ReorderBuffer delivers a random permutation of a wrapping window in order,
 
 test('ReorderBuffer: duplicates of already-delivered numbers are caught far behind expected, across the wrap (property)', () => {
   fc.assert(fc.property(
-    fc.integer({ min: 0, max: U32 - 1 }),
-    fc.integer({ min: 1, max: 0x7fffffff }),
+    fc.integer({ min: 0, max: RANGE - 1 }),
+    fc.integer({ min: 1, max: HALF - 1 }),
     (expected, behind) => {
       const rb = new ReorderBuffer();
       rb.expected = expected;
-      const old = (expected - behind + U32) % U32;
+      const old = (expected - behind + RANGE) % RANGE;
       assert.equal(rb.isDuplicate(old), true);
       assert.equal(rb.inOrder(old), false);
       assert.equal(rb.isDuplicate(expected), false);

@@ -114,3 +114,32 @@ test('ring: peek shows the head frame without taking it, past skip markers; take
   new Int32Array(r.sab, 128)[off >> 2] = 3;
   assert.throws(() => r.peek(), /corrupt ring frame/);
 });
+
+test('ring: positions wrap at 2^30 (they stay small integers), frames intact across the wrap', () => {
+  const sab = new SharedArrayBuffer(128 + (1 << 12));
+  const ctl = new Int32Array(sab, 0, 32);
+  // Both sides begin 1 KiB before the wrap point.
+  const start = 2 ** 30 - 1024;
+  ctl[0] = start; ctl[16] = start;
+  const producer = new Ring(sab);
+  const consumer = new Ring(sab);
+  const hdr = new Uint8Array(64);
+  let sent = 0, got = 0;
+  const visit = (am, off, hl, pl) => {
+    assert.equal(pl, 1 + (got % 100));
+    assert.equal(consumer.data[off + 16 + 8], got & 0xff);
+    got++;
+  };
+  for (let i = 0; i < 200; i++) {
+    const pay = new Uint8Array(1 + (i % 100)).fill(i & 0xff);
+    while (!producer.write(2, hdr, 8, pay)) {
+      consumer.drain(visit);
+      consumer.hasData();
+    }
+    sent++;
+    for (const v of [Atomics.load(ctl, 0), Atomics.load(ctl, 16)]) assert.ok(v >= 0 && v < 2 ** 30, `position ${v}`);
+  }
+  while (consumer.drain(visit) > 0) { /* rest */ }
+  assert.equal(got, sent);
+  assert.ok(Atomics.load(ctl, 16) < start, 'the tail wrapped past 2^30 to a small number');
+});

@@ -1,6 +1,6 @@
 // A single-producer single-consumer ring of frames in a SharedArrayBuffer,
 // between two threads of one process (tbsm) or two processes that map the
-// same /dev/shm segment (shm). Positions run freely (uint32, modular);
+// same /dev/shm segment (shm). Positions run freely (modulo 2^30);
 // the producer publishes with an atomic store of the tail, the consumer hands
 // space back with an atomic store of the head (at its next look at the ring),
 // each on its own cache line. Frames
@@ -32,6 +32,14 @@ const VERSION = 29;
 const OWNER = 30;
 /** A frame length word that says the rest of the buffer is unused (0xffffffff as an Int32). */
 const SKIP = -1;
+/**
+ * Positions run modulo 2^30, so that they are always small integers (V8's
+ * Smis) in every build: past 2^31 a position becomes a heap number, and every
+ * function that did arithmetic on it is deoptimized at once (a stall of
+ * milliseconds after the first 2 GiB through a ring, bench RESULTS) and runs
+ * on doubles from then on.
+ */
+const POS_MASK = 0x3fffffff;
 
 /** Header buffers at least this long are the protocol layers' reusable scratch (a view of each is kept). */
 const SCRATCH_MIN = 64;
@@ -81,14 +89,14 @@ export class Ring {
   constructor(sabOrCapacity: SharedArrayBuffer | number) {
     this.sab = typeof sabOrCapacity === 'number' ? new SharedArrayBuffer(CONTROL_BYTES + sabOrCapacity) : sabOrCapacity;
     this.capacity = this.sab.byteLength - CONTROL_BYTES;
-    if (this.capacity <= 0 || (this.capacity & (this.capacity - 1)) !== 0) throw new Error(`ring capacity ${this.capacity} is not a power of two`);
+    if (this.capacity <= 0 || (this.capacity & (this.capacity - 1)) !== 0 || this.capacity > POS_MASK >>> 1) throw new Error(`ring capacity ${this.capacity} is not a power of two up to 512 MiB`);
     this.mask = this.capacity - 1;
     this.ctl = new Int32Array(this.sab, 0, 32);
     this.data = Buffer.from(this.sab, CONTROL_BYTES, this.capacity);
     this.view = new DataView(this.sab, CONTROL_BYTES, this.capacity);
     this.words = new Int32Array(this.sab, CONTROL_BYTES, this.capacity >> 2);
-    this.tail = Atomics.load(this.ctl, TAIL) >>> 0;
-    this.head = Atomics.load(this.ctl, HEAD) >>> 0;
+    this.tail = Atomics.load(this.ctl, TAIL) & POS_MASK;
+    this.head = Atomics.load(this.ctl, HEAD) & POS_MASK;
     this.headSeen = this.head;
     this.published = this.head;
   }
@@ -118,14 +126,14 @@ export class Ring {
     let off = tail & this.mask;
     const contiguous = this.capacity - off;
     const total = need > contiguous ? contiguous + need : need;
-    if (((tail - this.headSeen) >>> 0) + total > this.capacity) {
-      this.headSeen = Atomics.load(this.ctl, HEAD) >>> 0;
-      if (((tail - this.headSeen) >>> 0) + total > this.capacity) return false;
+    if (((tail - this.headSeen) & POS_MASK) + total > this.capacity) {
+      this.headSeen = Atomics.load(this.ctl, HEAD);
+      if (((tail - this.headSeen) & POS_MASK) + total > this.capacity) return false;
     }
     const w = this.words;
     if (need > contiguous) {
       w[off >> 2] = SKIP;
-      tail = (tail + contiguous) >>> 0;
+      tail = (tail + contiguous) & POS_MASK;
       off = 0;
     }
     const f = off >> 2;
@@ -140,8 +148,8 @@ export class Ring {
       if (payLen <= 64) for (let i = 0; i < payLen; i++) d[p + i] = payload[i]!;
       else d.set(payload, p);
     }
-    this.tail = (tail + need) >>> 0;
-    Atomics.store(this.ctl, TAIL, this.tail | 0);
+    this.tail = (tail + need) & POS_MASK;
+    Atomics.store(this.ctl, TAIL, this.tail);
     return true;
   }
 
@@ -177,10 +185,10 @@ export class Ring {
   /** Whether a frame with this header and payload size would be written now. */
   fits(hdrLen: number, payLen: number): boolean {
     const need = align8(FRAME_HEAD + align8(hdrLen) + payLen);
-    const tail = Atomics.load(this.ctl, TAIL) >>> 0;
+    const tail = Atomics.load(this.ctl, TAIL);
     const contiguous = this.capacity - (tail & this.mask);
     const total = need > contiguous ? contiguous + need : need;
-    return ((tail - (Atomics.load(this.ctl, HEAD) >>> 0)) >>> 0) + total <= this.capacity;
+    return ((tail - Atomics.load(this.ctl, HEAD)) & POS_MASK) + total <= this.capacity;
   }
 
   /**
@@ -196,13 +204,13 @@ export class Ring {
 
   /** Bytes not yet handed back by the consumer. */
   free(): number {
-    return this.capacity - ((Atomics.load(this.ctl, TAIL) - Atomics.load(this.ctl, HEAD)) >>> 0);
+    return this.capacity - ((Atomics.load(this.ctl, TAIL) - Atomics.load(this.ctl, HEAD)) & POS_MASK);
   }
 
   /** Consumer: true when a frame is waiting (room freed before is handed back first). */
   hasData(): boolean {
     if (this.head !== this.published) this.handBack();
-    return (this.head | 0) !== Atomics.load(this.ctl, TAIL);
+    return this.head !== Atomics.load(this.ctl, TAIL);
   }
 
   /**
@@ -213,7 +221,7 @@ export class Ring {
    */
   private handBack(): void {
     this.published = this.head;
-    Atomics.store(this.ctl, HEAD, this.head | 0);
+    Atomics.store(this.ctl, HEAD, this.head);
     if (Atomics.load(this.ctl, WAITING) !== 0) {
       Atomics.store(this.ctl, WAITING, 0);
       if (this.onRoom !== null) this.onRoom();
@@ -230,10 +238,10 @@ export class Ring {
     const w = this.words;
     for (;;) {
       const head = this.head;
-      if ((head | 0) === Atomics.load(this.ctl, TAIL)) return -1;
+      if (head === Atomics.load(this.ctl, TAIL)) return -1;
       const off = head & this.mask;
       const len = w[off >> 2]!;
-      if (len === SKIP) { this.head = (head + (this.capacity - off)) >>> 0; continue; }
+      if (len === SKIP) { this.head = (head + (this.capacity - off)) & POS_MASK; continue; }
       if (len < FRAME_HEAD || (len & 7) !== 0 || len > this.capacity - off) {
         throw new Error(`corrupt ring frame: length ${len >>> 0} at offset ${off}`);
       }
@@ -247,9 +255,9 @@ export class Ring {
 
   /** Consumer: free the frame peek returned (the caller consumed it). */
   take(off: number): void {
-    const head = (this.head + this.words[off >> 2]!) >>> 0;
+    const head = (this.head + this.words[off >> 2]!) & POS_MASK;
     this.head = head;
-    if (((head - this.published) >>> 0) >= this.capacity >>> 2) this.handBack();
+    if (((head - this.published) & POS_MASK) >= this.capacity >>> 2) this.handBack();
   }
 
   /**
@@ -260,25 +268,25 @@ export class Ring {
   drain(visit: (am: number, off: number, hdrLen: number, payLen: number) => void, max = 64): number {
     if (this.head !== this.published) this.handBack();
     let head = this.head;
-    const tail = Atomics.load(this.ctl, TAIL) >>> 0;
+    const tail = Atomics.load(this.ctl, TAIL);
     const w = this.words;
     let n = 0;
     while (head !== tail && n < max) {
       const off = head & this.mask;
       const f = off >> 2;
       const len = w[f]!;
-      if (len === SKIP) { head = (head + (this.capacity - off)) >>> 0; continue; }
+      if (len === SKIP) { head = (head + (this.capacity - off)) & POS_MASK; continue; }
       if (len < FRAME_HEAD || (len & 7) !== 0 || len > this.capacity - off) {
         throw new Error(`corrupt ring frame: length ${len >>> 0} at offset ${off}`);
       }
       const amAndHdr = w[f + 2]!;
       visit(amAndHdr & 0xff, off, amAndHdr >>> 16, w[f + 1]! >>> 0);
-      head = (head + len) >>> 0;
+      head = (head + len) & POS_MASK;
       this.head = head;
       n++;
     }
     this.head = head;
-    if (((head - this.published) >>> 0) >= this.capacity >>> 2) this.handBack();
+    if (((head - this.published) & POS_MASK) >= this.capacity >>> 2) this.handBack();
     return n;
   }
 }
