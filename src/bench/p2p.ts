@@ -9,11 +9,15 @@ interface Row { size: number; usec?: number; usec_median?: number; usec_batch?: 
 // V8 optimises the hot path only after tens of thousands of calls (the
 // 8-byte mean falls by half between 20,000 and 300,000 round trips here):
 // small sizes warm up long, and time 10x the base count (a few milliseconds
-// of timed round trips let one compiler or GC pause move the median).
+// of timed round trips let one compiler or GC pause move the median). Mid
+// sizes warm up and time the base count: with a hundred round trips of
+// warm-up their paths were still being compiled while timed, and with two
+// hundred timed the p99 was the second-slowest round trip (1-2 ms compiler
+// stalls, where 2,000 warm round trips show a p99 of 7 us at 64 KiB on shm).
 function iterations(size: number, base: number): { iters: number; warmup: number } {
   if (size <= 8192) return { iters: base * 10, warmup: Math.max(1000, base * 10) };
-  if (size < 1 << 20) return { iters: Math.max(20, Math.ceil(base / 10)), warmup: Math.max(20, Math.ceil(base / 20)) };
-  return { iters: Math.max(10, Math.ceil(base / 40)), warmup: 5 };
+  if (size < 1 << 20) return { iters: Math.max(20, base), warmup: Math.max(20, base) };
+  return { iters: Math.max(10, Math.ceil(base / 10)), warmup: Math.max(5, Math.ceil(base / 20)) };
 }
 
 /**

@@ -206,7 +206,7 @@ export class Context {
         const t = thresholdsFor(r.caps, params);
         const c = r.caps;
         l7.push(`${r.name}: ${c.reliable ? 'reliable' : 'unreliable'}, ${c.ordered ? 'ordered' : 'unordered'}, put ${c.put ? 'yes' : 'no'}, get ${c.get ? 'yes' : 'no'}, atomics ${c.atomics ? 'yes' : 'no'}, ~${c.latencyUs} us, ~${c.bandwidthMBps} MB/s; ` +
-          `short <= ${t.short} B, eager <= ${t.eager} B, zero-copy eager <= ${t.zcopy} B, rendezvous above in ${t.chunk} B chunks`);
+          `short <= ${t.short} B, eager <= ${t.eager} B, zero-copy eager <= ${t.zcopy} B (a blocking send complete at the call <= ${t.now} B), rendezvous above in ${t.chunk} B chunks`);
       }
       say(7, 'rail capabilities and protocol tables', l7);
 

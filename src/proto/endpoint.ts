@@ -16,6 +16,12 @@ export interface Thresholds {
   short: number;
   /** <= eager: copied at send; the send completes at once. */
   eager: number;
+  /**
+   * <= now: a blocking send that the rail takes at once is complete at the
+   * call, with no Request (eager, or up to the zero-copy range on rails that
+   * copy at send anyway).
+   */
+  now: number;
   /** <= zcopy: sent from the user's buffer; completes once the rail is done with it. */
   zcopy: number;
   /** Larger: rendezvous, data in chunks of this size. */
@@ -29,10 +35,12 @@ export function rndvThresholdOf(caps: RailCaps, p: Params): number {
 
 export function thresholdsFor(caps: RailCaps, p: Params): Thresholds {
   const eager = Math.min(p.eagerLimit, caps.amCopyMax);
+  const zcopy = Math.max(eager, Math.min(rndvThresholdOf(caps, p) - 1, caps.amZcopyMax));
   return {
     short: Math.min(caps.amShortMax, eager),
     eager,
-    zcopy: Math.max(eager, Math.min(rndvThresholdOf(caps, p) - 1, caps.amZcopyMax)),
+    now: caps.copiesAtSend === true ? Math.max(eager, Math.min(zcopy, caps.amCopyMax)) : eager,
+    zcopy,
     chunk: Math.min(p.rndvChunk, caps.amZcopyMax),
   };
 }
@@ -65,7 +73,7 @@ export class ProtoEndpoint {
   lane: RailEndpoint | null = null;
   /** The lane's rail is polled by progress (shared-memory rings): worth waiting for at the call. */
   polled = false;
-  th: Thresholds = { short: 0, eager: 0, zcopy: 0, chunk: 1 };
+  th: Thresholds = { short: 0, eager: 0, now: 0, zcopy: 0, chunk: 1 };
   resolving = false;
   txSeq = 0;
   readonly rx = new ReorderBuffer<Stashed>();

@@ -158,13 +158,14 @@ export class PointToPoint implements Canceller {
    * The blocking send's fast path: an eager-sized message that the lane takes
    * at once is sent and complete here, with no Request, no loop hold and no
    * progress pass (each cost more than the ring write on the shared-memory
-   * rails). Returns false, having changed nothing, whenever it must go the
-   * general way: no lane yet, sends queued ahead, a failed peer, rendezvous
-   * size, no eager credits left, or a rail with no room.
+   * rails, where this also takes zero-copy sizes: th.now). Returns false,
+   * having changed nothing, whenever it must go the general way: no lane yet,
+   * sends queued ahead, a failed peer, a larger size, no eager credits left,
+   * or a rail with no room.
    */
   sendNow(buf: Uint8Array, dest: number, ctx: number, source: number, tag: number): boolean {
     const ep = this.host.endpointFor(dest);
-    if (ep.lane === null || ep.failure !== null || ep.hasPending || buf.length > ep.th.eager) return false;
+    if (ep.lane === null || ep.failure !== null || ep.hasPending || buf.length > ep.th.now) return false;
     return this.eagerNow(ep, buf, ctx, source, tag) === EAGER_SENT;
   }
 

@@ -45,6 +45,12 @@ export interface RailCaps {
    * rendezvous round trip.
    */
   readonly rndvThreshold?: number;
+  /**
+   * Sending is copying into memory the peer reads (shared-memory rings):
+   * sendCopy costs no more than sendZcopy, so a blocking send of any size up
+   * to the zero-copy range that the rail takes at once completes at the call.
+   */
+  readonly copiesAtSend?: boolean;
 }
 
 /** Completion of an in-progress operation. Implemented by requests, so no closure per message. */

@@ -76,6 +76,7 @@ export class ShmRail implements Rail {
       amHeaderMax: 256, amShortMax: 1024,
       amCopyMax: Math.min(body, 1 << 18), amZcopyMax: Math.min(body, 1 << 18),
       put: false, get: false, atomics: false,
+      copiesAtSend: true,
       latencyUs: 0.6, bandwidthMBps: 8000,
       // Measured crossover (bench/RESULTS.md, shm run 7): the ring up to 256 KiB.
       rndvThreshold: env.params.shmRndvThreshold || 1 << 18,

@@ -57,6 +57,7 @@ export class TbsmRail implements Rail {
       amHeaderMax: 256, amShortMax: 1024,
       amCopyMax: Math.min(body, 1 << 18), amZcopyMax: Math.min(body, 1 << 18),
       put: false, get: false, atomics: false,
+      copiesAtSend: true,
       latencyUs: 0.5, bandwidthMBps: 8000,
       // Measured crossover (bench/RESULTS.md, shm run 7): memcpy rendezvous wins from 128 KiB.
       rndvThreshold: env.params.shmRndvThreshold || 1 << 17,
