@@ -76,6 +76,32 @@ export function takePeeked<E extends RingEndpoint>(e: Inbound<E>, rx: RxFrame, r
   railCounters.msgsRecv++; railCounters.bytesRecv += rx.payLen;
 }
 
+/**
+ * The receiving half shared by the ring rails' endpoints: the ring the peer
+ * writes to us (once accepted), polled alone or looked at before delivery
+ * when a receive waits for this peer at the call.
+ */
+export abstract class RingLane<E extends RingEndpoint> {
+  abstract readonly rail: { readonly counters: TrafficCounters };
+  /** The ring this peer writes to us, once accepted. */
+  inbound: Inbound<E> | null = null;
+
+  /** Deliver what waits from this peer alone; true if anything did. */
+  poll(): boolean {
+    return this.inbound !== null && drainInbound(this.inbound);
+  }
+
+  /** The next frame from this peer, described in rx but not delivered: its AM id, or -1 when none waits. */
+  peek(rx: RxFrame): number {
+    return this.inbound === null ? -1 : peekInbound(this.inbound, rx);
+  }
+
+  /** The frame peek described was consumed by the caller. */
+  takePeeked(rx: RxFrame): void {
+    takePeeked(this.inbound!, rx, this.rail.counters);
+  }
+}
+
 /** Drain inbound rings and re-drive blocked senders; true if anything happened. */
 export function pollRings<E extends RingEndpoint>(ins: Array<Inbound<E>>, blocked: Set<E>, upcalls: RailUpcalls): boolean {
   let any = false;

@@ -2,14 +2,14 @@
 // segment we create on first send and announce in the peer's inbox), the
 // peer's doorbell, its pid (liveness, CMA reads) and the single-copy reader.
 
-import type { Completion, RailIpc, RailStatus, RxFrame } from '../api.js';
+import type { Completion, RailIpc, RailStatus } from '../api.js';
 import { DONE, IN_PROGRESS, NO_RESOURCE } from '../api.js';
 import { TrafficCounters } from '../../core/counters.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { formatId, rankOf } from '../../core/ids.js';
 import { Doorbell, Ring } from '../shared/ring.js';
 import { AM_BYE, type RingPeer } from '../shared/deliver.js';
-import { drainInbound, peekInbound, takePeeked, type Inbound } from '../shared/poll.js';
+import { RingLane } from '../shared/poll.js';
 import { cmaIpc } from '../shared/cma.js';
 import type { ShmRail } from './rail.js';
 import {
@@ -18,7 +18,7 @@ import {
 
 const EMPTY = new Uint8Array(0);
 
-export class ShmEndpoint implements RingPeer {
+export class ShmEndpoint extends RingLane<ShmEndpoint> implements RingPeer {
   readonly rail: ShmRail;
   readonly peer: bigint;
   readonly counters = new TrafficCounters();
@@ -27,29 +27,12 @@ export class ShmEndpoint implements RingPeer {
   /** The peer's process id (from its address or its ring's stamp); 0 until known. */
   pid: number;
   private out: Ring | null = null;
-  /** The ring this peer writes to us, once accepted. */
-  inbound: Inbound<ShmEndpoint> | null = null;
-
-  /** Deliver what waits from this peer alone (a receive waits for it at the call); true if anything did. */
-  poll(): boolean {
-    return this.inbound !== null && drainInbound(this.inbound);
-  }
-
-  /** The next frame from this peer, described in rx but not delivered: its AM id, or -1 when none waits. */
-  peek(rx: RxFrame): number {
-    return this.inbound === null ? -1 : peekInbound(this.inbound, rx);
-  }
-
-  /** The frame peek described was consumed by the caller. */
-  takePeeked(rx: RxFrame): void {
-    takePeeked(this.inbound!, rx, this.rail.counters);
-  }
-
   private peerInbox: Int32Array | null = null;
   private bell: Doorbell | null = null;
   private failed = false;
 
   constructor(rail: ShmRail, peer: bigint, pid: number) {
+    super();
     this.rail = rail;
     this.peer = peer;
     this.pid = pid;

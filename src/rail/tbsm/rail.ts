@@ -14,7 +14,7 @@ import { formatId } from '../../core/ids.js';
 import { BroadcastChannel } from 'node:worker_threads';
 import { Doorbell, FRAME_HEAD, Ring } from '../shared/ring.js';
 import { AM_BYE, deliverFrame, type RingPeer } from '../shared/deliver.js';
-import { drainInbound, inboundRing, maySleep, peekInbound, pollRings, takePeeked, type Inbound as SharedInbound } from '../shared/poll.js';
+import { inboundRing, maySleep, pollRings, RingLane, type Inbound as SharedInbound } from '../shared/poll.js';
 
 type ChannelMsg =
   | { kind: 'bell'; from: string; to?: string; sab: SharedArrayBuffer }
@@ -160,7 +160,7 @@ export class TbsmRail implements Rail {
   }
 }
 
-export class TbsmEndpoint implements RingPeer {
+export class TbsmEndpoint extends RingLane<TbsmEndpoint> implements RingPeer {
   readonly rail: TbsmRail;
   readonly peer: bigint;
   readonly counters = new TrafficCounters();
@@ -168,29 +168,12 @@ export class TbsmEndpoint implements RingPeer {
   /** Single-copy reads of the peer thread's buffers (same process), where the addon loaded. */
   readonly ipc: RailIpc | null;
   private out: Ring | null = null;
-  /** The ring this peer writes to us, once accepted. */
-  inbound: Inbound | null = null;
-
-  /** Deliver what waits from this peer alone (a receive waits for it at the call); true if anything did. */
-  poll(): boolean {
-    return this.inbound !== null && drainInbound(this.inbound);
-  }
-
-  /** The next frame from this peer, described in rx but not delivered: its AM id, or -1 when none waits. */
-  peek(rx: RxFrame): number {
-    return this.inbound === null ? -1 : peekInbound(this.inbound, rx);
-  }
-
-  /** The frame peek described was consumed by the caller. */
-  takePeeked(rx: RxFrame): void {
-    takePeeked(this.inbound!, rx, this.rail.counters);
-  }
-
   private failed = false;
   /** The receiver's doorbell, cached once known (looked up by id otherwise). */
   private bell: Doorbell | undefined = undefined;
 
   constructor(rail: TbsmRail, peer: bigint) {
+    super();
     this.rail = rail;
     this.peer = peer;
     this.ipc = rail.ipc;
