@@ -3,7 +3,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { kernel } from '../../dist/comm/coll/kernels.js';
+import { kernel } from '../../dist/native/kernels.js';
 
 test('32-bit integer products wrap as the element does, also past 2^53', () => {
   for (const C of [Int32Array, Uint32Array]) {

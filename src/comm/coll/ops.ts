@@ -4,7 +4,7 @@
 // floating-point results agree bit for bit.
 
 import { RailcommError, ErrorCode } from '../../core/errors.js';
-import { kernel } from './kernels.js';
+import { kernel } from '../../native/kernels.js';
 
 export type NumericArray =
   | Int8Array | Uint8Array | Uint8ClampedArray | Int16Array | Uint16Array | Int32Array | Uint32Array

@@ -12,7 +12,7 @@
 
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { builtInOf, type Op, type ReduceArray } from './ops.js';
-import { copyInto, kernel, type Kernel } from './kernels.js';
+import { copyInto, kernel, type Kernel } from '../../native/kernels.js';
 import { copyElements } from '../../native/copy.js';
 import type { CollComm } from './engine.js';
 import { LINE, Phases } from './shared-phase.js';

@@ -4,6 +4,8 @@
 // updated with Atomics, so native and emulated access to one window stay atomic
 // with respect to each other; on private memory plain loads and stores suffice.
 
+import { kernel, type Op } from '../../native/kernels.js';
+
 export const T_I8 = 0, T_U8 = 1, T_I16 = 2, T_U16 = 3, T_I32 = 4, T_U32 = 5, T_F32 = 6, T_F64 = 7, T_I64 = 8, T_U64 = 9;
 export const TYPE_SIZE = [1, 1, 2, 2, 4, 4, 4, 8, 8, 8] as const;
 
@@ -122,14 +124,10 @@ function accumulateInto(dst: AnyArray, src: AnyArray, type: number, op: number, 
   const n = src.length;
   if (op === OP_NO_OP) return;
   if (!shared) {
-    if (isBigType(type)) {
-      const d = dst as BigInt64Array, s = src as BigInt64Array;
-      for (let i = 0; i < n; i++) d[i] = combineBig(op, d[i]!, s[i]!);
-    } else {
-      const d = dst as Float64Array, s = src as Float64Array;
-      if (isFloatType(type)) for (let i = 0; i < n; i++) d[i] = combineNum(op, d[i]!, s[i]!);
-      else for (let i = 0; i < n; i++) d[i] = combineInt(op, d[i]!, s[i]!);
-    }
+    // The collectives' kernels, one per element type and op: a loop here that
+    // every type went through was megamorphic (several ms for 1 MiB).
+    if (op === OP_REPLACE) dst.set(src as never);
+    else kernel(OP_NAMES[op] as Op, dst)(dst, 0, dst, 0, src, 0, n);
     return;
   }
   if (type === T_F64) { floatCas(new BigInt64Array(dst.buffer, dst.byteOffset, n), f64, f64bits, src as Float64Array, op, n); return; }

@@ -1,6 +1,7 @@
-// The element loops of the collectives: reduction kernels, out[i] = a[i] (op)
-// b[i] for i < n, and copies. V8's inline caches belong to a call site, so one
-// loop fed several typed-array kinds goes megamorphic: 1 MiB of doubles then
+// The element loops of the collectives and of one-sided accumulate on private
+// memory: reduction kernels, out[i] = a[i] (op) b[i] for i < n, and copies.
+// V8's inline caches belong to a call site, so one loop fed several
+// typed-array kinds goes megamorphic: 1 MiB of doubles then
 // took 5.3 ms instead of 0.09 (measured). Each kernel is therefore its own
 // function, generated once from one template and unrolled by 8 (1.8x faster
 // than the plain loop on 1 MiB: more independent loads in flight). Long
@@ -8,9 +9,14 @@
 // full-speed copies into shared memory), for the pairs it computes bit for
 // bit as these loops do.
 
-import { loadNative, OP_CODES, TYPE_CODES } from '../../native/addon.js';
-import { copyElements } from '../../native/copy.js';
-import type { Op, ReduceArray } from './ops.js';
+import { loadNative, OP_CODES, TYPE_CODES } from './addon.js';
+import { copyElements } from './copy.js';
+
+/** The element-wise operations (the collectives' reduction ops, and one-sided accumulate's). */
+export type Op = 'sum' | 'prod' | 'min' | 'max' | 'band' | 'bor' | 'bxor' | 'land' | 'lor';
+/** The typed arrays they combine. */
+export type ReduceArray = Int8Array | Uint8Array | Uint8ClampedArray | Int16Array | Uint16Array | Int32Array | Uint32Array
+  | Float32Array | Float64Array | BigInt64Array | BigUint64Array;
 
 /** From this many elements a reduction goes to the addon (a call costs about 0.25 us; the loop about 0.5 ns an element). */
 const NATIVE_MIN = 1024;
