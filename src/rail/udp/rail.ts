@@ -327,6 +327,8 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
       else this.counters.sendBatches++;
     }
     for (let i = sent; i < n; i++) this.data.send(this.batchBufs[i]!, 0, this.batchLens[i]!, this.batchPorts[i]!, this.batchEps[i]!.ip);
+    // The segments are the sessions' again (freed once acknowledged): hold no reference here.
+    this.batchBufs.fill(EMPTY, 0, n);
   }
 
   /** FaultWire: where datagrams go after fault injection. */
