@@ -20,8 +20,9 @@ export class TrafficCounters {
 
   snapshot(): Record<string, number> {
     return {
-      msgsSent: this.msgsSent, bytesSent: this.bytesSent,
-      msgsRecv: this.msgsRecv, bytesRecv: this.bytesRecv,
+      // + 0: a count never bumped is -0 (above), reported as 0.
+      msgsSent: this.msgsSent + 0, bytesSent: this.bytesSent + 0,
+      msgsRecv: this.msgsRecv + 0, bytesRecv: this.bytesRecv + 0,
       pending: this.pending, badFrames: this.badFrames, refused: this.refused,
       retransmits: this.retransmits, drops: this.drops,
     };

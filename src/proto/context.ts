@@ -193,8 +193,8 @@ export class Context {
         const rail = await c.open(d, env);
         ctx.rails.push(rail);
         if (rail.poll !== undefined && rail.sleep !== undefined) {
-          const r = rail as Required<Pick<Rail, 'poll' | 'sleep'>>;
-          ctx.progress.addPoller({ poll: () => r.poll(), sleep: (w) => r.sleep(w) });
+          const r = rail as Required<Pick<Rail, 'poll' | 'sleep'>> & Pick<Rail, 'settle'>;
+          ctx.progress.addPoller({ poll: () => r.poll(), sleep: (w) => r.sleep(w), settle: () => r.settle?.() });
         }
         l6.push(`${rail.name}: open at ${rail.address()}`);
       }

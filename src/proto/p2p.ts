@@ -339,11 +339,14 @@ export class PointToPoint implements Canceller {
     // The receive's own eager message at the head of the source's queue is
     // taken from there (takeAtCall); anything else there is delivered as usual below.
     const rx = this.peeked;
+    const ep = lane.owner as ProtoEndpoint;
     for (;;) {
+      // A failed peer's frames are not taken (its receives fail through a Request).
+      if (ep.failure !== null) return -1;
       const am = lane.peek(rx);
       if (am < 0) { if (progress.briefOver()) return -1; continue; }
       if (am === AM_EAGER) {
-        const n = this.takeAtCall(lane.owner as ProtoEndpoint, rx, buf, ctx, src, tag);
+        const n = this.takeAtCall(ep, rx, buf, ctx, src, tag);
         if (n >= 0) { lane.takePeeked(rx); return n; }
       }
       break;

@@ -13,6 +13,12 @@ export interface Poller {
   poll(): boolean;
   /** Arm a wake-up; false (nothing armed) when data already waits. */
   sleep(wake: () => void): boolean;
+  /**
+   * This rank stops polling for a while without sleeping on the rail (it has
+   * nothing outstanding, or waits on memory of its own): hand back ring space
+   * consumed but not yet returned, so that a sender waiting for it is rung.
+   */
+  settle(): void;
 }
 
 /** How long one pass spins on polled rails before letting the event loop run (ms). */
@@ -112,6 +118,7 @@ export class Progress {
    * own doorbell (shared-memory collectives): no progress passes for it.
    */
   keep(on: boolean): void {
+    if (on) this.settleAll();
     this.kept += on ? 1 : -1;
     if (this.kept > 0) this.setRef(true);
     else if (this.outstanding === 0) this.setRef(false);
@@ -166,6 +173,10 @@ export class Progress {
     this.idleArmed = false;
     if (this.outstanding === 0 && this.serving > 0) this.sleepIdle();
   };
+
+  private settleAll(): void {
+    for (let i = 0; i < this.pollers.length; i++) this.pollers[i]!.settle();
+  }
 
   /** Rails that must be polled (shared-memory rings) register here. */
   addPoller(p: Poller): void {
@@ -231,6 +242,7 @@ export class Progress {
       this.spinning = false;
       this.microPasses = 0;
       if (this.serving > 0) this.sleepIdle();
+      else this.settleAll();
       return;
     }
     let any = false;

@@ -157,6 +157,8 @@ export interface Rail {
   poll?(): boolean;
   /** Polled rails: arm a wake-up for when data arrives; false (nothing armed) when data already waits. */
   sleep?(wake: () => void): boolean;
+  /** Polled rails: this rank stops polling for a while (not asleep on the rail): hand back consumed ring space. */
+  settle?(): void;
   /** Memory that peers of this rail can map (comm.alloc): large sends from it need no staging and no CMA. */
   allocShared?(bytes: number): Uint8Array | null;
 }

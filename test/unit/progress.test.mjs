@@ -17,7 +17,7 @@ function briefWait(p, from, done) {
 test('progress: a brief wait ends after about 20 us even when every poll delivers something else', () => {
   const p = new Progress(1000);
   let polls = 0;
-  const rail = { poll: () => { polls++; return true; }, sleep: () => true };
+  const rail = { poll: () => { polls++; return true; }, sleep: () => true, settle: () => {} };
   p.addPoller(rail);
   const ms = briefWait(p, rail, () => false);
   assert.ok(ms < 5, `the wait lasted ${ms} ms`);
@@ -28,7 +28,7 @@ test('progress: a brief wait ends after about 20 us even when every poll deliver
 test('progress: a brief wait with nothing arriving ends after about 20 us; it stops at once when its message came', () => {
   const p = new Progress(1000);
   let polls = 0;
-  const rail = { poll: () => { polls++; return polls === 10; }, sleep: () => true };
+  const rail = { poll: () => { polls++; return polls === 10; }, sleep: () => true, settle: () => {} };
   p.addPoller(rail);
   let mine = false;
   const ms = briefWait(p, rail, () => mine || (mine = polls >= 10));
@@ -45,7 +45,22 @@ test('progress: no brief wait where progress would not spin (no polled rails, or
   assert.equal(none.beginBrief(), false);
   none.dispose();
   const off = new Progress(0);
-  off.addPoller({ poll: () => true, sleep: () => true });
+  off.addPoller({ poll: () => true, sleep: () => true, settle: () => {} });
   assert.equal(off.beginBrief(), false);
   off.dispose();
+});
+
+test('progress: ring space consumed is handed back when the rank stops polling without sleeping (a wait on its own memory, or nothing outstanding)', async () => {
+  const p = new Progress(1000);
+  let settled = 0;
+  p.addPoller({ poll: () => false, sleep: () => true, settle: () => { settled++; } });
+  p.keep(true);
+  assert.equal(settled, 1, 'a wait on its own memory (shared-memory collectives) hands back first');
+  p.keep(false);
+  p.hold();
+  p.release();
+  // The pass queued by hold() finds nothing outstanding and stops: it hands back too.
+  await new Promise((r) => setImmediate(r));
+  assert.equal(settled, 2);
+  p.dispose();
 });

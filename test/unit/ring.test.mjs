@@ -6,6 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ring, FRAME_HEAD } from '../../dist/rail/shared/ring.js';
+import { inboundRing, pollRings } from '../../dist/rail/shared/poll.js';
 
 const align8 = (n) => (n + 7) & ~7;
 
@@ -142,4 +143,23 @@ test('ring: positions wrap at 2^30 (they stay small integers), frames intact acr
   while (consumer.drain(visit) > 0) { /* rest */ }
   assert.equal(got, sent);
   assert.ok(Atomics.load(ctl, 16) < start, 'the tail wrapped past 2^30 to a small number');
+});
+
+test('pollRings: a corrupt frame fails its peer alone, also when failing it took the ring out of the list (shm)', () => {
+  const hdr = new Uint8Array(64);
+  const list = [];
+  const aborted = [];
+  const delivered = [];
+  const peer = (name) => ({ name, ringPeer() {}, hasRoom: () => true, sleepUntilRoom: () => false,
+    abort() { aborted.push(name); const i = list.findIndex((e) => e.ep.name === name); if (i >= 0) list.splice(i, 1); } });
+  for (const name of ['a', 'b', 'c']) {
+    const ring = new Ring(1 << 12);
+    ring.write(3, hdr, 8, new Uint8Array([name.charCodeAt(0)]));
+    list.push(inboundRing(ring, peer(name), (am, off) => delivered.push(String.fromCharCode(ring.data[off + 24]))));
+  }
+  new Int32Array(list[0].ring.sab, 128)[0] = 3; // a's frame length is not a frame length
+  pollRings(list, new Set(), { ready() {} });
+  assert.deepEqual(aborted, ['a']);
+  assert.deepEqual(delivered, ['b', 'c'], 'b and c still delivered');
+  assert.deepEqual(list.map((e) => e.ep.name), ['b', 'c']);
 });

@@ -108,7 +108,11 @@ export function pollRings<E extends RingEndpoint>(ins: Array<Inbound<E>>, blocke
   for (let i = 0; i < ins.length; i++) {
     const e = ins[i]!;
     if (drainInbound(e)) any = true;
-    else if (e.broken) ins.splice(i--, 1);
+    else if (e.broken) {
+      // Failing the peer may have taken its ring out of the list already (shm's forget).
+      if (ins[i] === e) ins.splice(i, 1);
+      i--;
+    }
   }
   if (blocked.size > 0) {
     // A snapshot: a sender re-driven here may block again and re-enter the set.
@@ -117,6 +121,11 @@ export function pollRings<E extends RingEndpoint>(ins: Array<Inbound<E>>, blocke
     }
   }
   return any;
+}
+
+/** Hand back what was consumed from every inbound ring (this rank stops looking at them for a while). */
+export function settleRings<E extends RingEndpoint>(ins: ReadonlyArray<Inbound<E>>): void {
+  for (const e of ins) e.ring.settle();
 }
 
 /** Whether the rail may sleep: no inbound data waits and every blocked sender armed its wake-up. */

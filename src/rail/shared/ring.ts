@@ -40,6 +40,8 @@ const SKIP = -1;
  * on doubles from then on.
  */
 const POS_MASK = 0x3fffffff;
+/** The largest capacity: positions modulo 2^30 tell a full ring from an empty one up to half their range. */
+export const RING_MAX = 2 ** 29;
 
 /** Header buffers at least this long are the protocol layers' reusable scratch (a view of each is kept). */
 const SCRATCH_MIN = 64;
@@ -89,7 +91,7 @@ export class Ring {
   constructor(sabOrCapacity: SharedArrayBuffer | number) {
     this.sab = typeof sabOrCapacity === 'number' ? new SharedArrayBuffer(CONTROL_BYTES + sabOrCapacity) : sabOrCapacity;
     this.capacity = this.sab.byteLength - CONTROL_BYTES;
-    if (this.capacity <= 0 || (this.capacity & (this.capacity - 1)) !== 0 || this.capacity > POS_MASK >>> 1) throw new Error(`ring capacity ${this.capacity} is not a power of two up to 512 MiB`);
+    if (this.capacity <= 0 || (this.capacity & (this.capacity - 1)) !== 0 || this.capacity > RING_MAX) throw new Error(`ring capacity ${this.capacity} is not a power of two up to 512 MiB`);
     this.mask = this.capacity - 1;
     this.ctl = new Int32Array(this.sab, 0, 32);
     this.data = Buffer.from(this.sab, CONTROL_BYTES, this.capacity);
@@ -211,6 +213,11 @@ export class Ring {
   hasData(): boolean {
     if (this.head !== this.published) this.handBack();
     return this.head !== Atomics.load(this.ctl, TAIL);
+  }
+
+  /** Consumer: hand back at once what was consumed (before this side stops looking at the ring for a while). */
+  settle(): void {
+    if (this.head !== this.published) this.handBack();
   }
 
   /**

@@ -9,6 +9,7 @@ import { loadNative, nativeWhy } from '../../native/addon.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { hostKey } from '../../core/host.js';
 import { ShmRail } from './rail.js';
+import { RING_MAX } from '../shared/ring.js';
 
 export const shmComponent: Component = {
   name: 'shm',
@@ -26,8 +27,8 @@ export const shmComponent: Component = {
     const native = loadNative();
     if (native === null) throw new RailcommError(ErrorCode.NO_RAIL, `shm rail: ${nativeWhy()}`);
     const ring = env.params.shmRing;
-    if ((ring & (ring - 1)) !== 0 || ring > 2 ** 30) {
-      throw new RailcommError(ErrorCode.INVALID_ARG, `RAILCOMM_SHM_RING=${ring}: must be a power of two up to 1g (e.g. 1m, 4m)`);
+    if ((ring & (ring - 1)) !== 0 || ring > RING_MAX) {
+      throw new RailcommError(ErrorCode.INVALID_ARG, `RAILCOMM_SHM_RING=${ring}: must be a power of two up to 512m (e.g. 1m, 4m)`);
     }
     return new ShmRail(device, env, native, ring, hostKey());
   },

@@ -11,7 +11,7 @@ import { endpointId, jobOf, rankOf } from '../../core/ids.js';
 import { shmJobPrefix, type DoorbellWaiter, type NativeAddon } from '../../native/addon.js';
 import { Doorbell, FRAME_HEAD, Ring } from '../shared/ring.js';
 import { deliverFrame } from '../shared/deliver.js';
-import { inboundRing, maySleep, pollRings, type Inbound as SharedInbound } from '../shared/poll.js';
+import { inboundRing, maySleep, pollRings, settleRings, type Inbound as SharedInbound } from '../shared/poll.js';
 import { ShmEndpoint } from './endpoint.js';
 import { RegionCache } from '../../core/region-cache.js';
 import {
@@ -200,6 +200,11 @@ export class ShmRail implements Rail {
   poll(): boolean {
     const accepted = Atomics.load(this.inWords, IN_ANNOUNCED) !== this.seen && this.accept();
     return pollRings(this.inbound, this.blocked, this.env.upcalls) || accepted;
+  }
+
+  /** Hand back consumed ring space (this rank stops polling for a while). */
+  settle(): void {
+    settleRings(this.inbound);
   }
 
   /** Arm the futex doorbell; false (nothing armed) when something already waits. */

@@ -6,6 +6,7 @@ import type { Component, Device, Rail, RailEnv } from '../api.js';
 import type { Params } from '../../core/params.js';
 import { TbsmRail } from './rail.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
+import { RING_MAX } from '../shared/ring.js';
 
 export const tbsmComponent: Component = {
   name: 'tbsm',
@@ -20,8 +21,8 @@ export const tbsmComponent: Component = {
   },
   async open(device: Device, env: RailEnv): Promise<Rail> {
     const ring = env.params.tbsmRing;
-    if ((ring & (ring - 1)) !== 0 || ring > 2 ** 30) {
-      throw new RailcommError(ErrorCode.INVALID_ARG, `RAILCOMM_TBSM_RING=${ring}: must be a power of two up to 1g (e.g. 1m, 4m)`);
+    if ((ring & (ring - 1)) !== 0 || ring > RING_MAX) {
+      throw new RailcommError(ErrorCode.INVALID_ARG, `RAILCOMM_TBSM_RING=${ring}: must be a power of two up to 512m (e.g. 1m, 4m)`);
     }
     return new TbsmRail(device, env, ring);
   },

@@ -14,7 +14,7 @@ import { formatId } from '../../core/ids.js';
 import { BroadcastChannel } from 'node:worker_threads';
 import { Doorbell, FRAME_HEAD, Ring } from '../shared/ring.js';
 import { AM_BYE, deliverFrame, type RingPeer } from '../shared/deliver.js';
-import { inboundRing, maySleep, pollRings, RingLane, type Inbound as SharedInbound } from '../shared/poll.js';
+import { inboundRing, maySleep, pollRings, settleRings, RingLane, type Inbound as SharedInbound } from '../shared/poll.js';
 
 type ChannelMsg =
   | { kind: 'bell'; from: string; to?: string; sab: SharedArrayBuffer }
@@ -127,6 +127,11 @@ export class TbsmRail implements Rail {
   /** Drain inbound rings and re-drive blocked senders; true if anything happened. */
   poll(): boolean {
     return pollRings(this.inbound, this.blocked, this.env.upcalls);
+  }
+
+  /** Hand back consumed ring space (this rank stops polling for a while). */
+  settle(): void {
+    settleRings(this.inbound);
   }
 
   /** Arm the doorbell; false (and nothing armed) when data is already waiting. */
