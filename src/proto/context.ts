@@ -353,7 +353,7 @@ export class Context {
     const rows = [
       `  0 .. ${t.short} B: short (inline) on ${rail}`,
       `  ${t.short + 1} .. ${t.eager} B: eager copy on ${rail}`,
-      `  ${t.eager + 1} .. ${t.zcopy} B: zero-copy eager on ${rail}`,
+      `  ${t.eager + 1} .. ${t.zcopy} B: zero-copy eager on ${rail}${t.now > t.eager ? ` (a blocking send up to ${t.now} B copied at the call)` : ''}`,
       `  ${t.zcopy + 1} B ..: rendezvous, ${t.chunk} B chunks on ${rail}`,
     ];
     process.stderr.write(`[railcomm ${this.launch.rank}] protocols to rank ${ep.rank}:\n${rows.join('\n')}\n`);
