@@ -96,8 +96,9 @@ export class PointToPoint implements Canceller {
   private readonly ipc = new IpcNegotiation();
   private readonly ipcPeers = new Map<ProtoEndpoint, { peer: IpcPeer; link: IpcLink }>();
   private readonly ipcScratch = new Uint8Array(8);
-  rgetMsgs = 0;
-  rgetBytes = 0;
+  // Doubles from the start, as the traffic counters (core/counters.ts): they pass 2^31 in a long job.
+  rgetMsgs = -0;
+  rgetBytes = -0;
 
   constructor(host: P2pHost, am: AmRegistry) {
     this.host = host;
@@ -405,8 +406,8 @@ export class PointToPoint implements Canceller {
   private atCallSrc = 0;
   private atCallTag = 0;
   private atCallBytes = -1;
-  /** Blocking receives that completed while waiting at the call (--stats). */
-  private recvsAtCall = 0;
+  /** Blocking receives that completed while waiting at the call (--stats; a double from the start, as rgetBytes). */
+  private recvsAtCall = -0;
 
   /** A receive matched an unexpected message. */
   private deliverTo(req: Request, u: Unexpected): void {
@@ -957,7 +958,7 @@ export class PointToPoint implements Canceller {
       unexpected += st.queues.arrivedCount;
       for (const u of st.queues.allArrived()) if (u.data !== null) unexpectedBytes += u.size;
     }
-    return { posted, unexpected, unexpectedBytes, rndvSends: this.sendRndv.size, rndvRecvs: this.recvRndv.size, protocolErrors: this.protocolErrors, rgetMsgs: this.rgetMsgs, rgetBytes: this.rgetBytes, recvsAtCall: this.recvsAtCall };
+    return { posted, unexpected, unexpectedBytes, rndvSends: this.sendRndv.size, rndvRecvs: this.recvRndv.size, protocolErrors: this.protocolErrors, rgetMsgs: this.rgetMsgs + 0, rgetBytes: this.rgetBytes + 0, recvsAtCall: this.recvsAtCall + 0 };
   }
 }
 

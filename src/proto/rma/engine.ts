@@ -121,8 +121,10 @@ export class RmaEngine {
   /** Counted protocol errors from peers (unknown op ids, bad ranges). */
   protocolErrors = 0;
   /** Operations done directly on mapped memory, and through the target. */
-  nativeOps = 0;
-  emulatedOps = 0;
+  // Doubles from the start (-0 reads as 0): counts that pass 2^31 in a long job
+  // would otherwise change representation mid-run and deoptimize the hot paths.
+  nativeOps = -0;
+  emulatedOps = -0;
   private readonly host: RmaHost;
   readonly progress: Progress;
   private readonly ops = new Map<number, RmaOp>();

@@ -5,8 +5,9 @@
 import { TrafficCounters } from '../../core/counters.js';
 
 export class UdpCounters extends TrafficCounters {
-  segsSent = 0;
-  segsRecv = 0;
+  // Start as doubles, as TrafficCounters' counts do: they pass 2^31 in a long job.
+  segsSent = -0;
+  segsRecv = -0;
   /** sendmmsg calls that posted a pass's data segments (the addon's batched sends). */
   sendBatches = 0;
   acksSent = 0;
@@ -54,7 +55,7 @@ export class UdpCounters extends TrafficCounters {
     this.refresh?.();
     return {
       ...super.snapshot(),
-      segsSent: this.segsSent, segsRecv: this.segsRecv, sendBatches: this.sendBatches, acksSent: this.acksSent,
+      segsSent: this.segsSent + 0, segsRecv: this.segsRecv + 0, sendBatches: this.sendBatches, acksSent: this.acksSent,
       timeouts: this.timeouts, fastRetransmits: this.fastRetransmits, windowCuts: this.windowCuts,
       stallsWindow: this.stallsWindow, stallsCredit: this.stallsCredit, stallsCwnd: this.stallsCwnd,
       probesSent: this.probesSent, probesAnswered: this.probesAnswered,
