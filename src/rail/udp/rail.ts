@@ -19,6 +19,7 @@ import { UdpEndpoint } from './endpoint.js';
 import { crcInHardware, datagramSum } from './checksum.js';
 import { FaultInjector, parseFaults, type FaultWire } from './faults.js';
 import { loadNative, type NativeAddon } from '../../native/addon.js';
+import { seqAdd } from './seq.js';
 import {
   ACK_BYTES, Bad, COMMON_BYTES, FRAG_BYTES, T_CHALLENGE, T_HELLO, T_PROOF,
   checkDatagram, decodeHandshake, getToken, getType,
@@ -357,7 +358,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
 
   sendAck(s: Session, probe = false): void {
     const ep = s.owner as UdpEndpoint;
-    ep.encodeAck((s.rxNext - 1) >>> 0, this.grant(s), s.rxHeld > 0, s.rxHighest, probe);
+    ep.encodeAck(seqAdd(s.rxNext, -1), this.grant(s), s.rxHeld > 0, s.rxHighest, probe);
     this.transmitRaw(ep, ep.ackBuf, ACK_BYTES, true);
     this.counters.acksSent++;
     s.ackSent();
