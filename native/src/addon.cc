@@ -70,4 +70,5 @@ NODE_MODULE_INIT(/* exports, module, context */) {
   railcomm::InitCrc(exports, context);
   railcomm::InitUdp(exports, context);
   railcomm::InitReduce(exports, context);
+  railcomm::InitProcess(exports, context);
 }

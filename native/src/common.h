@@ -27,6 +27,7 @@ void InitCma(Local<v8::Object> exports, Local<v8::Context> ctx);
 void InitCrc(Local<v8::Object> exports, Local<v8::Context> ctx);
 void InitUdp(Local<v8::Object> exports, Local<v8::Context> ctx);
 void InitReduce(Local<v8::Object> exports, Local<v8::Context> ctx);
+void InitProcess(Local<v8::Object> exports, Local<v8::Context> ctx);
 
 inline void SetFn(Local<v8::Object> exports, Local<v8::Context> ctx, const char* name, v8::FunctionCallback fn) {
   Isolate* iso = ctx->GetIsolate();

@@ -11,6 +11,7 @@ import { constants as osConstants } from 'node:os';
 import type { Readable } from 'node:stream';
 import { ENV } from '../boot/launch-env.js';
 import { LineCutter, NL, OutputGate, rankPrefix } from './line-io.js';
+import { endWithParent } from '../boot/launcher-tie.js';
 
 /** What the launcher tells a thread host (and what its thread ranks see too). */
 export const THREAD_ENV = {
@@ -206,6 +207,8 @@ export async function hostMain(argv: string[]): Promise<number> {
   const onSigterm = (): void => onSignal('SIGTERM');
   process.on('SIGINT', onSigint);
   process.on('SIGTERM', onSigterm);
+  // The launcher killed: SIGTERM (above), even while every thread rank is busy.
+  endWithParent();
 
   for (let i = 0; i < count; i++) {
     const rank = base + i;

@@ -4,6 +4,7 @@
 import { Context } from '../proto/context.js';
 import { detectLaunch } from '../boot/launch-env.js';
 import { KvClient } from '../boot/kv-client.js';
+import { endWithParent } from '../boot/launcher-tie.js';
 import { Rank0Store } from '../boot/rank0-service.js';
 import { PmixStore } from '../boot/pmix-store.js';
 import { loadPmix, pmixWhy } from '../boot/pmix.js';
@@ -45,7 +46,9 @@ async function start(options: InitOptions): Promise<Communicator> {
     } catch (e) {
       throw new RailcommError(ErrorCode.BOOT, `rank ${launch.rank}: cannot reach the launcher's wire-up service at ${launch.kv.host}:${launch.kv.port}: ${(e as Error).message}`, { cause: e });
     }
-    // The launcher is gone: this rank must not outlive it (no orphans).
+    // The launcher is gone: this rank must not outlive it (no orphans), also
+    // when it is too busy to see the connection close.
+    endWithParent();
     client.onLost(() => {
       if (w?.isFinalized) return;
       log.error(`rank ${launch.rank}: lost the connection to the launcher; exiting`);

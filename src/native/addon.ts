@@ -64,6 +64,8 @@ export interface NativeAddon {
   udpSendBatch(fd: number, bufs: ArrayBufferView[], lens: Uint32Array, ports: Uint32Array, addrs: Uint32Array, count: number): number;
   /** Whether crc32c uses the CPU's instruction (SSE4.2). */
   crc32cHardware(): boolean;
+  /** Have the kernel send `signal` to this process when its parent ends (prctl PR_SET_PDEATHSIG); returns the parent's pid. Absent from addons built before it. */
+  parentDeathSignal?(signal: number): number;
 }
 
 /** The addon's element-type and op numbering for reduce(). */

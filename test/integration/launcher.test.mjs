@@ -168,6 +168,24 @@ ${sleeper}`);
   await waitFor(() => pids.every((p) => !alive(p)), 5000, 'ranks to notice the launcher is gone');
 });
 
+test('ranks busy in a loop that never returns to the event loop end too when the launcher is SIGKILLed (processes and thread ranks)', async () => {
+  const s = script('busy-orphan.mjs', `${pidPrelude('busy-orphan')}
+const { init } = await import(${JSON.stringify(new URL('../../dist/index.js', import.meta.url).href)});
+const comm = await init();
+notePid('r' + comm.rank + (process.env.RAILCOMM_THREADS ? 't' : ''), process.pid);
+for (;;) { /* never looks at the launcher's connection again */ }`);
+  for (const mode of [[], ['--threads']]) {
+    let launcher;
+    const done = launch(['-n', '2', ...mode, s], { onSpawn: (c) => { launcher = c; } });
+    const want = mode.length === 0 ? 2 : 4;
+    await waitFor(() => pidsIn('busy-orphan').length === want, 15_000, 'ranks to start');
+    const pids = pidsIn('busy-orphan');
+    launcher.kill('SIGKILL');
+    await done;
+    await waitFor(() => pids.every((p) => !alive(p)), 5000, `busy ranks (${mode.join(' ') || 'processes'}) to end with their launcher`);
+  }
+});
+
 test('abort from a rank stops the job with its code; finalize makes a clean exit', async () => {
   const s = script('abort.mjs', kvRankScript);
   const aborted = await launch(['-n', '2', '--grace', '1', s, 'abort']);
