@@ -9,7 +9,8 @@ import type { Device, Rail, RailCaps, RailEnv, RxFrame } from '../api.js';
 import { TrafficCounters } from '../../core/counters.js';
 import { endpointId, jobOf, rankOf } from '../../core/ids.js';
 import { shmJobPrefix, type DoorbellWaiter, type NativeAddon } from '../../native/addon.js';
-import { Doorbell, FRAME_HEAD, Ring } from '../shared/ring.js';
+import { Doorbell, Ring } from '../shared/ring.js';
+import { ringRailCaps } from '../shared/caps.js';
 import { deliverFrame } from '../shared/deliver.js';
 import { inboundRing, maySleep, pollRings, settleRings, type Inbound as SharedInbound } from '../shared/poll.js';
 import { ShmEndpoint } from './endpoint.js';
@@ -70,17 +71,8 @@ export class ShmRail implements Rail {
     this.host = host;
     this.prefix = shmJobPrefix(env.jobId);
     this.rank = rankOf(env.self);
-    const body = ringBytes / 2 - FRAME_HEAD - 264;
-    this.caps = {
-      reliable: true, ordered: true,
-      amHeaderMax: 256, amShortMax: 1024,
-      amCopyMax: Math.min(body, 1 << 18), amZcopyMax: Math.min(body, 1 << 18),
-      put: false, get: false, atomics: false,
-      copiesAtSend: true,
-      latencyUs: 0.6, bandwidthMBps: 8000,
-      // Measured crossover (bench/RESULTS.md, shm run 7): the ring up to 256 KiB.
-      rndvThreshold: env.params.shmRndvThreshold || 1 << 18,
-    };
+    // Measured crossover (bench/RESULTS.md, shm run 7): the ring up to 256 KiB.
+    this.caps = ringRailCaps(ringBytes, 0.6, env.params.shmRndvThreshold || 1 << 18);
     this.notify = (sab, off) => native.futexWake(sab, off);
     this.inboxName = inboxName(this.prefix, this.rank);
     // A name left by a killed job with the same id would make creation fail: it is ours to replace.

@@ -12,7 +12,8 @@ import { TrafficCounters } from '../../core/counters.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { formatId } from '../../core/ids.js';
 import { BroadcastChannel } from 'node:worker_threads';
-import { Doorbell, FRAME_HEAD, Ring } from '../shared/ring.js';
+import { Doorbell, Ring } from '../shared/ring.js';
+import { ringRailCaps } from '../shared/caps.js';
 import { AM_BYE, deliverFrame, type RingPeer } from '../shared/deliver.js';
 import { inboundRing, maySleep, pollRings, settleRings, RingLane, type Inbound as SharedInbound } from '../shared/poll.js';
 
@@ -51,17 +52,8 @@ export class TbsmRail implements Rail {
     this.selfKey = String(env.self);
     const native = loadNative();
     this.ipc = native === null ? null : sameProcessIpc(native);
-    const body = ringBytes / 2 - FRAME_HEAD - 264;
-    this.caps = {
-      reliable: true, ordered: true,
-      amHeaderMax: 256, amShortMax: 1024,
-      amCopyMax: Math.min(body, 1 << 18), amZcopyMax: Math.min(body, 1 << 18),
-      put: false, get: false, atomics: false,
-      copiesAtSend: true,
-      latencyUs: 0.5, bandwidthMBps: 8000,
-      // Measured crossover (bench/RESULTS.md, shm run 7): memcpy rendezvous wins from 128 KiB.
-      rndvThreshold: env.params.shmRndvThreshold || 1 << 17,
-    };
+    // Measured crossover (bench/RESULTS.md, shm run 7): memcpy rendezvous wins from 128 KiB.
+    this.caps = ringRailCaps(ringBytes, 0.5, env.params.shmRndvThreshold || 1 << 17);
     this.channel = new BroadcastChannel(`railcomm-tbsm-${env.jobId}-${process.pid}`);
     this.channel.onmessage = (e: unknown) => this.onChannel((e as { data: ChannelMsg }).data);
     this.channel.unref();
