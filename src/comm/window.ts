@@ -17,6 +17,7 @@ import {
 } from '../proto/rma/region.js';
 import {
   OP_CSWAP, forgetElementViews, OP_NAMES, OP_NO_OP, OP_REPLACE, T_F64, T_I32, T_I64, T_U32, T_U64, TYPE_SIZE, isBitwiseOp, isFloatType, typeOfArray,
+  type AnyArray,
 } from '../proto/rma/apply.js';
 import { LOCK_EXCLUSIVE, LOCK_SHARED } from '../proto/rma/wire.js';
 
@@ -97,8 +98,8 @@ export class Window {
     if (code < 0) throw new RailcommError(ErrorCode.INVALID_ARG, `accumulate: op must be one of ${ACC_OPS.join(', ')}, got ${String(op)}`);
     if (isBitwiseOp(code) && isFloatType(type)) throw new RailcommError(ErrorCode.INVALID_ARG, `accumulate: bitwise op '${op}' is not defined on ${src.constructor.name}; use an integer array`);
     const bytes = asBytes(src, 'accumulate: source');
-    const rr = this.access('accumulate', target, targetByteOffset, bytes.byteLength, TYPE_SIZE[type]!);
-    return this.rma.accumulate(rr.world, rr, targetByteOffset, bytes, type, code) as Promise<void>;
+    const rr = this.access('accumulate', target, targetByteOffset, bytes.length, TYPE_SIZE[type]!);
+    return this.rma.accumulate(rr.world, rr, targetByteOffset, bytes, src as AnyArray, type, code) as Promise<void>;
   }
 
   /** Apply op with value to one element of target's window; resolves to the element's previous value. */

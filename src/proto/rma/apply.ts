@@ -18,7 +18,8 @@ export const isBigType = (t: number): boolean => t === T_I64 || t === T_U64;
 export const isBitwiseOp = (op: number): boolean => op === OP_BAND || op === OP_BOR || op === OP_BXOR;
 
 type IntArray = Int8Array | Uint8Array | Int16Array | Uint16Array | Int32Array | Uint32Array;
-type AnyArray = IntArray | Float32Array | Float64Array | BigInt64Array | BigUint64Array;
+/** The typed arrays one-sided arithmetic takes (not Uint8ClampedArray). */
+export type AnyArray = IntArray | Float32Array | Float64Array | BigInt64Array | BigUint64Array;
 
 /** The element type code of a typed array (-1: not usable for one-sided arithmetic). */
 export function typeOfArray(a: ArrayBufferView): number {
@@ -63,6 +64,8 @@ const cachedViews: Array<AnyArray | undefined> = [];
 export function forgetElementViews(): void {
   cachedBuffer = null;
   cachedViews.length = 0;
+  lastRegion = null;
+  lastBuffer = new ArrayBuffer(0);
 }
 
 function elementView(type: number, buf: ArrayBufferLike): AnyArray {
@@ -73,6 +76,23 @@ function elementView(type: number, buf: ArrayBufferLike): AnyArray {
     cachedViews[type] = v;
   }
   return v;
+}
+
+/**
+ * The buffer, byte offset and sharing of the last region touched: reading a
+ * typed array's buffer or byteOffset is a call of 10-20 ns on Node 20, and
+ * programs update one window again and again.
+ */
+let lastRegion: Uint8Array | null = null;
+let lastBuffer: ArrayBufferLike = new ArrayBuffer(0);
+let lastOffset = 0;
+let lastShared = false;
+function useRegion(region: Uint8Array): void {
+  if (region === lastRegion) return;
+  lastRegion = region;
+  lastBuffer = region.buffer;
+  lastOffset = region.byteOffset;
+  lastShared = lastBuffer instanceof SharedArrayBuffer;
 }
 
 function combineNum(op: number, a: number, b: number): number {
@@ -119,37 +139,48 @@ const f64bits = new BigInt64Array(f64.buffer);
 const f32 = new Float32Array(1);
 const f32bits = new Int32Array(f32.buffer);
 
-/** dst[i] = dst[i] op src[i], element by element, atomically per element on shared memory. */
-function accumulateInto(dst: AnyArray, src: AnyArray, type: number, op: number, shared: boolean): void {
-  const n = src.length;
+/**
+ * region[offset..] (op)= src, element by element (src a typed array of
+ * `type`: the caller's own, or a view of an arrived operand), atomically per
+ * element on shared memory. The caller checked bounds, alignment and op/type.
+ * The region is reached through the cached whole-buffer view of its type: no
+ * view is made per call.
+ */
+export function accumulateElements(region: Uint8Array, offset: number, src: AnyArray, type: number, op: number): void {
   if (op === OP_NO_OP) return;
-  if (!shared) {
+  useRegion(region);
+  const size = TYPE_SIZE[type]!;
+  const base = (lastOffset + offset) / size;
+  const n = src.length;
+  const dst = elementView(type, lastBuffer);
+  if (!lastShared) {
     // The collectives' kernels, one per element type and op: a loop here that
     // every type went through was megamorphic (several ms for 1 MiB).
-    if (op === OP_REPLACE) dst.set(src as never);
-    else kernel(OP_NAMES[op] as Op, dst)(dst, 0, dst, 0, src, 0, n);
+    if (op === OP_REPLACE) dst.set(src as never, base);
+    else kernel(OP_NAMES[op] as Op, dst)(dst, base, dst, base, src, 0, n);
     return;
   }
-  if (type === T_F64) { floatCas(new BigInt64Array(dst.buffer, dst.byteOffset, n), f64, f64bits, src as Float64Array, op, n); return; }
-  if (type === T_F32) { floatCas(new Int32Array(dst.buffer, dst.byteOffset, n), f32, f32bits, src as Float32Array, op, n); return; }
+  if (type === T_F64) { floatCas(elementView(T_I64, lastBuffer) as BigInt64Array, base, f64, f64bits, src as Float64Array, op, n); return; }
+  if (type === T_F32) { floatCas(elementView(T_I32, lastBuffer) as Int32Array, base, f32, f32bits, src as Float32Array, op, n); return; }
   // Integer elements, 8 to 64 bits: Atomics takes number or bigint arrays alike
   // (the casts only quiet the type checker), so one loop serves both.
   const big = isBigType(type);
   const d = dst as Int32Array, s = src as Int32Array;
   for (let i = 0; i < n; i++) {
     const b = s[i]!;
+    const at = base + i;
     switch (op) {
-      case OP_SUM: Atomics.add(d, i, b); break;
-      case OP_BAND: Atomics.and(d, i, b); break;
-      case OP_BOR: Atomics.or(d, i, b); break;
-      case OP_BXOR: Atomics.xor(d, i, b); break;
-      case OP_REPLACE: Atomics.store(d, i, b); break;
+      case OP_SUM: Atomics.add(d, at, b); break;
+      case OP_BAND: Atomics.and(d, at, b); break;
+      case OP_BOR: Atomics.or(d, at, b); break;
+      case OP_BXOR: Atomics.xor(d, at, b); break;
+      case OP_REPLACE: Atomics.store(d, at, b); break;
       default:
         for (;;) {
-          const old = Atomics.load(d, i);
+          const old = Atomics.load(d, at);
           // Typed-array stores wrap to the element width, so compare after storing.
           const next = big ? combineBig(op, old as unknown as bigint, b as unknown as bigint) as unknown as number : combineInt(op, old, b);
-          if (Atomics.compareExchange(d, i, old, next) === old) break;
+          if (Atomics.compareExchange(d, at, old, next) === old) break;
         }
     }
   }
@@ -160,14 +191,14 @@ function accumulateInto(dst: AnyArray, src: AnyArray, type: number, op: number, 
  * element is replaced by compare-and-swap on its bit pattern (val/valBits: one
  * scratch element seen as float and as bits).
  */
-function floatCas(bits: BigInt64Array | Int32Array, val: Float64Array | Float32Array, valBits: BigInt64Array | Int32Array, src: Float64Array | Float32Array, op: number, n: number): void {
+function floatCas(bits: BigInt64Array | Int32Array, base: number, val: Float64Array | Float32Array, valBits: BigInt64Array | Int32Array, src: Float64Array | Float32Array, op: number, n: number): void {
   const b = bits as Int32Array, vb = valBits as Int32Array;
   for (let i = 0; i < n; i++) {
     for (;;) {
-      const old = Atomics.load(b, i);
+      const old = Atomics.load(b, base + i);
       vb[0] = old;
       val[0] = combineNum(op, val[0]!, src[i]!);
-      if (Atomics.compareExchange(b, i, old, vb[0]!) === old) break;
+      if (Atomics.compareExchange(b, base + i, old, vb[0]!) === old) break;
     }
   }
 }
@@ -175,22 +206,21 @@ function floatCas(bits: BigInt64Array | Int32Array, val: Float64Array | Float32A
 let aligned = new ArrayBuffer(4096);
 
 /**
- * Accumulate `operand` (elements of `type`, any byte alignment) into
- * region[offset..]. The caller has checked bounds, alignment and op/type.
+ * Accumulate `operand` (elements of `type` as arrived bytes, any byte
+ * alignment) into region[offset..]. The caller has checked bounds, alignment and op/type.
  */
 export function applyAccumulate(region: Uint8Array, offset: number, operand: Uint8Array, type: number, op: number): void {
   const size = TYPE_SIZE[type]!;
-  const n = operand.byteLength / size;
+  const n = operand.length / size;
   let src: AnyArray;
   if ((operand.byteOffset & 7) === 0) {
     src = view(type, operand.buffer, operand.byteOffset, n);
   } else {
-    if (aligned.byteLength < operand.byteLength) aligned = new ArrayBuffer(operand.byteLength);
-    new Uint8Array(aligned, 0, operand.byteLength).set(operand);
+    if (aligned.byteLength < operand.length) aligned = new ArrayBuffer(operand.length);
+    new Uint8Array(aligned, 0, operand.length).set(operand);
     src = view(type, aligned, 0, n);
   }
-  const dst = view(type, region.buffer, region.byteOffset + offset, n);
-  accumulateInto(dst, src, type, op, region.buffer instanceof SharedArrayBuffer);
+  accumulateElements(region, offset, src, type, op);
 }
 
 /** Where the operand and result of a single-element atomic live (8 bytes each, little endian). */
@@ -221,12 +251,13 @@ export { readValue };
  * compare-and-swap (OP_CSWAP: compare is the expected value). Returns the old value.
  */
 export function applyAtomic(region: Uint8Array, offset: number, type: number, op: number, operand: number | bigint, compare: number | bigint): number | bigint {
-  const shared = region.buffer instanceof SharedArrayBuffer;
-  const base = region.byteOffset + offset;
+  useRegion(region);
+  const shared = lastShared;
+  const base = lastOffset + offset;
   if (type === T_F64) {
     // Floats: compare-and-swap on the bit pattern.
     if ((base & 7) !== 0) throw new RangeError(`atomic on a misaligned 8-byte element at byte ${base}`);
-    const bits = elementView(T_I64, region.buffer) as BigInt64Array;
+    const bits = elementView(T_I64, lastBuffer) as BigInt64Array;
     const i = base / 8;
     for (;;) {
       const old = shared ? Atomics.load(bits, i) : bits[i]!;
@@ -248,7 +279,7 @@ export function applyAtomic(region: Uint8Array, offset: number, type: number, op
   }
   const size = TYPE_SIZE[type]!;
   if (base % size !== 0) throw new RangeError(`atomic on a misaligned ${size}-byte element at byte ${base}`);
-  const a = elementView(type, region.buffer) as Int32Array | Uint32Array | BigInt64Array | BigUint64Array;
+  const a = elementView(type, lastBuffer) as Int32Array | Uint32Array | BigInt64Array | BigUint64Array;
   const i = base / size;
   if (op === OP_CSWAP) {
     if (shared) return Atomics.compareExchange(a as Int32Array, i, compare as number, operand as number);

@@ -16,7 +16,7 @@ import { LockTable, type LockRequest } from './locks.js';
 import { RegionTable, type Region, type RemoteRegion, type SharedSegments } from './region.js';
 import type { ThreadShare } from './thread-share.js';
 import { copyElements } from '../../native/copy.js';
-import { applyAccumulate, applyAtomic, readValue, writeValue, TYPE_SIZE, OP_CSWAP, OP_NO_OP } from './apply.js';
+import { accumulateElements, applyAccumulate, applyAtomic, readValue, writeValue, TYPE_SIZE, OP_CSWAP, OP_NO_OP, type AnyArray } from './apply.js';
 import {
   AM_RMA_ACC, AM_RMA_ATOMIC, AM_RMA_FLUSH, AM_RMA_GET, AM_RMA_GET_DATA, AM_RMA_LOCK, AM_RMA_PUT, AM_RMA_REPLY, AM_RMA_UNLOCK,
   ACC_HDR, ATOMIC_COMPARE, ATOMIC_HDR, ATOMIC_OPERAND, CTRL_HDR, GET_HDR, PUT_HDR, REPLY_HDR,
@@ -240,12 +240,15 @@ export class RmaEngine {
     return this.start(new RmaOp(this, K_GET, target, rr.id, offset, dst, 0, 0, 0, 0));
   }
 
-  /** target[offset + i] = target[offset + i] op src[i], atomically per element. */
-  accumulate(target: number, rr: RemoteRegion, offset: number, src: Uint8Array, type: number, op: number): Promise<unknown> {
+  /**
+   * target[offset + i] = target[offset + i] op elements[i], atomically per
+   * element (src: the same elements as bytes, for the wire).
+   */
+  accumulate(target: number, rr: RemoteRegion, offset: number, src: Uint8Array, elements: AnyArray, type: number, op: number): Promise<unknown> {
     if (rr.local !== null) {
       const dead = this.deadTargetQuiet(target);
       if (dead !== null) return dead;
-      applyAccumulate(rr.local, offset, src, type, op);
+      accumulateElements(rr.local, offset, elements, type, op);
       this.nativeOps++;
       return RESOLVED;
     }
