@@ -326,14 +326,16 @@ export class PointToPoint implements Canceller {
 
   /**
    * The blocking receive's short wait, when recvNow found nothing queued
-   * that matches and the source is on a polled rail: poll for up to
-   * RECV_SPIN_MS in all (progress's pollBriefly, on the source's lane alone) with the receive held here
-   * instead of posted as a Request.
-   * An eager message for it that no earlier posted receive matches is copied
-   * straight into buf (onEager), and its size returned (as recvNow): no Request, no
-   * promise, no progress pass. -1 when the wait ran out, or when a matching
-   * message arrived that is not for this slot (rendezvous, too large): the
-   * caller then posts a Request as usual, which finds it queued.
+   * that matches and the source is on a polled rail: up to RECV_SPIN_MS in
+   * all, watching the source's ring alone, with the receive held here instead
+   * of posted as a Request. Its own eager message at the head of that ring is
+   * taken from there (takeAtCall); otherwise frames are delivered as usual,
+   * and an eager message for it that no earlier posted receive matches is
+   * copied straight into buf (onEager). Either way its size is returned (as
+   * recvNow): no Request, no promise, no progress pass. -1 when the wait ran
+   * out, or when a matching message arrived that is not for this slot
+   * (rendezvous, too large): the caller then posts a Request as usual, which
+   * finds it queued.
    */
   recvAtCall(buf: Uint8Array, ctx: number, src: number, tag: number, lane: PolledEndpoint, progress: Progress): number {
     if (!progress.beginBrief()) return -1;
