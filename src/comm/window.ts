@@ -16,7 +16,7 @@ import {
   RKEY_MAX, SHARE_HOST, SHARE_NONE, SHARE_THREADS, packRkey, unpackRkey, type Region, type RemoteRegion,
 } from '../proto/rma/region.js';
 import {
-  OP_CSWAP, forgetElementViews, OP_NAMES, OP_NO_OP, OP_REPLACE, T_F64, T_I32, T_I64, T_U32, T_U64, TYPE_SIZE, isBitwiseOp, isFloatType, typeOfArray,
+  OP_CSWAP, forgetElementViews, OP_NAMES, OP_NO_OP, OP_REPLACE, T_F64, T_I32, T_I64, T_U32, T_U64, TYPE_SIZE, isBitwiseOp, isFloatType, typeOfArray, accumulateOpCode,
   type AnyArray,
 } from '../proto/rma/apply.js';
 import { LOCK_EXCLUSIVE, LOCK_SHARED } from '../proto/rma/wire.js';
@@ -94,7 +94,7 @@ export class Window {
   accumulate(src: ArrayBufferView, target: number, targetByteOffset: number, op: AccumulateOp): Promise<void> {
     const type = typeOfArray(src);
     if (type < 0) throw new RailcommError(ErrorCode.INVALID_ARG, `accumulate: source must be an integer, float or bigint typed array (not Uint8ClampedArray or DataView), got ${describe(src)}`);
-    const code = ACC_OPS.indexOf(op as string);
+    const code = accumulateOpCode(op);
     if (code < 0) throw new RailcommError(ErrorCode.INVALID_ARG, `accumulate: op must be one of ${ACC_OPS.join(', ')}, got ${String(op)}`);
     if (isBitwiseOp(code) && isFloatType(type)) throw new RailcommError(ErrorCode.INVALID_ARG, `accumulate: bitwise op '${op}' is not defined on ${src.constructor.name}; use an integer array`);
     const bytes = asBytes(src, 'accumulate: source');

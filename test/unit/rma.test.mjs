@@ -207,3 +207,18 @@ test('accumulate min and max on floats: NaN from either side propagates, as allr
     assert.equal(target[2], op === 2 ? 3 : 5);
   }
 });
+
+test('typeOfArray: each typed array kind by its built-in tag, a Buffer as bytes; clamped bytes, DataView and look-alikes refused; accumulate op names', async () => {
+  const a = await import('../../dist/proto/rma/apply.js');
+  const kinds = [[Int8Array, a.T_I8], [Uint8Array, a.T_U8], [Int16Array, a.T_I16], [Uint16Array, a.T_U16], [Int32Array, a.T_I32],
+    [Uint32Array, a.T_U32], [Float32Array, a.T_F32], [Float64Array, a.T_F64], [BigInt64Array, a.T_I64], [BigUint64Array, a.T_U64]];
+  for (const [C, t] of kinds) assert.equal(a.typeOfArray(new C(2)), t, C.name);
+  assert.equal(a.typeOfArray(Buffer.alloc(4)), a.T_U8);
+  assert.equal(a.typeOfArray(new Uint8ClampedArray(4)), -1);
+  assert.equal(a.typeOfArray(new DataView(new ArrayBuffer(8))), -1);
+  assert.equal(a.typeOfArray({ [Symbol.toStringTag]: 'Float64Array', length: 1 }), -1);
+  for (let code = 0; code <= a.OP_REPLACE; code++) assert.equal(a.accumulateOpCode(a.OP_NAMES[code]), code);
+  assert.equal(a.accumulateOpCode('no_op'), -1);
+  assert.equal(a.accumulateOpCode('SUM'), -1);
+  assert.equal(a.accumulateOpCode(0), -1);
+});
