@@ -176,7 +176,8 @@ notePid('r' + comm.rank + (process.env.RAILCOMM_THREADS ? 't' : ''), process.pid
 for (;;) { /* never looks at the launcher's connection again */ }`);
   for (const mode of [[], ['--threads']]) {
     let launcher;
-    const done = launch(['-n', '2', ...mode, s], { onSpawn: (c) => { launcher = c; } });
+    // Over tcp: a launcher killed with SIGKILL cannot remove the ranks' /dev/shm inboxes (see the README).
+    const done = launch(['-n', '2', '--rails', 'tcp,self', ...mode, s], { onSpawn: (c) => { launcher = c; } });
     const want = mode.length === 0 ? 2 : 4;
     await waitFor(() => pidsIn('busy-orphan').length === want, 15_000, 'ranks to start');
     const pids = pidsIn('busy-orphan');
