@@ -1,7 +1,7 @@
 # railcomm's native addon: shared-memory segments as SharedArrayBuffer, a
 # cross-process futex doorbell, CMA single-copy reads, CRC32C, batched
 # datagram sends, vectorised reductions and copies for the shared-memory
-# collectives, and a signal when the launcher ends (Linux only).
+# collectives, and a watch on the process that started the rank (Linux only).
 {
   "targets": [
     {

@@ -1,25 +1,67 @@
-// The rank's tie to whoever started it: a signal from the kernel when that
-// process ends (prctl PR_SET_PDEATHSIG). A rank launched by railcomm run (or
-// through ssh or `ip netns exec`) whose launcher is killed must not live on,
-// even if it never returns to its event loop to see the launcher's connection close.
+// The rank's tie to the process that started it (railcomm run locally, or the
+// ssh session / `ip netns exec` on another host). A rank on its event loop
+// sees the launcher's connection close and exits cleanly (removing its
+// shared-memory names); one busy in a loop that never yields would live on.
+// A thread here waits for the parent to end (a pidfd, else polling
+// getppid), gives the event loop a grace period, then ends the process.
 #include "common.h"
+#include <atomic>
 #include <cerrno>
-#include <sys/prctl.h>
+#include <csignal>
+#include <poll.h>
+#include <sys/syscall.h>
+#include <thread>
 #include <unistd.h>
 
 namespace railcomm {
 
-/** parentDeathSignal(signal): ask for `signal` when the parent process ends; returns the parent's pid. */
-static void ParentDeathSignal(const FunctionCallbackInfo<Value>& args) {
+namespace {
+std::atomic<bool> watching{false};
+std::atomic<bool> started{false};
+
+void WaitForParent(pid_t parent) {
+#ifdef SYS_pidfd_open
+  const int fd = static_cast<int>(syscall(SYS_pidfd_open, parent, 0));
+  if (fd >= 0) {
+    struct pollfd p = {fd, POLLIN, 0};
+    while (poll(&p, 1, -1) < 0 && errno == EINTR) {}
+    close(fd);
+    return;
+  }
+#endif
+  while (getppid() == parent) usleep(250000);
+}
+}  // namespace
+
+/**
+ * watchParent(graceMs): once the parent process ends, wait graceMs and, if
+ * this process still runs and the watch was not stopped, kill it (SIGKILL).
+ * Returns the parent's pid. One watcher per process; later calls re-arm it.
+ */
+static void WatchParent(const FunctionCallbackInfo<Value>& args) {
   Isolate* iso = args.GetIsolate();
-  if (args.Length() < 1 || !args[0]->IsInt32()) { ThrowType(iso, "parentDeathSignal(signal)"); return; }
-  const int sig = args[0].As<v8::Int32>()->Value();
-  if (prctl(PR_SET_PDEATHSIG, sig) != 0) { ThrowErrno(iso, "prctl(PR_SET_PDEATHSIG)", errno); return; }
-  args.GetReturnValue().Set(static_cast<int32_t>(getppid()));
+  if (args.Length() < 1 || !args[0]->IsInt32()) { ThrowType(iso, "watchParent(graceMs)"); return; }
+  const int grace = args[0].As<v8::Int32>()->Value();
+  const pid_t parent = getppid();
+  watching.store(true);
+  if (!started.exchange(true)) {
+    std::thread([parent, grace] {
+      WaitForParent(parent);
+      usleep(static_cast<useconds_t>(grace) * 1000);
+      if (watching.load()) kill(getpid(), SIGKILL);
+    }).detach();
+  }
+  args.GetReturnValue().Set(static_cast<int32_t>(parent));
+}
+
+/** stopWatchingParent(): the rank finished its part (finalize); it may outlive its launcher. */
+static void StopWatchingParent(const FunctionCallbackInfo<Value>& args) {
+  watching.store(false);
 }
 
 void InitProcess(Local<v8::Object> exports, Local<v8::Context> ctx) {
-  SetFn(exports, ctx, "parentDeathSignal", ParentDeathSignal);
+  SetFn(exports, ctx, "watchParent", WatchParent);
+  SetFn(exports, ctx, "stopWatchingParent", StopWatchingParent);
 }
 
 }  // namespace railcomm

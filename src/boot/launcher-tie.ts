@@ -1,23 +1,33 @@
 // A rank started by railcomm run (locally, over ssh, or through `ip netns
-// exec`) ends when the process that started it ends. The launcher's
-// connection closing tells a rank on its event loop; a rank busy in a long
-// computation never looks, so the kernel signals it instead (the native
-// addon's prctl PR_SET_PDEATHSIG; without the addon only the connection tells).
+// exec`) ends when the process that started it ends. A rank on its event loop
+// sees the launcher's connection close and exits cleanly (its exit handlers
+// remove its shared-memory names). One busy in a long computation never
+// looks: a thread of the native addon waits for the parent to end and, a
+// grace period later, kills the process if it still runs. Without the addon
+// only the connection tells.
 
-import { constants as osConstants } from 'node:os';
 import { isMainThread } from 'node:worker_threads';
 import { loadNative } from '../native/addon.js';
 
-/** Ask for SIGTERM when this process's parent ends; false when that cannot be arranged here. */
+/** How long a rank whose parent ended may take to exit by itself (ms). */
+const GRACE_MS = 2000;
+
+/** Watch the parent process; false when that cannot be arranged here. */
 export function endWithParent(): boolean {
-  // The setting belongs to the process's main thread (a worker's would never fire).
+  // One watch per process, from its main thread (thread ranks share the host's).
   if (!isMainThread) return false;
   const native = loadNative();
-  if (native?.parentDeathSignal === undefined) return false;
+  if (native?.watchParent === undefined) return false;
   try {
-    native.parentDeathSignal(osConstants.signals.SIGTERM);
+    native.watchParent(GRACE_MS);
     return true;
   } catch {
     return false;
   }
+}
+
+/** The rank finalized: it may outlive its launcher (as the launcher's connection loss spares it too). */
+export function stopWatchingParent(): void {
+  if (!isMainThread) return;
+  loadNative()?.stopWatchingParent?.();
 }

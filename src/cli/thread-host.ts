@@ -207,7 +207,7 @@ export async function hostMain(argv: string[]): Promise<number> {
   const onSigterm = (): void => onSignal('SIGTERM');
   process.on('SIGINT', onSigint);
   process.on('SIGTERM', onSigterm);
-  // The launcher killed: SIGTERM (above), even while every thread rank is busy.
+  // The launcher killed while every thread rank is busy: the process ends anyway (launcher-tie.ts).
   endWithParent();
 
   for (let i = 0; i < count; i++) {

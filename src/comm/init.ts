@@ -47,7 +47,7 @@ async function start(options: InitOptions): Promise<Communicator> {
       throw new RailcommError(ErrorCode.BOOT, `rank ${launch.rank}: cannot reach the launcher's wire-up service at ${launch.kv.host}:${launch.kv.port}: ${(e as Error).message}`, { cause: e });
     }
     // The launcher is gone: this rank must not outlive it (no orphans), also
-    // when it is too busy to see the connection close.
+    // when it is too busy to see the connection close (launcher-tie.ts).
     endWithParent();
     client.onLost(() => {
       if (w?.isFinalized) return;

@@ -1,6 +1,7 @@
 // State shared by every communicator of this rank: the protocol context, the
 // wire-up store, the keep-alive, and what finalize() must wait for.
 
+import { stopWatchingParent } from '../boot/launcher-tie.js';
 import v8 from 'node:v8';
 import type { Context } from '../proto/context.js';
 import type { KeyValueStore } from '../boot/kv.js';
@@ -85,6 +86,8 @@ export class World implements RequestWatcher {
     this.hangWatch?.dispose();
     await this.ctx.close();
     this.kv?.close();
+    // Done with the job: what the program does next may outlive the launcher.
+    stopWatchingParent();
   }
 }
 

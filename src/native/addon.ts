@@ -64,8 +64,13 @@ export interface NativeAddon {
   udpSendBatch(fd: number, bufs: ArrayBufferView[], lens: Uint32Array, ports: Uint32Array, addrs: Uint32Array, count: number): number;
   /** Whether crc32c uses the CPU's instruction (SSE4.2). */
   crc32cHardware(): boolean;
-  /** Have the kernel send `signal` to this process when its parent ends (prctl PR_SET_PDEATHSIG); returns the parent's pid. Absent from addons built before it. */
-  parentDeathSignal?(signal: number): number;
+  /**
+   * A thread that waits for this process's parent to end, then graceMs more,
+   * then kills this process (SIGKILL) unless stopWatchingParent was called.
+   * Returns the parent's pid. Absent from addons built before it.
+   */
+  watchParent?(graceMs: number): number;
+  stopWatchingParent?(): void;
 }
 
 /** The addon's element-type and op numbering for reduce(). */

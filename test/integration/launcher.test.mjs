@@ -176,7 +176,7 @@ notePid('r' + comm.rank + (process.env.RAILCOMM_THREADS ? 't' : ''), process.pid
 for (;;) { /* never looks at the launcher's connection again */ }`);
   for (const mode of [[], ['--threads']]) {
     let launcher;
-    // Over tcp: a launcher killed with SIGKILL cannot remove the ranks' /dev/shm inboxes (see the README).
+    // Over tcp: a busy rank is killed, so it cannot remove its /dev/shm inbox (see the README).
     const done = launch(['-n', '2', '--rails', 'tcp,self', ...mode, s], { onSpawn: (c) => { launcher = c; } });
     const want = mode.length === 0 ? 2 : 4;
     await waitFor(() => pidsIn('busy-orphan').length === want, 15_000, 'ranks to start');
@@ -185,6 +185,26 @@ for (;;) { /* never looks at the launcher's connection again */ }`);
     await done;
     await waitFor(() => pids.every((p) => !alive(p)), 5000, `busy ranks (${mode.join(' ') || 'processes'}) to end with their launcher`);
   }
+});
+
+test('ranks idle in a receive over shared memory clean up their /dev/shm names when the launcher is SIGKILLed', async () => {
+  const s = script('idle-orphan.mjs', `${pidPrelude('idle-orphan')}
+const { init } = await import(${JSON.stringify(new URL('../../dist/index.js', import.meta.url).href)});
+const comm = await init();
+notePid('r' + comm.rank, process.pid);
+// Never sent, and the ranks never talk: each inbox keeps its name (a peer unlinks it once it mapped it).
+await comm.recv(new Uint8Array(8), 1 - comm.rank, 99);`);
+  let launcher;
+  const done = launch(['-n', '2', '--rails', 'shm,self', s], { onSpawn: (c) => { launcher = c; } });
+  await waitFor(() => pidsIn('idle-orphan').length === 2, 15_000, 'ranks to start');
+  const pids = pidsIn('idle-orphan');
+  const jobId = Number(readFileSync(`/proc/${pids[0]}/environ`, 'latin1').split('\0').find((v) => v.startsWith('RAILCOMM_JOB_ID='))?.slice(16));
+  const names = () => readdirSync('/dev/shm').filter((n) => n.startsWith(`railcomm-${jobId >>> 0}-`));
+  assert.ok(names().length > 0, 'the ranks made their inboxes');
+  launcher.kill('SIGKILL');
+  await done;
+  await waitFor(() => pids.every((p) => !alive(p)), 5000, 'idle ranks to end with their launcher');
+  assert.deepEqual(names(), [], 'no shared-memory name left');
 });
 
 test('abort from a rank stops the job with its code; finalize makes a clean exit', async () => {
