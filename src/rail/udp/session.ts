@@ -127,8 +127,8 @@ export class Session {
   private inEpisode = false;
   private recoverEnd = 0;
   private episodeLosses = 0;
-  /** Transmissions so far (orders them per channel for loss evidence). */
-  private txCount = 0;
+  /** Transmissions so far (orders them per channel for loss evidence; a double from the start: it passes 2^31 in a long job). */
+  private txCount = -0;
   private queue: Array<Segment | Frag> = [];
   private qHead = 0;
   queuedBytes = 0;
@@ -248,7 +248,8 @@ export class Session {
     f.payLen = payLen;
     f.off = 0;
     f.fragId = this.nextFragId;
-    this.nextFragId = (this.nextFragId + 1) >>> 0 || 1;
+    // Modulo 2^30, as sequence numbers (seq.ts): a small integer in V8 (0 is never an id).
+    this.nextFragId = ((this.nextFragId + 1) & SEQ_MASK) || 1;
     f.done = done;
     const first = this.qHead === this.queue.length;
     this.queue.push(f);

@@ -38,7 +38,7 @@
  * am id 0 is the rail's own control fragment (flags: BYE = orderly close).
  */
 export const MAGIC = 0x5552; // 'R','U' read as little-endian u16
-export const VERSION = 1;
+export const VERSION = 2; // 2: sequence numbers modulo 2^30
 export const T_FRAG = 1;
 export const T_CHUNK = 2;
 export const T_ACK = 3;
