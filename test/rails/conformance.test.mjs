@@ -503,15 +503,16 @@ test('udp: malformed, foreign, corrupt and unknown-peer datagrams are counted an
     const s = dgram.createSocket('udp4');
     const send = (buf, port) => new Promise((r) => s.send(buf, Number(port), ip, r));
     const c0 = { ...pair.b.rail.counters.snapshot() };
+    const { VERSION } = await import('../../dist/rail/udp/wire.js');
     await send(Buffer.alloc(3), dataPort); // short
     await send(Buffer.from('GET / HTTP/1.1 and some more bytes to pass the size'), prioPort); // foreign
     // A well-formed-looking header with a wrong checksum, and random bytes with the right magic.
-    const fake = Buffer.alloc(64); fake.writeUInt16LE(0x5552, 0); fake[2] = 1; fake[3] = 1;
+    const fake = Buffer.alloc(64); fake.writeUInt16LE(0x5552, 0); fake[2] = VERSION; fake[3] = 1;
     await send(fake, dataPort);
-    for (let i = 0; i < 200; i++) { const r = Buffer.from(fill(24 + (i * 37) % 1000, i)); r.writeUInt16LE(0x5552, 0); r[2] = 1; await send(r, i % 2 ? dataPort : prioPort); }
+    for (let i = 0; i < 200; i++) { const r = Buffer.from(fill(24 + (i * 37) % 1000, i)); r.writeUInt16LE(0x5552, 0); r[2] = VERSION; await send(r, i % 2 ? dataPort : prioPort); }
     // A valid ACK datagram (right checksum) with a token nobody holds.
     const { checksum } = await import('../../dist/rail/udp/checksum.js');
-    const ack = Buffer.alloc(24); ack.writeUInt16LE(0x5552, 0); ack[2] = 1; ack[3] = 3; ack.writeUInt32LE(12345, 8);
+    const ack = Buffer.alloc(24); ack.writeUInt16LE(0x5552, 0); ack[2] = VERSION; ack[3] = 3; ack.writeUInt32LE(12345, 8);
     ack.writeUInt32LE(checksum(ack, 8, 16), 4);
     await send(ack, prioPort);
     s.close();
