@@ -358,7 +358,8 @@ export class PointToPoint implements Canceller {
     try {
       // Until filled, or a message for it was queued instead (onEager, onRts
       // close the slot), or the one deadline passed (other traffic does not extend it).
-      while (this.atCallBytes < 0 && this.atCallBuf !== null && progress.pollBriefly(lane)) { /* deliver */ }
+      // onEager and onRts close the slot (atCallBuf = null) whenever they fill it or queue its message.
+      while (this.atCallBuf !== null && progress.pollBriefly(lane)) { /* deliver */ }
     } finally {
       this.atCallBuf = null;
     }
@@ -386,12 +387,17 @@ export class PointToPoint implements Canceller {
     if (st.queues.postedCount > 0 || st.broken !== null) return -1;
     ep.rx.expected = nextSeq(ep.rx.expected);
     ep.credits += hdrCredits(v, o);
-    this.returnCredit(ep, len + EAGER_OVERHEAD);
-    copyOut(rx.buf, rx.payOff, len, buf);
-    this.gotSource = src;
-    this.gotTag = t;
-    this.recvsAtCall++;
+    this.tookAtCall(ep, rx.buf, rx.payOff, len, buf, src, t);
     return len;
+  }
+
+  /** The receive waiting at the call took an eager message (len bytes of src from off): its credit, its bytes, its source and tag. */
+  private tookAtCall(ep: ProtoEndpoint, src: Buffer, off: number, len: number, buf: Uint8Array, source: number, tag: number): void {
+    this.returnCredit(ep, len + EAGER_OVERHEAD);
+    copyOut(src, off, len, buf);
+    this.gotSource = source;
+    this.gotTag = tag;
+    this.recvsAtCall++;
   }
 
   /** The frame recvAtCall looks at before taking it. */
@@ -662,12 +668,8 @@ export class PointToPoint implements Canceller {
       // large) is queued, and then nothing later may overtake it there.
       this.atCallBuf = null;
       if (len <= at.length) {
-        this.returnCredit(ep, len + EAGER_OVERHEAD);
-        copyOut(buf, off, len, at);
+        this.tookAtCall(ep, buf, off, len, at, src, tag);
         this.atCallBytes = len;
-        this.gotSource = src;
-        this.gotTag = tag;
-        this.recvsAtCall++;
         return;
       }
     }
@@ -705,8 +707,8 @@ export class PointToPoint implements Canceller {
     if (ep.rx.isDuplicate(seq)) { this.protocolErrors++; return; }
     ep.rx.stash(seq, {
       am,
-      hdr: Buffer.from(rx.buf.subarray(rx.hdrOff, rx.hdrOff + rx.hdrLen)),
-      payload: rx.payLen > 0 ? Buffer.from(rx.buf.subarray(rx.payOff, rx.payOff + rx.payLen)) : null,
+      hdr: copyOf(rx.buf, rx.hdrOff, rx.hdrLen),
+      payload: rx.payLen > 0 ? copyOf(rx.buf, rx.payOff, rx.payLen) : null,
     });
   }
 
