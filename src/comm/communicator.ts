@@ -42,7 +42,8 @@ export class Communicator implements ClaimedReceiver {
   private readonly scratch = new ScratchPool();
   /** The settled results of blocking sends and receives that completed at the call. */
   private readonly sentAtCall = new SettledStatus();
-  private readonly receivedAtCall = new SettledStatus();
+  /** Per source: a halo exchange alternates its sources, and one entry for all would miss every time. */
+  private readonly receivedAtCall: SettledStatus[] = [];
 
   /** @internal */
   constructor(world: World, group: readonly number[], rank: number, p2pCtx: number, collCtx: number) {
@@ -90,7 +91,7 @@ export class Communicator implements ClaimedReceiver {
       const lane = ctx.polledLane(this.group[source]!);
       if (lane !== null) got = p2p.recvAtCall(bytes, this.p2pCtx, source, tag, lane, ctx.progress);
     }
-    if (got >= 0) { ctx.progress.completedAtOnce(); return this.receivedAtCall.get(p2p.gotSource, p2p.gotTag, got); }
+    if (got >= 0) { ctx.progress.completedAtOnce(); return (this.receivedAtCall[p2p.gotSource] ??= new SettledStatus()).get(p2p.gotSource, p2p.gotTag, got); }
     return this.startRecv(bytes, source, tag, this.p2pCtx, null).wait();
   }
 
