@@ -156,9 +156,14 @@ export class SharedCollectives {
     this.phases = new Phases(this.host, ctrl, this.rank, this.size, (e) => { this.broken = e; });
   }
 
-  /** Byte offset in the segment's buffer of rank r's slot for round k. */
+  /** Byte offset in the segment of rank r's slot for round k. */
+  private slotOffset(r: number, k: number): number {
+    return this.dataOff + ((k & 1) * this.size + r) * this.host.slotBytes;
+  }
+
+  /** The same in the segment's buffer (for views over it). */
   private slot(r: number, k: number): number {
-    return this.seg!.byteOffset + this.dataOff + ((k & 1) * this.size + r) * this.host.slotBytes;
+    return this.seg!.byteOffset + this.slotOffset(r, k);
   }
 
   private nextRound(): number {
@@ -200,16 +205,18 @@ export class SharedCollectives {
   /** root's bytes to everyone, a slot at a time. */
   async bcast(bytes: Uint8Array, root: number): Promise<void> {
     const slot = this.host.slotBytes;
-    for (let off = 0; off < bytes.byteLength || off === 0; off += slot) {
-      const n = Math.min(slot, bytes.byteLength - off);
+    // length, not byteLength (a call on Node 20, core/bytes.ts).
+    const len = bytes.length;
+    for (let off = 0; off < len || off === 0; off += slot) {
+      const n = Math.min(slot, len - off);
       const k = this.nextRound();
       // No view per round, and the addon's memmove for long pieces (native/copy.ts).
-      const at = this.slot(root, k) - this.seg!.byteOffset;
+      const at = this.slotOffset(root, k);
       if (this.rank === root) copyElements(this.seg!, at, bytes, off, n);
       const w = this.phases!.next();
       if (w !== null) await w;
       if (this.rank !== root) copyElements(bytes, off, this.seg!, at, n);
-      if (bytes.byteLength === 0) break;
+      if (len === 0) break;
     }
   }
 

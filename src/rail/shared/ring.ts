@@ -166,11 +166,11 @@ export class Ring {
     let src: Int32Array | null = null;
     if (hdr === this.hdrA) src = this.wordsA;
     else if (hdr === this.hdrB) src = this.wordsB;
-    else if (hdr.byteLength >= SCRATCH_MIN && (hdr.byteOffset & 3) === 0) {
+    else if (hdr.length >= SCRATCH_MIN && (hdr.byteOffset & 3) === 0) {
       // A scratch buffer, written again for every message: worth a view kept
       // here. A header copied for a queued send (exactly its length) goes by
       // bytes instead, with no view made and no scratch view evicted.
-      src = new Int32Array(hdr.buffer, hdr.byteOffset, hdr.byteLength >> 2);
+      src = new Int32Array(hdr.buffer, hdr.byteOffset, hdr.length >> 2);
       this.hdrB = this.hdrA; this.wordsB = this.wordsA;
       this.hdrA = hdr; this.wordsA = src;
     }
