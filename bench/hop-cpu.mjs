@@ -16,6 +16,7 @@
 //   node dist/cli/main.js run -n 2 --rails shm,self bench/hop-cpu.mjs
 //   (HOP_CPU_STAGE=public: that stage alone; HOP_CPU_PHASES: phases per stage, 20)
 import { init } from '../dist/index.js';
+import { median } from './lib/compare.mjs';
 import { Ring } from '../dist/rail/shared/ring.js';
 import { AM_EAGER, EAGER_HDR, EAGER_OVERHEAD, encodeMatchHeader } from '../dist/proto/wire.js';
 
@@ -82,6 +83,5 @@ for (let k = 0; k < (PHASES + 4) * names.length; k++) {
   await stages[name](PHASE);
   if (k >= 4 * names.length) res[name].push(((performance.now() - t0) * 1e6) / PHASE);
 }
-const median = (a) => [...a].sort((x, y) => x - y)[a.length >> 1];
 console.log(JSON.stringify({ benchmark: 'hop-cpu', rails: lane.rail.component, nsPerIteration: Object.fromEntries(names.map((n) => [n, +median(res[n]).toFixed(1)])) }));
 await comm.finalize();

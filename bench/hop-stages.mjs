@@ -12,6 +12,7 @@
 //   node dist/cli/main.js run -n 2 --rails shm,self bench/hop-stages.mjs
 //   node dist/cli/main.js run -n 2 --threads bench/hop-stages.mjs
 import { init } from '../dist/index.js';
+import { median } from './lib/compare.mjs';
 
 const comm = await init();
 const b = new Uint8Array(8);
@@ -51,7 +52,6 @@ for (let k = 0; k < 30 * names.length; k++) {
   // The first six phases of each stage are warm-up.
   if (k >= 6 * names.length) res[name].push(((performance.now() - t0) * 1000) / PHASE / 2);
 }
-const median = (a) => [...a].sort((x, y) => x - y)[a.length >> 1];
 if (me === 0) {
   console.log(JSON.stringify({ benchmark: 'hop-stages', rails: lane?.rail.component, halfRoundTripUs: Object.fromEntries(names.map((n) => [n, +median(res[n]).toFixed(3)])) }));
 }
