@@ -208,7 +208,7 @@ export class Window {
 
   private async completeAll(): Promise<void> {
     const waits: Array<Promise<unknown>> = [];
-    for (let r = 0; r < this.comm.size; r++) waits.push(this.rma.flush(this.comm.worldRankOf(r)));
+    for (let r = 0; r < this.comm.size; r++) waits.push(this.rma.flush(this.remote[r]!.world));
     await Promise.all(waits);
   }
 
