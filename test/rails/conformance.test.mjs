@@ -237,6 +237,26 @@ for (const R of RAILS) {
     } finally { await pair.close(); }
   });
 
+  test(`${R.name}: memory a rail hands out for sharing is found by segment and read by the peer exactly; unknown or short segments are error codes`, async (t) => {
+    const pair = await R.open(resolveParams());
+    try {
+      if (typeof pair.a.rail.allocShared !== 'function' || pair.a === pair.b) { t.skip('this rail hands out no shared memory'); return; }
+      const seg = pair.a.rail.allocShared(5000);
+      assert.ok(seg instanceof Uint8Array && seg.length === 5000);
+      seg.set(fill(5000, 4));
+      const ab = pair.epAB();
+      const where = ab.ipc.segmentOf(seg.subarray(100, 600));
+      assert.equal(where.offset, 100);
+      assert.equal(ab.ipc.segmentOf(new Uint8Array(10)), null, 'ordinary memory is in no segment');
+      const ba = pair.epBA();
+      const dst = new Uint8Array(500);
+      assert.equal(ba.ipc.readSegment(dst, where.id, where.offset), 0);
+      assert.deepEqual(dst, seg.subarray(100, 600));
+      assert.equal(ba.ipc.readSegment(new Uint8Array(8), where.id + 1000, 0), -2, 'a segment that does not exist');
+      assert.ok(ba.ipc.readSegment(new Uint8Array(100), where.id, 4990) < 0, 'past the segment\'s end');
+    } finally { await pair.close(); }
+  });
+
   test(`${R.name}: a sleeping receiver is woken by a send; sleep() refuses when data already waits`, async (t) => {
     const pair = await R.open(resolveParams());
     try {

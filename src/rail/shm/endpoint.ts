@@ -52,8 +52,8 @@ export class ShmEndpoint extends RingLane<ShmEndpoint> implements RingPeer {
     } catch {
       return -2; // freed meanwhile, or never ours to see: the ring path follows
     }
-    if (offset + dst.byteLength > sab.byteLength) return -14;
-    dst.set(new Uint8Array(sab, offset, dst.byteLength));
+    if (offset + dst.length > sab.byteLength) return -14;
+    dst.set(new Uint8Array(sab, offset, dst.length));
     return 0;
   }
 
