@@ -90,7 +90,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
   private liveness: NodeJS.Timeout | null = null;
   private rxBudget = 1 << 20;
   private openCount = 0;
-  /** Peers that share the receive budget (for grant()); for tests and --stats. */
+  /** Peers that share the receive budget (for grant()); read by the conformance suite. */
   get openPeers(): number { return this.openCount; }
   private closing = false;
   private closed = false;
