@@ -10,7 +10,9 @@
 //   - a tbsm Ring's copy-in + copy-out rate, in one thread and across two;
 //   - two awaits of a settled promise (the floor of put + flush), and a 1 MiB
 //     copy by CMA on our own pid, by the addon's memcpy, and by set();
-//   - what reading a typed array's length and byteLength costs.
+//   - what reading a typed array's length and byteLength costs;
+//   - what Atomics.load and Atomics.store cost against plain reads and writes
+//     of a shared Int32Array (why the ring reads its words plainly on x86).
 // Usage: node bench/node-facts.mjs
 import { Worker, isMainThread, workerData, parentPort } from 'node:worker_threads';
 import { Ring } from '../dist/rail/shared/ring.js';
@@ -114,6 +116,21 @@ for (const mode of ['sync', 'async']) {
   const N = 2e7;
   const time = (f) => { let s = 0; for (let i = 0; i < N / 10; i++) s += f(views[i & 1]); const t = performance.now(); for (let i = 0; i < N; i++) s += f(views[i & 1]); return [+((performance.now() - t) * 1e6 / N).toFixed(2), s]; };
   out({ fact: 'typed array size (ns per read, Uint8Array and Buffer)', length: time((v) => v.length)[0], byteLength: time((v) => v.byteLength)[0] });
+}
+
+{
+  // Shared words: Node 20's V8 runs Atomics.load and Atomics.store as builtin
+  // calls, not as instructions (Atomics.store is a locked exchange on x86).
+  const a = new Int32Array(new SharedArrayBuffer(4096));
+  const N = 2e7;
+  const time = (f) => { let s = 0; for (let i = 0; i < N / 10; i++) s += f(i); const t = performance.now(); for (let i = 0; i < N; i++) s += f(i); return [+((performance.now() - t) * 1e6 / N).toFixed(2), s]; };
+  out({
+    fact: 'shared Int32Array word (ns per access)',
+    plainRead: time((i) => a[(i & 7) << 4])[0],
+    atomicsLoad: time((i) => Atomics.load(a, (i & 7) << 4))[0],
+    plainWrite: time((i) => { a[(i & 7) << 4] = i; return 0; })[0],
+    atomicsStore: time((i) => { Atomics.store(a, (i & 7) << 4, i); return 0; })[0],
+  });
 }
 
 {

@@ -163,3 +163,46 @@ test('pollRings: a corrupt frame fails its peer alone, also when failing it took
   assert.deepEqual(delivered, ['b', 'c'], 'b and c still delivered');
   assert.deepEqual(list.map((e) => e.ep.name), ['b', 'c']);
 });
+
+// On x86 the consumer reads the producer's tail with a plain load
+// (loadAcquire): this holds only while V8 reads the word again on every
+// look, even in optimized code. A worker spins on hasData, then on a bare
+// loadAcquire (as the sleeping flag is read), each for far longer than V8
+// takes to optimize the loop; the frame and the flag come from this thread.
+test('ring: a consumer spinning in optimized code sees a frame and a flag written by another thread', async () => {
+  const { Worker } = await import('node:worker_threads');
+  const producer = new Ring(1 << 12);
+  const flag = new Int32Array(new SharedArrayBuffer(4));
+  const ringUrl = new URL('../../dist/rail/shared/ring.js', import.meta.url).href;
+  const w = new Worker(`
+    const { parentPort, workerData } = require('node:worker_threads');
+    import(workerData.ringUrl).then(({ Ring, loadAcquire }) => {
+      const r = new Ring(workerData.sab);
+      const flag = new Int32Array(workerData.flag);
+      parentPort.postMessage('spinning');
+      while (!r.hasData()) { /* spin */ }
+      const off = r.peek();
+      parentPort.postMessage({ am: r.frameAm(off), payLen: r.framePayloadLength(off), byte: r.data[off + 16 + 8] });
+      while (loadAcquire(flag, 0) === 0) { /* spin */ }
+      parentPort.postMessage('flag');
+    });
+  `, { eval: true, workerData: { sab: producer.sab, flag: flag.buffer, ringUrl } });
+  const next = (what) => new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`the spinning consumer did not see the ${what} within 10 s`)), 10000);
+    w.once('message', (m) => { clearTimeout(t); resolve(m); });
+    w.once('error', reject);
+  });
+  try {
+    assert.equal(await next('start'), 'spinning');
+    await new Promise((r) => setTimeout(r, 300));
+    const frame = next('frame');
+    assert.ok(producer.write(7, new Uint8Array(8), 8, new Uint8Array([42, 1, 2])));
+    assert.deepEqual(await frame, { am: 7, payLen: 3, byte: 42 });
+    await new Promise((r) => setTimeout(r, 300));
+    const flagged = next('flag');
+    Atomics.store(flag, 0, 1);
+    assert.equal(await flagged, 'flag');
+  } finally {
+    await w.terminate();
+  }
+});
