@@ -5,7 +5,7 @@
 
 import type { RailEndpoint, RailUpcalls, RxFrame } from '../api.js';
 import type { TrafficCounters } from '../../core/counters.js';
-import { FRAME_HEAD, payloadOffset, type Ring } from './ring.js';
+import { FRAME_HEAD, SLEEP_RECHECK_MS, payloadOffset, type Ring } from './ring.js';
 
 /** What a ring rail's endpoint offers its rail's poller. */
 export interface RingEndpoint extends RailEndpoint {
@@ -134,4 +134,37 @@ export function maySleep<E extends RingEndpoint>(ins: ReadonlyArray<Inbound<E>>,
   // A blocked sender may sleep too: its receiver rings us when it frees room.
   for (const ep of blocked) if (!ep.sleepUntilRoom()) return false;
   return true;
+}
+
+/**
+ * The second look a sleeping ring rail takes at its rings, SLEEP_RECHECK_MS
+ * after it went to sleep (ring.ts, PLAIN_SYNC): a frame, or room, published
+ * just as the rail announced its sleep may have been invisible to its last
+ * look, while its writer read the rail as awake and did not ring. `look`
+ * wakes the rail if anything waits. One timer per sleep at most, unref'd (a
+ * sleeping rail never keeps the process alive).
+ */
+export class SleepRecheck {
+  private timer: NodeJS.Timeout | null = null;
+  private readonly look: () => void;
+
+  constructor(look: () => void) {
+    this.look = look;
+  }
+
+  /** The rail just went to sleep (a look already pending serves this sleep too: it comes after it). */
+  arm(): void {
+    if (this.timer !== null) return;
+    this.timer = setTimeout(this.fire, SLEEP_RECHECK_MS);
+    this.timer.unref();
+  }
+
+  cancel(): void {
+    if (this.timer !== null) { clearTimeout(this.timer); this.timer = null; }
+  }
+
+  private readonly fire = (): void => {
+    this.timer = null;
+    this.look();
+  };
 }

@@ -44,23 +44,38 @@ const POS_MASK = 0x3fffffff;
 export const RING_MAX = 2 ** 29;
 
 /**
- * Whether a plain read of a shared word is an acquire load: on x86 the
- * processor keeps every load in order with later loads and stores, so it is,
- * and costs about 1 ns against 5-9 for Atomics.load, which Node 20's V8 runs
- * as a builtin call, not as an instruction (`node bench/node-facts.mjs`).
- * V8 reads a typed-array element again each time the code does (it never
- * hoists one out of a loop; test/unit/ring.test.mjs spins on one in
- * optimized code), which a spinning consumer relies on. Other processors
- * (arm64) reorder plain loads, so there it is Atomics.load.
+ * Whether plain reads and writes of shared words order themselves: on x86
+ * every load is an acquire load and every store a release store (the
+ * processor keeps loads in order with later loads and stores, and stores in
+ * order with earlier ones), so a plain read or write does the job there. It
+ * costs about 1 ns, against 5-15 for Atomics.load and Atomics.store, which
+ * Node 20's V8 runs as builtin calls, Atomics.store with a locked exchange
+ * (`node bench/node-facts.mjs`). V8 reads a typed-array element again each
+ * time the code does (it never hoists one out of a loop;
+ * test/unit/ring.test.mjs spins on one in optimized code), which a spinning
+ * consumer relies on. Other processors (arm64) reorder plain accesses, so
+ * there these are the Atomics operations.
  *
- * Stores stay Atomics.store, a full fence on x86 (a locked exchange): each
- * side's store-then-load pair (the tail, then the sleeping flag; the head,
- * then the waiting flag) must not be reordered, or a wake-up is lost.
+ * What x86 does reorder is a store followed by a load of another word, and
+ * both sleep protocols have that shape: a producer publishes its tail, then
+ * reads whether the consumer sleeps (Doorbell.ring); a consumer hands back
+ * its head, then reads whether the producer waits for room. A side may
+ * therefore read "awake" or "not waiting" while its own store is still on
+ * its way, just as the other side announces it sleeps and looks a last time.
+ * The store becomes visible within nanoseconds, so a rail that goes to sleep
+ * looks at its rings once more SLEEP_RECHECK_MS later (SleepRecheck in
+ * poll.ts): a wake-up can be late by that much, in that rare race, but never lost.
  */
-const PLAIN_ACQUIRE = process.arch === 'x64' || process.arch === 'ia32';
+const PLAIN_SYNC = process.arch === 'x64' || process.arch === 'ia32';
 
-/** An acquire load of a[i] (see PLAIN_ACQUIRE). */
-export const loadAcquire: (a: Int32Array, i: number) => number = PLAIN_ACQUIRE ? (a, i) => a[i]! : (a, i) => Atomics.load(a, i);
+/** An acquire load of a[i] (see PLAIN_SYNC). */
+export const loadAcquire: (a: Int32Array, i: number) => number = PLAIN_SYNC ? (a, i) => a[i]! : (a, i) => Atomics.load(a, i);
+
+/** A release store of v to a[i] (see PLAIN_SYNC): not a fence, a later load may pass it. */
+export const storeRelease: (a: Int32Array, i: number, v: number) => void = PLAIN_SYNC ? (a, i, v) => { a[i] = v; } : (a, i, v) => { Atomics.store(a, i, v); };
+
+/** How long after announcing sleep a ring rail looks at its rings again (ms; see PLAIN_SYNC). */
+export const SLEEP_RECHECK_MS = 1;
 
 /** Header buffers at least this long are the protocol layers' reusable scratch (a view of each is kept). */
 const SCRATCH_MIN = 64;
@@ -170,7 +185,7 @@ export class Ring {
       else d.set(payload, p);
     }
     this.tail = (tail + need) & POS_MASK;
-    Atomics.store(this.ctl, TAIL, this.tail);
+    storeRelease(this.ctl, TAIL, this.tail);
     return true;
   }
 
@@ -241,13 +256,15 @@ export class Ring {
 
   /**
    * Consumer: store the head, then ring the producer if it waits for room.
-   * The producer stores its request before it looks at the head, and we
-   * store the head before we look at the request (both sequentially
-   * consistent), so one of us sees the other: no wake-up is lost.
+   * The producer stores its request (a full fence) before it looks at the
+   * head, and we store the head before we look at the request. Our look may
+   * pass our store on x86 (PLAIN_SYNC), so both of us may miss the other for
+   * a moment; the producer's rail then finds the room when it looks again
+   * before sleeping for good (SleepRecheck).
    */
   private handBack(): void {
     this.published = this.head;
-    Atomics.store(this.ctl, HEAD, this.head);
+    storeRelease(this.ctl, HEAD, this.head);
     if (loadAcquire(this.ctl, WAITING) !== 0) {
       Atomics.store(this.ctl, WAITING, 0);
       if (this.onRoom !== null) this.onRoom();
@@ -319,9 +336,11 @@ export class Ring {
 
 /**
  * A rank's doorbell: [0] rings, [1] asleep. A sender rings only when the
- * receiver said it sleeps; the receiver says so, then looks at its rings
- * once more before waiting (both sides use sequentially consistent atomics,
- * so no wake-up is lost). Across processes Atomics.notify reaches nobody, so
+ * receiver said it sleeps; the receiver says so (a full fence), then looks at
+ * its rings once more before waiting, and again SLEEP_RECHECK_MS later: the
+ * sender's read of [1] may pass its store of the frame's tail (PLAIN_SYNC),
+ * so a frame written just then can be missed by the first look, never by
+ * the second. Across processes Atomics.notify reaches nobody, so
  * the shm rail passes `notify` (a futex wake through the addon) and waits
  * with its own waiter instead of waitAsync.
  */
@@ -340,7 +359,7 @@ export class Doorbell {
 
   /** Sender side, after writing a frame. */
   ring(): void {
-    // (Every caller has just published with an Atomics.store, a full fence.)
+    // (This read may pass the caller's store of its tail: see PLAIN_SYNC.)
     if (loadAcquire(this.a, 1) !== 0) {
       Atomics.store(this.a, 1, 0);
       Atomics.add(this.a, 0, 1);

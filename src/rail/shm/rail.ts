@@ -12,7 +12,7 @@ import { shmJobPrefix, type DoorbellWaiter, type NativeAddon } from '../../nativ
 import { Doorbell, Ring } from '../shared/ring.js';
 import { ringRailCaps } from '../shared/caps.js';
 import { deliverFrame } from '../shared/deliver.js';
-import { inboundRing, maySleep, pollRings, settleRings, type Inbound as SharedInbound } from '../shared/poll.js';
+import { inboundRing, maySleep, pollRings, settleRings, SleepRecheck, type Inbound as SharedInbound } from '../shared/poll.js';
 import { ShmEndpoint } from './endpoint.js';
 import { RegionCache } from '../../core/region-cache.js';
 import {
@@ -210,8 +210,20 @@ export class ShmRail implements Rail {
       this.armed = true;
       this.native.doorbellArm(this.waiter, seen);
     }
+    this.recheck.arm();
     return true;
   }
+
+  /** The second look before sleeping on (SleepRecheck): wake if a frame, a peer or room is there after all. */
+  private readonly recheck = new SleepRecheck(() => {
+    if (this.wakeFn === null || this.closed) return;
+    if (Atomics.load(this.inWords, IN_ANNOUNCED) === this.seen && maySleep(this.inbound, this.blocked)) return;
+    // (The doorbell's waiter stays armed: it fires at the next ring.)
+    this.bell.cancelSleep();
+    const w = this.wakeFn;
+    this.wakeFn = null;
+    w();
+  });
 
   private onBell(): void {
     this.armed = false;
@@ -248,6 +260,7 @@ export class ShmRail implements Rail {
     if (this.closed) return;
     await Promise.all([...this.endpoints.values()].map((ep) => ep.close()));
     this.closed = true;
+    this.recheck.cancel();
     clearInterval(this.liveness);
     process.off('exit', this.onExit);
     this.native.doorbellClose(this.waiter);
