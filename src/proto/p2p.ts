@@ -6,6 +6,7 @@
 import type { AmHandler, PolledEndpoint, RailEndpoint, RxFrame } from '../rail/api.js';
 import { NO_RESOURCE } from '../rail/api.js';
 import { RailcommError, ErrorCode } from '../core/errors.js';
+import { WordViews, copySmall } from '../core/word-copy.js';
 import { MatchQueues, ANY_SOURCE, ANY_TAG, type Arrived } from './matching.js';
 import { nextSeq } from './reorder.js';
 import type { Progress } from './progress.js';
@@ -971,14 +972,22 @@ export const QUEUED = -2;
 
 /**
  * An arrived payload (len bytes of src from off) into the receive buffer.
- * Small copies go byte by byte: Buffer#copy with an offset makes a temporary
- * view, an allocation per message; larger ones are a memmove, also out of a
- * ring in shared memory.
+ * Small copies go by words where both sides allow (core/word-copy.ts), else
+ * by bytes: Buffer#copy with an offset makes a temporary view, an allocation
+ * per message; larger ones are a memmove, also out of a ring in shared memory.
  */
 function copyOut(src: Buffer, off: number, len: number, dst: Uint8Array): void {
-  if (len <= 256) { for (let i = 0; i < len; i++) dst[i] = src[off + i]!; return; }
+  if (len <= 256) {
+    if (len < 4) { for (let i = 0; i < len; i++) dst[i] = src[off + i]!; return; }
+    copySmall(dst, 0, arrivalViews.of(dst), src, off, ringViews.of(src), len);
+    return;
+  }
   src.copy(dst, 0, off, off + len);
 }
+
+/** Word views for copyOut: of the buffers messages arrive in (a ring's frame area) and of receive buffers. */
+const ringViews = new WordViews();
+const arrivalViews = new WordViews();
 
 /**
  * A copy of an arrived payload that must outlive the frame (an unexpected

@@ -22,6 +22,8 @@
  * misaligned offset far slower (3.5-3.7 GB/s here against 23-29 aligned,
  * bench/node-facts.mjs).
  */
+import { WordViews, copySmall } from '../../core/word-copy.js';
+
 export const CONTROL_BYTES = 128;
 export const FRAME_HEAD = 16;
 const HEAD = 0;
@@ -116,6 +118,8 @@ export class Ring {
   private published: number;
   /** Run when room handed back finds the producer waiting for it (its rail rings the producer). */
   onRoom: (() => void) | null = null;
+  /** Word views of the buffers small payloads come from (core/word-copy.ts). */
+  private readonly payloadViews = new WordViews();
   /** Int32 views of the last two header buffers written from (scratch buffers, reused by every call). */
   private hdrA: Uint8Array | null = null;
   private wordsA: Int32Array | null = null;
@@ -180,9 +184,8 @@ export class Ring {
     if (hdrLen > 0) this.copyHeader(hdr, hdrLen, f + 4);
     if (payload !== null) {
       const p = payloadOffset(off, hdrLen);
-      const d = this.data;
-      if (payLen <= 64) for (let i = 0; i < payLen; i++) d[p + i] = payload[i]!;
-      else d.set(payload, p);
+      if (payLen <= 64) copySmall(this.data, p, w, payload, 0, payLen >= 4 ? this.payloadViews.of(payload) : null, payLen);
+      else this.data.set(payload, p);
     }
     this.tail = (tail + need) & POS_MASK;
     storeRelease(this.ctl, TAIL, this.tail);
