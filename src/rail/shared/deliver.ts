@@ -3,7 +3,6 @@
 // unknown ids, and payloads placed straight into a receive buffer.
 
 import type { AmHandler, RailEndpoint, RxFrame } from '../api.js';
-import type { TrafficCounters } from '../../core/counters.js';
 import { FRAME_HEAD, payloadOffset, type Ring } from './ring.js';
 
 /** AM id 0 on a ring: the peer finalized (the layer above never uses 0). */
@@ -16,7 +15,7 @@ export interface RingPeer extends RailEndpoint {
 }
 
 export function deliverFrame(
-  handlers: ReadonlyArray<AmHandler | undefined>, rx: RxFrame, railCounters: TrafficCounters,
+  handlers: ReadonlyArray<AmHandler | undefined>, rx: RxFrame,
   ep: RingPeer, ring: Ring, am: number, off: number, hdrLen: number, payLen: number,
 ): void {
   if (am === AM_BYE) {
@@ -30,7 +29,6 @@ export function deliverFrame(
   rx.hdrOff = off + FRAME_HEAD; rx.hdrLen = hdrLen;
   rx.payOff = payloadOffset(off, hdrLen); rx.payLen = payLen; rx.placed = null;
   ep.counters.msgsRecv++; ep.counters.bytesRecv += payLen;
-  railCounters.msgsRecv++; railCounters.bytesRecv += payLen;
   if (h.place !== undefined && payLen > 0) {
     const target = h.place(ep, rx);
     if (target === null) return;

@@ -70,10 +70,9 @@ export function peekInbound<E extends RingEndpoint>(e: Inbound<E>, rx: RxFrame):
 }
 
 /** The frame peekInbound described was consumed by the caller: free it, and count it as delivered. */
-export function takePeeked<E extends RingEndpoint>(e: Inbound<E>, rx: RxFrame, railCounters: TrafficCounters): void {
+export function takePeeked<E extends RingEndpoint>(e: Inbound<E>, rx: RxFrame): void {
   e.ring.take(rx.hdrOff - FRAME_HEAD);
   e.ep.counters.msgsRecv++; e.ep.counters.bytesRecv += rx.payLen;
-  railCounters.msgsRecv++; railCounters.bytesRecv += rx.payLen;
 }
 
 /**
@@ -98,7 +97,7 @@ export abstract class RingLane<E extends RingEndpoint> {
 
   /** The frame peek described was consumed by the caller. */
   takePeeked(rx: RxFrame): void {
-    takePeeked(this.inbound!, rx, this.rail.counters);
+    takePeeked(this.inbound!, rx);
   }
 }
 

@@ -168,7 +168,6 @@ export class ShmEndpoint extends RingLane<ShmEndpoint> implements RingPeer {
 
   private sent(payLen: number): void {
     this.counters.msgsSent++; this.counters.bytesSent += payLen;
-    this.rail.counters.msgsSent++; this.rail.counters.bytesSent += payLen;
     this.bell!.ring();
   }
 

@@ -6,7 +6,7 @@
 
 import { existsSync } from 'node:fs';
 import type { Device, Rail, RailCaps, RailEnv, RxFrame } from '../api.js';
-import { TrafficCounters } from '../../core/counters.js';
+import { SummedTrafficCounters } from '../../core/counters.js';
 import { endpointId, jobOf, rankOf } from '../../core/ids.js';
 import { shmJobPrefix, type DoorbellWaiter, type NativeAddon } from '../../native/addon.js';
 import { Doorbell, Ring } from '../shared/ring.js';
@@ -31,7 +31,7 @@ export class ShmRail implements Rail {
   readonly component = 'shm';
   readonly device: Device;
   readonly caps: RailCaps;
-  readonly counters = new TrafficCounters();
+  readonly counters = new SummedTrafficCounters(() => this.endpoints.values());
   readonly env: RailEnv;
   readonly native: NativeAddon;
   readonly ringBytes: number;
@@ -233,7 +233,7 @@ export class ShmRail implements Rail {
   }
 
   private deliver(e: Inbound, am: number, off: number, hdrLen: number, payLen: number): void {
-    deliverFrame(this.env.upcalls.am, this.rx, this.counters, e.ep, e.ring, am, off, hdrLen, payLen);
+    deliverFrame(this.env.upcalls.am, this.rx, e.ep, e.ring, am, off, hdrLen, payLen);
   }
 
   /**

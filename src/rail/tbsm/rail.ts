@@ -8,7 +8,7 @@ import type { Completion, Device, Rail, RailCaps, RailEnv, RailIpc, RailStatus, 
 import { loadNative } from '../../native/addon.js';
 import { sameProcessIpc } from '../shared/cma.js';
 import { DONE, IN_PROGRESS, NO_RESOURCE } from '../api.js';
-import { TrafficCounters } from '../../core/counters.js';
+import { SummedTrafficCounters, TrafficCounters } from '../../core/counters.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { formatId } from '../../core/ids.js';
 import { BroadcastChannel } from 'node:worker_threads';
@@ -29,7 +29,7 @@ export class TbsmRail implements Rail {
   readonly component = 'tbsm';
   readonly device: Device;
   readonly caps: RailCaps;
-  readonly counters = new TrafficCounters();
+  readonly counters = new SummedTrafficCounters(() => this.endpoints.values());
   readonly env: RailEnv;
   readonly ringBytes: number;
   private readonly selfKey: string;
@@ -155,7 +155,7 @@ export class TbsmRail implements Rail {
   });
 
   private deliver(e: Inbound, am: number, off: number, hdrLen: number, payLen: number): void {
-    deliverFrame(this.env.upcalls.am, this.rx, this.counters, e.ep, e.ring, am, off, hdrLen, payLen);
+    deliverFrame(this.env.upcalls.am, this.rx, e.ep, e.ring, am, off, hdrLen, payLen);
   }
 
   forget(ep: TbsmEndpoint): void {
@@ -241,7 +241,6 @@ export class TbsmEndpoint extends RingLane<TbsmEndpoint> implements RingPeer {
 
   private sent(payLen: number): void {
     this.counters.msgsSent++; this.counters.bytesSent += payLen;
-    this.rail.counters.msgsSent++; this.rail.counters.bytesSent += payLen;
     this.wake();
   }
 
