@@ -17,6 +17,7 @@ import { resolve as resolvePath } from 'node:path';
 import { LineCutter, MAX_HELD_LINE, NL, OutputGate, parseRankPrefix, rankPrefix } from './line-io.js';
 import { THREAD_ENV } from './thread-host.js';
 import { removeJobSegments } from '../native/addon.js';
+import { HOST_CPUS_VAR } from '../core/host-cpus.js';
 
 export interface JobOptions {
   /** Number of ranks. */
@@ -523,6 +524,9 @@ export async function startJob(opts: JobOptions): Promise<Job> {
       // The host gives each thread its own RAILCOMM_RANK and RAILCOMM_LOCAL_RANK.
       ? { ...baseEnv, [ENV.localSize]: String(np), [THREAD_ENV.base]: String(base), [THREAD_ENV.threads]: String(perProc) }
       : { ...baseEnv, [ENV.rank]: String(base), [ENV.localRank]: String(where.localRank), [ENV.localSize]: String(where.localSize) };
+    // Ranks on this host share this launcher's CPUs, however they are bound
+    // one by one later (core/host-cpus.ts); a remote rank counts its own host's.
+    if ((threads || where.local) && env[HOST_CPUS_VAR] === undefined) env[HOST_CPUS_VAR] = String(os.availableParallelism());
     const p: ProcState = {
       base, count: perProc, threads, live: new Set(Array.from({ length: perProc }, (_, i) => base + i)),
       child: undefined, pid: undefined, exited: false, code: null, signal: null,

@@ -19,7 +19,7 @@ import { RmaEngine } from './rma/engine.js';
 import { loadNative } from '../native/addon.js';
 import { channels } from './observe.js';
 import { Progress } from './progress.js';
-import os from 'node:os';
+import { hostCpus, type HostCpus } from '../core/host-cpus.js';
 
 export interface InitStep {
   step: number;
@@ -67,10 +67,12 @@ export class Context {
     this.rma = new RmaEngine(this, this.am, this.progress);
   }
 
-  /** More ranks on this host than cores: spinning would steal the CPU ranks need to compute. */
+  /** More ranks on this host than CPUs (core/host-cpus.ts): spinning would steal the CPU ranks need to compute. */
   get oversubscribed(): boolean {
-    return this.launch.localSize > os.availableParallelism();
+    return this.launch.localSize > this.hostCpus.cpus;
   }
+
+  private readonly hostCpus: HostCpus = hostCpus();
 
   get worldRank(): number { return this.launch.rank; }
   get eagerLimit(): number { return this.params.eagerLimit; }
@@ -88,7 +90,7 @@ export class Context {
     say(1, 'load configuration', [
       `launcher: ${opts.launch.launcher} (${opts.launch.why}); rank ${opts.launch.rank} of ${opts.launch.size}, ${opts.launch.localSize} on this host`,
       ...(opts.launch.wireup !== undefined ? [`wire-up: ${opts.launch.wireup}`] : []),
-      `progress: ${ctx.oversubscribed ? `no spinning (${opts.launch.localSize} ranks on ${os.availableParallelism()} cores)` : `polls ${params.spinUs} us after the last activity while requests are outstanding`}`,
+      `progress: ${ctx.oversubscribed ? `no spinning (${opts.launch.localSize} ranks on ${ctx.hostCpus.cpus} CPUs, from ${ctx.hostCpus.from})` : `polls ${params.spinUs} us after the last activity while requests are outstanding (${opts.launch.localSize} ranks on ${ctx.hostCpus.cpus} CPUs, from ${ctx.hostCpus.from})`}`,
       `eager limit ${params.eagerLimit} B, rendezvous from ${params.rndvThreshold} B (the shared-memory rails from their own crossover) in ${params.rndvChunk} B chunks, eager credits ${params.eagerCredits} B per peer`,
     ]);
 

@@ -46,9 +46,10 @@ export function launchKit(prefix) {
     return path;
   }
 
-  /** Runs the launcher; kills it (and fails) if it runs past limitMs. */
-  function launch(args, { limitMs = 20_000, onSpawn } = {}) {
-    const child = spawn(process.execPath, [runCli, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  /** Runs the launcher (under `wrap`, e.g. taskset -c 0); kills it (and fails) if it runs past limitMs. */
+  function launch(args, { limitMs = 20_000, onSpawn, wrap = [] } = {}) {
+    const argv = [...wrap, process.execPath, runCli, ...args];
+    const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => { stdout += d; });

@@ -5,7 +5,8 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { writeFileSync, readFileSync, readdirSync } from 'node:fs';
+import { writeFileSync, readFileSync, readdirSync, chmodSync } from 'node:fs';
+import os from 'node:os';
 import { join } from 'node:path';
 import { startJob } from '../../dist/cli/run.js';
 import { launchKit, alive, kvClientUrl, kvRankScript, waitFor } from '../helpers/launch-kit.mjs';
@@ -250,4 +251,25 @@ test('startJob with capture returns the lines of each rank', async () => {
   assert.equal(res.code, 0);
   assert.deepEqual(res.outputs, [{ stdout: ['hi 0'], stderr: ['e'] }, { stdout: ['hi 1'], stderr: ['e'] }]);
   assert.deepEqual(res.exits.map((e) => e.code), [0, 0]);
+});
+
+// Oversubscription is judged by the CPUs the job's ranks share on the host,
+// not by one rank's own affinity: a launcher or wrapper that binds each rank
+// to a CPU of its own must not turn spinning off (an 8-byte hop went from
+// 0.2 to 31 us), while a whole job bound to one CPU must.
+test('ranks bound each to their own CPU still spin; a whole job bound to one CPU does not', { skip: os.availableParallelism() < 2 ? 'needs 2 CPUs' : false }, async () => {
+  const job = script('spin-mode.mjs', `
+import { init } from '${new URL('../../dist/index.js', import.meta.url).href}';
+const comm = await init();
+console.log('OVERSUBSCRIBED', comm.world.ctx.oversubscribed);
+await comm.finalize();
+`);
+  const bound = script('bind.sh', `#!/bin/sh\nexec taskset -c $RAILCOMM_LOCAL_RANK ${process.execPath} ${job}\n`);
+  chmodSync(bound, 0o755);
+  const each = await launch(['-n', '2', '--rails', 'shm,self', bound]);
+  assert.equal(each.code, 0, each.stderr);
+  assert.deepEqual(each.stdout.split('\n').filter(Boolean).sort(), ['[0] OVERSUBSCRIBED false', '[1] OVERSUBSCRIBED false']);
+  const whole = await launch(['-n', '2', '--rails', 'shm,self', job], { wrap: ['taskset', '-c', '0'] });
+  assert.equal(whole.code, 0, whole.stderr);
+  assert.deepEqual(whole.stdout.split('\n').filter(Boolean).sort(), ['[0] OVERSUBSCRIBED true', '[1] OVERSUBSCRIBED true']);
 });

@@ -236,3 +236,15 @@ test('endpointId: a negative int32 job id (as |0 arithmetic yields) reads back u
   assert.equal(rankOf(id), 5);
   assert.equal(endpointId(0x80000000 | 0, 0), endpointId(0x80000000, 0));
 });
+
+test('host CPUs: kernel CPU lists are counted; RAILCOMM_HOST_CPUS wins; a bad value falls through', async () => {
+  const { countCpuList, hostCpus } = await import('../../dist/core/host-cpus.js');
+  assert.equal(countCpuList('0-3,8,10-11\n'), 7);
+  assert.equal(countCpuList('5'), 1);
+  assert.equal(countCpuList(''), 0);
+  assert.equal(countCpuList('3-1'), 0);
+  assert.equal(countCpuList('x'), 0);
+  assert.deepEqual(hostCpus({ RAILCOMM_HOST_CPUS: '6' }).cpus, 6);
+  const fallback = hostCpus({ RAILCOMM_HOST_CPUS: 'many' });
+  assert.ok(fallback.cpus >= 1 && !fallback.from.startsWith('RAILCOMM_HOST_CPUS'), fallback.from);
+});
