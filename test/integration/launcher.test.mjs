@@ -273,3 +273,13 @@ await comm.finalize();
   assert.equal(whole.code, 0, whole.stderr);
   assert.deepEqual(whole.stdout.split('\n').filter(Boolean).sort(), ['[0] OVERSUBSCRIBED true', '[1] OVERSUBSCRIBED true']);
 });
+
+test('JavaScript ranks and thread hosts run with the inlining flags; RAILCOMM_NODE_FLAGS replaces them', async () => {
+  const job = script('argv.mjs', "console.log('FLAGS', process.execArgv.join(' ') || '-');\n");
+  const procs = await launch(['-n', '2', job]);
+  assert.equal(procs.code, 0, procs.stderr);
+  assert.deepEqual(procs.stdout.split('\n').filter(Boolean).sort(), ['[0] FLAGS --max-inlined-bytecode-size-cumulative=3000 --max-inlined-bytecode-size=1000', '[1] FLAGS --max-inlined-bytecode-size-cumulative=3000 --max-inlined-bytecode-size=1000']);
+  const threads = await launch(['-n', '2', '--threads', '-x', 'RAILCOMM_NODE_FLAGS=--max-inlined-bytecode-size-cumulative=2000', job]);
+  assert.equal(threads.code, 0, threads.stderr);
+  assert.deepEqual(threads.stdout.split('\n').filter(Boolean).sort(), ['[0] FLAGS --max-inlined-bytecode-size-cumulative=2000', '[1] FLAGS --max-inlined-bytecode-size-cumulative=2000']);
+});

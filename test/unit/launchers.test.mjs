@@ -86,3 +86,13 @@ test('remote ranks: ssh gets one quoted command line, exec-style agents get argv
   assert.deepEqual(argv2, ['netns', 'exec', 'nsA', 'env', 'RAILCOMM_RANK=0', '/usr/bin/node', '/srv/app.js']);
   assert.equal(shellQuote("it's"), `'it'\\''s'`);
 });
+
+test('JavaScript ranks start with the inlining flags (RAILCOMM_NODE_FLAGS replaces them); a remote rank\'s script is still resolved after them', async () => {
+  const { nodeFlags, DEFAULT_NODE_FLAGS, remoteCommand } = await import('../../dist/cli/run.js');
+  assert.deepEqual(nodeFlags({}), DEFAULT_NODE_FLAGS);
+  assert.ok(DEFAULT_NODE_FLAGS.every((f) => f.startsWith('--max-inlined-bytecode-size')));
+  assert.deepEqual(nodeFlags({ RAILCOMM_NODE_FLAGS: '' }), []);
+  assert.deepEqual(nodeFlags({ RAILCOMM_NODE_FLAGS: ' --a=1  --b ' }), ['--a=1', '--b']);
+  const [, argv] = remoteCommand({ rsh: ['ip', 'netns', 'exec'], env: {}, cwd: '/srv' }, 'nsA', { RAILCOMM_RANK: '0' }, process.execPath, [...DEFAULT_NODE_FLAGS, 'app.js', 'x.js']);
+  assert.deepEqual(argv, ['netns', 'exec', 'nsA', 'env', 'RAILCOMM_RANK=0', process.execPath, ...DEFAULT_NODE_FLAGS, '/srv/app.js', 'x.js']);
+});
