@@ -12,7 +12,8 @@
 //     copy by CMA on our own pid, by the addon's memcpy, and by set();
 //   - what reading a typed array's length and byteLength costs;
 //   - what Atomics.load and Atomics.store cost against plain reads and writes
-//     of a shared Int32Array (why the ring reads its words plainly on x86).
+//     of a shared Int32Array (why the ring reads its words plainly on x86);
+//   - an 8-byte copy out of shared memory by bytes and by words (core/word-copy.ts).
 // Usage: node bench/node-facts.mjs
 import { Worker, isMainThread, workerData, parentPort } from 'node:worker_threads';
 import { Ring } from '../dist/rail/shared/ring.js';
@@ -130,6 +131,22 @@ for (const mode of ['sync', 'async']) {
     atomicsLoad: time((i) => Atomics.load(a, (i & 7) << 4))[0],
     plainWrite: time((i) => { a[(i & 7) << 4] = i; return 0; })[0],
     atomicsStore: time((i) => { Atomics.store(a, (i & 7) << 4, i); return 0; })[0],
+  });
+}
+
+{
+  // A small message out of a ring: V8's byte loop checks bounds on both
+  // arrays at every byte; copySmall goes by words through cached views.
+  const { WordViews, copySmall } = await import('../dist/core/word-copy.js');
+  const src = Buffer.from(new SharedArrayBuffer(1 << 16), 128, 1 << 15);
+  const dst = new Uint8Array(8);
+  const srcViews = new WordViews(), dstViews = new WordViews();
+  const N = 2e7;
+  const time = (f) => { for (let i = 0; i < N / 10; i++) f(i); const t = performance.now(); for (let i = 0; i < N; i++) f(i); return +((performance.now() - t) * 1e6 / N).toFixed(2); };
+  out({
+    fact: 'small copy, 8 bytes out of shared memory (ns per copy)',
+    byBytes: time((i) => { const off = (i & 255) << 3; for (let k = 0; k < 8; k++) dst[k] = src[off + k]; }),
+    copySmall: time((i) => copySmall(dst, 0, dstViews.of(dst), src, (i & 255) << 3, srcViews.of(src), 8)),
   });
 }
 

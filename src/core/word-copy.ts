@@ -1,7 +1,8 @@
 // Small copies (a message of a few bytes into a ring, or out of one into the
-// receive buffer) a 32-bit word at a time. V8's byte loop costs 9-15 ns for 8
-// bytes here, with bounds checks on both arrays at every byte; a word loop
-// costs 1-2 (`node bench/node-facts.mjs`, "small copy").
+// receive buffer) a 32-bit word at a time. V8's byte loop costs 8-18 ns for 8
+// bytes out of shared memory here, with bounds checks on both arrays at every
+// byte; copySmall, view lookups included, 3.5-9 (`node bench/node-facts.mjs`,
+// "small copy").
 //
 // A word loop needs an Int32Array over each side's memory, and making one
 // reads the view's `buffer` and `byteOffset`, which are calls of 10-20 ns on
