@@ -189,13 +189,12 @@ export function shellQuote(w: string): string {
  * for the remote shell, so that line is built with every word quoted (and a
  * cd to the working directory); exec-style agents ('ip netns exec') get argv.
  */
-export function remoteCommand(opts: JobOptions, host: string, env: NodeJS.ProcessEnv, file: string, args: string[]): [string, string[]] {
+export function remoteCommand(opts: JobOptions, host: string, env: NodeJS.ProcessEnv, file: string, args: string[], scriptAt = file === process.execPath ? 0 : -1): [string, string[]] {
   const rsh = opts.rsh ?? ['ssh'];
   const cwd = opts.cwd ?? process.cwd();
   const vars = Object.entries(env).filter(([k, v]) => v !== undefined && (k.startsWith('RAILCOMM_') || k in (opts.env ?? {}))).map(([k, v]) => `${k}=${v}`);
-  // (The script is node's first argument that is not a flag: see nodeFlags.)
-  const script = file === process.execPath ? args.findIndex((a) => !a.startsWith('-')) : -1;
-  const prog = [file, ...args.map((a, i) => (i === script ? resolvePath(cwd, a) : a))];
+  // (A script's path is resolved here, where the rank starts: it comes after node's flags.)
+  const prog = [file, ...args.map((a, i) => (i === scriptAt ? resolvePath(cwd, a) : a))];
   const agent = rsh[0]!;
   if (SHELL_AGENTS.has(agent.slice(agent.lastIndexOf('/') + 1))) {
     const line = `cd ${shellQuote(cwd)} && exec env ${[...vars, ...prog].map(shellQuote).join(' ')}`;
@@ -257,10 +256,11 @@ export function parseHostfile(text: string): HostSlots[] {
   return out;
 }
 
-function resolveProgram(command: string[], env: NodeJS.ProcessEnv): { file: string; args: string[] } {
+/** The program to start and its arguments; scriptAt: where the script is among them (-1: not a script). */
+function resolveProgram(command: string[], env: NodeJS.ProcessEnv): { file: string; args: string[]; scriptAt: number } {
   const first = command[0] ?? '';
-  if (SCRIPT_RE.test(first)) return { file: process.execPath, args: [...nodeFlags(env), ...command] };
-  return { file: first, args: command.slice(1) };
+  if (SCRIPT_RE.test(first)) { const flags = nodeFlags(env); return { file: process.execPath, args: [...flags, ...command], scriptAt: flags.length }; }
+  return { file: first, args: command.slice(1), scriptAt: -1 };
 }
 
 /**
@@ -300,13 +300,9 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   const remote = placement.some((p) => !p.local);
   const kv = await KvServer.start(remote ? { size: np, jobKey, host: '0.0.0.0' } : { size: np, jobKey });
   const kvAddr = remote ? { host: opts.kvHost ?? routableAddress(), port: kv.address().port } : kv.address();
-  const flagEnv = { ...process.env, ...(opts.env ?? {}) };
-  const { file, args } = threads
-    // The host takes the grace time as an argument, not from the environment its threads inherit.
-    ? { file: process.execPath, args: [...nodeFlags(flagEnv), THREAD_HOST, `--grace-ms=${graceMs}`, `--report-fd=${REPORT_FD}`, '--', ...opts.command] }
-    : resolveProgram(opts.command, flagEnv);
-
   const baseEnv: NodeJS.ProcessEnv = { ...process.env };
+  // A count this launcher inherited (it runs inside another job) is not this job's.
+  delete baseEnv[HOST_CPUS_VAR];
   if (opts.rails !== undefined) baseEnv['RAILCOMM_RAILS'] = opts.rails;
   if (opts.stats) baseEnv['RAILCOMM_STATS'] = '1';
   Object.assign(baseEnv, opts.env ?? {});
@@ -316,6 +312,10 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     [ENV.jobKey]: jobKey,
     [ENV.jobId]: String(jobId),
   });
+  const { file, args, scriptAt } = threads
+    // The host takes the grace time as an argument, not from the environment its threads inherit.
+    ? { file: process.execPath, args: [...nodeFlags(baseEnv), THREAD_HOST, `--grace-ms=${graceMs}`, `--report-fd=${REPORT_FD}`, '--', ...opts.command], scriptAt: -1 }
+    : resolveProgram(opts.command, baseEnv);
   // Identity variables inherited from a launcher around this one would mislead a rank that is not given its own.
   for (const k of Object.values(THREAD_ENV)) delete baseEnv[k];
 
@@ -545,8 +545,9 @@ export async function startJob(opts: JobOptions): Promise<Job> {
       ? { ...baseEnv, [ENV.localSize]: String(np), [THREAD_ENV.base]: String(base), [THREAD_ENV.threads]: String(perProc) }
       : { ...baseEnv, [ENV.rank]: String(base), [ENV.localRank]: String(where.localRank), [ENV.localSize]: String(where.localSize) };
     // Ranks on this host share this launcher's CPUs, however they are bound
-    // one by one later (core/host-cpus.ts); a remote rank counts its own host's.
-    if ((threads || where.local) && env[HOST_CPUS_VAR] === undefined) env[HOST_CPUS_VAR] = String(os.availableParallelism());
+    // one by one later (core/host-cpus.ts), unless -x says otherwise; a remote
+    // rank counts its own host's.
+    if (where.local && opts.env?.[HOST_CPUS_VAR] === undefined) env[HOST_CPUS_VAR] = String(os.availableParallelism());
     const p: ProcState = {
       base, count: perProc, threads, live: new Set(Array.from({ length: perProc }, (_, i) => base + i)),
       child: undefined, pid: undefined, exited: false, code: null, signal: null,
@@ -569,7 +570,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
       } else {
         // PREFIX host env NAME=VALUE... program args: the remote side gets the
         // railcomm variables (and -x ones) explicitly, as ssh passes no environment.
-        child = spawn(...remoteCommand(opts, where.host, env, file, args), { env, cwd: opts.cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+        child = spawn(...remoteCommand(opts, where.host, env, file, args, scriptAt), { env, cwd: opts.cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
       }
     } catch (err) {
       procExited(p, null, null, err instanceof Error ? err : new Error(String(err)));

@@ -6,10 +6,13 @@
 //
 // A word loop needs an Int32Array over each side's memory, and making one
 // reads the view's `buffer` and `byteOffset`, which are calls of 10-20 ns on
-// Node 20. So views are kept for the last two arrays seen twice in a row or
-// more (blocking sends and receives reuse their buffers); an array seen once
-// costs two comparisons and goes byte by byte. A kept view holds its array's
-// memory until two others replace it.
+// Node 20. So a cache keeps views of the last two arrays that came again
+// before any other new one (blocking sends and receives reuse their
+// buffers); an array seen once costs three comparisons and goes byte by
+// byte. Each cache belongs to one ring or one Context, and holds up to three
+// arrays' memory (two views and the last array seen once) until others
+// replace them. The rings' own side needs no cache: a ring hands out its
+// frame area as words (RxFrame.words).
 
 /** Word views of recently seen byte arrays (one cache per kind of use: sources, destinations). */
 export class WordViews {

@@ -388,21 +388,39 @@ export class PointToPoint implements Canceller {
     if (st.queues.postedCount > 0 || st.broken !== null) return -1;
     ep.rx.expected = nextSeq(ep.rx.expected);
     ep.credits += hdrCredits(v, o);
-    this.tookAtCall(ep, rx.buf, rx.payOff, len, buf, src, t);
+    this.tookAtCall(ep, rx.buf, rx.words, rx.payOff, len, buf, src, t);
     return len;
   }
 
   /** The receive waiting at the call took an eager message (len bytes of src from off): its credit, its bytes, its source and tag. */
-  private tookAtCall(ep: ProtoEndpoint, src: Buffer, off: number, len: number, buf: Uint8Array, source: number, tag: number): void {
+  private tookAtCall(ep: ProtoEndpoint, src: Buffer, words: Int32Array | null, off: number, len: number, buf: Uint8Array, source: number, tag: number): void {
     this.returnCredit(ep, len + EAGER_OVERHEAD);
-    copyOut(src, off, len, buf);
+    this.copyOut(src, words, off, len, buf);
     this.gotSource = source;
     this.gotTag = tag;
     this.recvsAtCall++;
   }
 
+  /**
+   * An arrived payload (len bytes of src from off; src as words, if it has
+   * them) into the receive buffer. Small copies go by words where both sides
+   * allow (core/word-copy.ts), else by bytes: Buffer#copy with an offset makes
+   * a temporary view, an allocation per message; larger ones are a memmove,
+   * also out of a ring in shared memory.
+   */
+  private copyOut(src: Buffer, words: Int32Array | null, off: number, len: number, dst: Uint8Array): void {
+    if (len <= 256) {
+      copySmall(dst, 0, words !== null && len >= 4 ? this.arrivalViews.of(dst) : null, src, off, words, len);
+      return;
+    }
+    src.copy(dst, 0, off, off + len);
+  }
+
+  /** Word views of receive buffers, for copyOut. */
+  private readonly arrivalViews = new WordViews();
+
   /** The frame recvAtCall looks at before taking it. */
-  private readonly peeked: RxFrame = { buf: EMPTY_BUF, view: new DataView(new ArrayBuffer(0)), hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null };
+  private readonly peeked: RxFrame = { buf: EMPTY_BUF, view: new DataView(new ArrayBuffer(0)), hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null, words: null };
 
   /** Whether a message (context, source, tag) matches the receive waiting at the call. */
   private forAtCall(ctx: number, src: number, tag: number): boolean {
@@ -625,7 +643,7 @@ export class PointToPoint implements Canceller {
           this.early(ep, am, rx);
           return;
         }
-        this.onMatched(ep, am, rx.view, rx.hdrOff, rx.buf, rx.payOff, rx.payLen);
+        this.onMatched(ep, am, rx.view, rx.hdrOff, rx.buf, rx.words, rx.payOff, rx.payLen);
         if (ep.rx.waiting > 0) this.replayEarly(ep);
       },
     };
@@ -647,19 +665,19 @@ export class PointToPoint implements Canceller {
     rep.abort(why);
   }
 
-  private onMatched(ep: ProtoEndpoint, am: number, v: DataView, o: number, buf: Buffer, payOff: number, payLen: number): void {
-    if (am === AM_EAGER) this.onEager(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), buf, payOff, payLen);
+  private onMatched(ep: ProtoEndpoint, am: number, v: DataView, o: number, buf: Buffer, words: Int32Array | null, payOff: number, payLen: number): void {
+    if (am === AM_EAGER) this.onEager(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), buf, words, payOff, payLen);
     else if (am === AM_RTS_SEG) this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o), BigInt(rtsSegmentOffset(v, o)), rtsSegmentId(v, o));
     else this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o), am === AM_RTS_RGET ? rgetAddress(v, o) : 0n, -1);
   }
 
-  private onEager(ep: ProtoEndpoint, ctx: number, src: number, tag: number, buf: Buffer, off: number, len: number): void {
+  private onEager(ep: ProtoEndpoint, ctx: number, src: number, tag: number, buf: Buffer, words: Int32Array | null, off: number, len: number): void {
     const st = this.state(ctx);
     const r = st.queues.matchPosted(src, tag);
     if (r !== null) {
       this.returnCredit(ep, len + EAGER_OVERHEAD);
       if (len > r.buf.length) { r.fail(truncated(len, r.buf.length, src, tag)); return; }
-      copyOut(buf, off, len, r.buf);
+      this.copyOut(buf, words, off, len, r.buf);
       r.complete(src, tag, len);
       return;
     }
@@ -669,7 +687,7 @@ export class PointToPoint implements Canceller {
       // large) is queued, and then nothing later may overtake it there.
       this.atCallBuf = null;
       if (len <= at.length) {
-        this.tookAtCall(ep, buf, off, len, at, src, tag);
+        this.tookAtCall(ep, buf, words, off, len, at, src, tag);
         this.atCallBytes = len;
         return;
       }
@@ -717,7 +735,7 @@ export class PointToPoint implements Canceller {
     for (let m = ep.rx.next(); m !== undefined; m = ep.rx.next()) {
       const v = new DataView(m.hdr.buffer, m.hdr.byteOffset, m.hdr.byteLength);
       const p = m.payload ?? EMPTY_BUF;
-      this.onMatched(ep, m.am, v, 0, p, 0, p.length);
+      this.onMatched(ep, m.am, v, 0, p, null, 0, p.length);
     }
   }
 
@@ -971,32 +989,14 @@ export class PointToPoint implements Canceller {
 export const QUEUED = -2;
 
 /**
- * An arrived payload (len bytes of src from off) into the receive buffer.
- * Small copies go by words where both sides allow (core/word-copy.ts), else
- * by bytes: Buffer#copy with an offset makes a temporary view, an allocation
- * per message; larger ones are a memmove, also out of a ring in shared memory.
- */
-function copyOut(src: Buffer, off: number, len: number, dst: Uint8Array): void {
-  if (len <= 256) {
-    if (len < 4) { for (let i = 0; i < len; i++) dst[i] = src[off + i]!; return; }
-    copySmall(dst, 0, arrivalViews.of(dst), src, off, ringViews.of(src), len);
-    return;
-  }
-  src.copy(dst, 0, off, off + len);
-}
-
-/** Word views for copyOut: of the buffers messages arrive in (a ring's frame area) and of receive buffers. */
-const ringViews = new WordViews();
-const arrivalViews = new WordViews();
-
-/**
  * A copy of an arrived payload that must outlive the frame (an unexpected
  * message). Buffer.from(buf.subarray(...)) took Node's generic array-like
  * path: a view and two calls more per message.
  */
 function copyOf(src: Buffer, off: number, len: number): Buffer {
   const c = Buffer.allocUnsafe(len);
-  copyOut(src, off, len, c);
+  if (len <= 256) for (let i = 0; i < len; i++) c[i] = src[off + i]!;
+  else src.copy(c, 0, off, off + len);
   return c;
 }
 

@@ -71,6 +71,12 @@ export interface RxFrame {
   payLen: number;
   /** Set when the payload was written straight into the buffer `place` returned. */
   placed: Uint8Array | null;
+  /**
+   * buf as 32-bit words (from buf's first byte), where payloads start 4-byte
+   * aligned in it (the rings): small payloads are copied out a word at a
+   * time. null elsewhere.
+   */
+  words: Int32Array | null;
 }
 
 export interface AmHandler {

@@ -4,7 +4,7 @@
 
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync, readFileSync, readdirSync, chmodSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -257,19 +257,34 @@ test('startJob with capture returns the lines of each rank', async () => {
 // not by one rank's own affinity: a launcher or wrapper that binds each rank
 // to a CPU of its own must not turn spinning off (an 8-byte hop went from
 // 0.2 to 31 us), while a whole job bound to one CPU must.
-test('ranks bound each to their own CPU still spin; a whole job bound to one CPU does not', { skip: os.availableParallelism() < 2 ? 'needs 2 CPUs' : false }, async () => {
+/** The CPUs this process may run on (Cpus_allowed_list), or [] off Linux. */
+function allowedCpus() {
+  let list = '';
+  try { list = /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? ''; } catch { return []; }
+  const out = [];
+  for (const part of list.split(',')) {
+    const [lo, hi = lo] = part.split('-').map(Number);
+    for (let c = lo; c <= hi; c++) out.push(c);
+  }
+  return out;
+}
+const cpus = allowedCpus();
+const hasTaskset = spawnSync('taskset', ['--version']).status === 0;
+
+test('ranks bound each to their own CPU still spin; a whole job bound to one CPU does not', { skip: cpus.length < 2 ? 'needs 2 CPUs' : !hasTaskset ? 'needs taskset' : false }, async () => {
   const job = script('spin-mode.mjs', `
 import { init } from '${new URL('../../dist/index.js', import.meta.url).href}';
 const comm = await init();
 console.log('OVERSUBSCRIBED', comm.world.ctx.oversubscribed);
 await comm.finalize();
 `);
-  const bound = script('bind.sh', `#!/bin/sh\nexec taskset -c $RAILCOMM_LOCAL_RANK ${process.execPath} ${job}\n`);
+  const q = (p) => `'${p.replace(/'/g, "'\\''")}'`;
+  const bound = script('bind.sh', `#!/bin/sh\nif [ "$RAILCOMM_LOCAL_RANK" = 0 ]; then cpu=${cpus[0]}; else cpu=${cpus[1]}; fi\nexec taskset -c $cpu ${q(process.execPath)} ${q(job)}\n`);
   chmodSync(bound, 0o755);
   const each = await launch(['-n', '2', '--rails', 'shm,self', bound]);
   assert.equal(each.code, 0, each.stderr);
   assert.deepEqual(each.stdout.split('\n').filter(Boolean).sort(), ['[0] OVERSUBSCRIBED false', '[1] OVERSUBSCRIBED false']);
-  const whole = await launch(['-n', '2', '--rails', 'shm,self', job], { wrap: ['taskset', '-c', '0'] });
+  const whole = await launch(['-n', '2', '--rails', 'shm,self', job], { wrap: ['taskset', '-c', String(cpus[0])] });
   assert.equal(whole.code, 0, whole.stderr);
   assert.deepEqual(whole.stdout.split('\n').filter(Boolean).sort(), ['[0] OVERSUBSCRIBED true', '[1] OVERSUBSCRIBED true']);
 });

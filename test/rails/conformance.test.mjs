@@ -294,6 +294,29 @@ for (const R of RAILS) {
     } finally { await pair.close(); }
   });
 
+  // The same race on the other side: the consumer's read of "the producer
+  // waits for room" may pass its store of the head, so it does not ring.
+  // Played by clearing the producer's waiting word (ring.ts layout: control
+  // word 24) before the receiver drains; the sender's second look finds the room.
+  test(`${R.name}: room freed without a ring, as the blocked sender went to sleep, still wakes it (the second look)`, async (t) => {
+    const pair = await R.open(resolveParams({ tbsmRing: 65536, shmRing: 65536 }));
+    try {
+      if (typeof pair.a.rail.sleep !== 'function' || pair.a === pair.b || pair.a.rail.bell === undefined) { t.skip('not a polled rail with a doorbell between two sides'); return; }
+      const ep = pair.epAB();
+      ep.sendCopy(AM_MSG, hdrOf(0), 8, null);
+      await pair.b.until(() => pair.b.got.length === 1, 'first message');
+      const big = fill(8000, 2);
+      let n = 1;
+      while (ep.sendCopy(AM_MSG, hdrOf(n), 8, big) !== NO_RESOURCE) n++;
+      const w = wokenWithin(1000);
+      assert.equal(pair.a.rail.sleep(w.wake), true, 'blocked, and nothing to read: the sender may sleep');
+      new Int32Array(ep.out.sab, 0, 32)[24] = 0;
+      assert.ok(pair.b.rail.poll(), 'the receiver drains');
+      await w.woken;
+      assert.ok(pair.a.rail.poll(), 'woken, the sender finds room (ready)');
+    } finally { await pair.close(); }
+  });
+
   test(`${R.name}: a sender blocked on a full rail may sleep; the receiver wakes it when it frees room`, async (t) => {
     const pair = await R.open(resolveParams({ tbsmRing: 65536, shmRing: 65536 }));
     try {

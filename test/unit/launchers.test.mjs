@@ -93,6 +93,7 @@ test('JavaScript ranks start with the inlining flags (RAILCOMM_NODE_FLAGS replac
   assert.ok(DEFAULT_NODE_FLAGS.every((f) => f.startsWith('--max-inlined-bytecode-size')));
   assert.deepEqual(nodeFlags({ RAILCOMM_NODE_FLAGS: '' }), []);
   assert.deepEqual(nodeFlags({ RAILCOMM_NODE_FLAGS: ' --a=1  --b ' }), ['--a=1', '--b']);
-  const [, argv] = remoteCommand({ rsh: ['ip', 'netns', 'exec'], env: {}, cwd: '/srv' }, 'nsA', { RAILCOMM_RANK: '0' }, process.execPath, [...DEFAULT_NODE_FLAGS, 'app.js', 'x.js']);
-  assert.deepEqual(argv, ['netns', 'exec', 'nsA', 'env', 'RAILCOMM_RANK=0', process.execPath, ...DEFAULT_NODE_FLAGS, '/srv/app.js', 'x.js']);
+  const flags = ['--conditions', 'development', ...DEFAULT_NODE_FLAGS];
+  const [, argv] = remoteCommand({ rsh: ['ip', 'netns', 'exec'], env: {}, cwd: '/srv' }, 'nsA', { RAILCOMM_RANK: '0' }, process.execPath, [...flags, 'app.js', 'x.js'], flags.length);
+  assert.deepEqual(argv, ['netns', 'exec', 'nsA', 'env', 'RAILCOMM_RANK=0', process.execPath, ...flags, '/srv/app.js', 'x.js']);
 });

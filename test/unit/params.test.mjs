@@ -237,14 +237,11 @@ test('endpointId: a negative int32 job id (as |0 arithmetic yields) reads back u
   assert.equal(endpointId(0x80000000 | 0, 0), endpointId(0x80000000, 0));
 });
 
-test('host CPUs: kernel CPU lists are counted; RAILCOMM_HOST_CPUS wins; a bad value falls through', async () => {
-  const { countCpuList, hostCpus } = await import('../../dist/core/host-cpus.js');
-  assert.equal(countCpuList('0-3,8,10-11\n'), 7);
-  assert.equal(countCpuList('5'), 1);
-  assert.equal(countCpuList(''), 0);
-  assert.equal(countCpuList('3-1'), 0);
-  assert.equal(countCpuList('x'), 0);
-  assert.deepEqual(hostCpus({ RAILCOMM_HOST_CPUS: '6' }).cpus, 6);
-  const fallback = hostCpus({ RAILCOMM_HOST_CPUS: 'many' });
-  assert.ok(fallback.cpus >= 1 && !fallback.from.startsWith('RAILCOMM_HOST_CPUS'), fallback.from);
+test('host CPUs: RAILCOMM_HOST_CPUS, then SLURM_CPUS_ON_NODE, then the affinity; bad values fall through', async () => {
+  const { hostCpus } = await import('../../dist/core/host-cpus.js');
+  const os = await import('node:os');
+  assert.deepEqual(hostCpus({ RAILCOMM_HOST_CPUS: '6', SLURM_CPUS_ON_NODE: '4' }), { cpus: 6, from: 'RAILCOMM_HOST_CPUS' });
+  assert.deepEqual(hostCpus({ RAILCOMM_HOST_CPUS: 'many', SLURM_CPUS_ON_NODE: '4' }), { cpus: 4, from: 'SLURM_CPUS_ON_NODE' });
+  assert.deepEqual(hostCpus({ SLURM_CPUS_ON_NODE: '0' }).cpus, os.availableParallelism());
+  assert.deepEqual(hostCpus({}).cpus, os.availableParallelism());
 });

@@ -61,7 +61,7 @@ class SelfEndpoint implements RailEndpoint {
   private queue: Pending[] = [];
   private scheduled = false;
   private closed = false;
-  private readonly rx: RxFrame = { buf: Buffer.alloc(0), view: new DataView(new ArrayBuffer(0)), hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null };
+  private readonly rx: RxFrame = { buf: Buffer.alloc(0), view: new DataView(new ArrayBuffer(0)), hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null, words: null };
   private readonly drain = (): void => this.deliverAll();
 
   constructor(rail: SelfRail, env: RailEnv) {

@@ -25,7 +25,7 @@ export function deliverFrame(
   }
   const h = handlers[am];
   if (h === undefined) { ep.abort(`unknown active message id ${am}`); return; }
-  rx.buf = ring.data; rx.view = ring.view;
+  rx.buf = ring.data; rx.view = ring.view; rx.words = ring.words;
   rx.hdrOff = off + FRAME_HEAD; rx.hdrLen = hdrLen;
   rx.payOff = payloadOffset(off, hdrLen); rx.payLen = payLen; rx.placed = null;
   ep.counters.msgsRecv++; ep.counters.bytesRecv += payLen;

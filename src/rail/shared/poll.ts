@@ -5,7 +5,7 @@
 
 import type { RailEndpoint, RailUpcalls, RxFrame } from '../api.js';
 import type { TrafficCounters } from '../../core/counters.js';
-import { FRAME_HEAD, SLEEP_RECHECK_MS, payloadOffset, type Ring } from './ring.js';
+import { FRAME_HEAD, SLEEP_RECHECK_MS, payloadOffset, type Doorbell, type Ring } from './ring.js';
 
 /** What a ring rail's endpoint offers its rail's poller. */
 export interface RingEndpoint extends RailEndpoint {
@@ -64,7 +64,7 @@ export function peekInbound<E extends RingEndpoint>(e: Inbound<E>, rx: RxFrame):
   const r = e.ring;
   const hdrLen = r.frameHeaderLength(off);
   // (Pointer stores cost a write barrier each: these are the same every time for one ring.)
-  if (rx.buf !== r.data) { rx.buf = r.data; rx.view = r.view; }
+  if (rx.buf !== r.data) { rx.buf = r.data; rx.view = r.view; rx.words = r.words; }
   if (rx.placed !== null) rx.placed = null;
   rx.hdrOff = off + FRAME_HEAD; rx.hdrLen = hdrLen;
   rx.payOff = payloadOffset(off, hdrLen); rx.payLen = r.framePayloadLength(off);
@@ -138,34 +138,50 @@ export function maySleep<E extends RingEndpoint>(ins: ReadonlyArray<Inbound<E>>,
 }
 
 /**
- * The second look a sleeping ring rail takes at its rings, SLEEP_RECHECK_MS
- * after it went to sleep (ring.ts, PLAIN_SYNC): a frame, or room, published
- * just as the rail announced its sleep may have been invisible to its last
- * look, while its writer read the rail as awake and did not ring. `look`
- * wakes the rail if anything waits. One timer per sleep at most, unref'd (a
- * sleeping rail never keeps the process alive).
+ * A ring rail's sleep: whom to wake, and the second look it takes at its
+ * rings about SLEEP_RECHECK_MS after it went to sleep (ring.ts, PLAIN_SYNC):
+ * a frame, or room, published just as the rail announced its sleep may have
+ * been invisible to its last look, while its writer read the rail as awake
+ * and did not ring. The look wakes the rail if anything waits after all. One
+ * timer at a time, unref'd (a sleeping rail never keeps the process alive).
  */
-export class SleepRecheck {
+export class Sleeper {
   private timer: NodeJS.Timeout | null = null;
-  private readonly look: () => void;
+  private wake: (() => void) | null = null;
+  private readonly bell: Doorbell;
+  private readonly mayStillSleep: () => boolean;
 
-  constructor(look: () => void) {
-    this.look = look;
+  /** mayStillSleep: true while nothing waits for the rail (or it closed). */
+  constructor(bell: Doorbell, mayStillSleep: () => boolean) {
+    this.bell = bell;
+    this.mayStillSleep = mayStillSleep;
   }
 
-  /** The rail just went to sleep (a look already pending serves this sleep too: it comes after it). */
-  arm(): void {
+  /** The rail goes to sleep until `wake` is called (a look already pending serves this sleep too). */
+  sleeping(wake: () => void): void {
+    this.wake = wake;
     if (this.timer !== null) return;
-    this.timer = setTimeout(this.fire, SLEEP_RECHECK_MS);
+    this.timer = setTimeout(this.look, SLEEP_RECHECK_MS);
     this.timer.unref();
   }
 
-  cancel(): void {
+  /** The rail's doorbell rang: wake it, if it sleeps. */
+  rung(): void {
+    const w = this.wake;
+    this.wake = null;
+    if (w !== null) w();
+  }
+
+  close(): void {
+    this.wake = null;
     if (this.timer !== null) { clearTimeout(this.timer); this.timer = null; }
   }
 
-  private readonly fire = (): void => {
+  private readonly look = (): void => {
     this.timer = null;
-    this.look();
+    if (this.wake === null || this.mayStillSleep()) return;
+    // (The doorbell's waiter stays armed: it fires at the next ring, and finds no one to wake.)
+    this.bell.cancelSleep();
+    this.rung();
   };
 }

@@ -1,9 +1,9 @@
 // A single-producer single-consumer ring of frames in a SharedArrayBuffer,
 // between two threads of one process (tbsm) or two processes that map the
 // same /dev/shm segment (shm). Positions run freely (modulo 2^30);
-// the producer publishes with an atomic store of the tail, the consumer hands
-// space back with an atomic store of the head (at its next look at the ring),
-// each on its own cache line. Frames
+// the producer publishes with a release store of the tail, the consumer hands
+// space back with a release store of the head (at its next look at the ring),
+// each on its own cache line (PLAIN_SYNC: plain stores on x86). Frames
 // never wrap: one that does not fit before the end leaves a skip marker.
 
 /*
@@ -65,10 +65,24 @@ export const RING_MAX = 2 ** 29;
  * therefore read "awake" or "not waiting" while its own store is still on
  * its way, just as the other side announces it sleeps and looks a last time.
  * The store becomes visible within nanoseconds, so a rail that goes to sleep
- * looks at its rings once more SLEEP_RECHECK_MS later (SleepRecheck in
- * poll.ts): a wake-up can be late by that much, in that rare race, but never lost.
+ * looks at its rings once more about SLEEP_RECHECK_MS later (SleepRecheck in
+ * poll.ts; sooner when an earlier sleep's look is still pending, later on a
+ * busy event loop): a wake-up can be late by that much, in that rare race,
+ * but is never lost.
  */
-const PLAIN_SYNC = process.arch === 'x64' || process.arch === 'ia32';
+const PLAIN_SYNC = plainSync(process.env['RAILCOMM_PLAIN_SYNC']);
+
+/**
+ * On by default on x86 under Node 20, whose V8 (11.3) the spinning test
+ * checks: a later compiler may hoist a plain load out of a loop that stores
+ * nothing to that array, as the memory model allows. RAILCOMM_PLAIN_SYNC=0
+ * or 1 decides instead (read once, when this module loads).
+ */
+function plainSync(setting: string | undefined): boolean {
+  if (setting === '0') return false;
+  if (setting === '1') return true;
+  return (process.arch === 'x64' || process.arch === 'ia32') && process.versions.node.split('.')[0] === '20';
+}
 
 /** An acquire load of a[i] (see PLAIN_SYNC). */
 export const loadAcquire: (a: Int32Array, i: number) => number = PLAIN_SYNC ? (a, i) => a[i]! : (a, i) => Atomics.load(a, i);
@@ -76,11 +90,8 @@ export const loadAcquire: (a: Int32Array, i: number) => number = PLAIN_SYNC ? (a
 /** A release store of v to a[i] (see PLAIN_SYNC): not a fence, a later load may pass it. */
 export const storeRelease: (a: Int32Array, i: number, v: number) => void = PLAIN_SYNC ? (a, i, v) => { a[i] = v; } : (a, i, v) => { Atomics.store(a, i, v); };
 
-/** How long after announcing sleep a ring rail looks at its rings again (ms; see PLAIN_SYNC). */
+/** About how long after announcing sleep a ring rail looks at its rings again (ms; see PLAIN_SYNC). */
 export const SLEEP_RECHECK_MS = 1;
-
-/** Header buffers at least this long are the protocol layers' reusable scratch (a view of each is kept). */
-const SCRATCH_MIN = 64;
 
 const align8 = (n: number): number => (n + 7) & ~7;
 
@@ -94,8 +105,8 @@ export class Ring {
   /** The frame area, as a Buffer (for handlers) and a DataView. */
   readonly data: Buffer;
   readonly view: DataView;
-  /** The frame area as 32-bit words: frame heads and headers are written and read a word at a time. */
-  private readonly words: Int32Array;
+  /** The frame area as 32-bit words: frame heads, headers and small payloads are written and read a word at a time. */
+  readonly words: Int32Array;
   private readonly mask: number;
   /**
    * Each side's own position, kept here rather than read back from shared
@@ -120,11 +131,8 @@ export class Ring {
   onRoom: (() => void) | null = null;
   /** Word views of the buffers small payloads come from (core/word-copy.ts). */
   private readonly payloadViews = new WordViews();
-  /** Int32 views of the last two header buffers written from (scratch buffers, reused by every call). */
-  private hdrA: Uint8Array | null = null;
-  private wordsA: Int32Array | null = null;
-  private hdrB: Uint8Array | null = null;
-  private wordsB: Int32Array | null = null;
+  /** Word views of the header buffers frames are written from. */
+  private readonly headerViews = new WordViews();
 
   constructor(sabOrCapacity: SharedArrayBuffer | number) {
     this.sab = typeof sabOrCapacity === 'number' ? new SharedArrayBuffer(CONTROL_BYTES + sabOrCapacity) : sabOrCapacity;
@@ -193,24 +201,16 @@ export class Ring {
   }
 
   /**
-   * The header into the frame at word `at`, a word at a time from an Int32
+   * The header into the frame at word `at`, a word at a time from a word
    * view of hdr (the frame's header area is padded to 8 bytes, so the last
-   * word may carry up to 3 bytes past hdrLen). Byte by byte when hdr is not
-   * a reusable scratch buffer (below), or is misaligned.
+   * word may carry up to 3 bytes past hdrLen): the protocol layers write
+   * every header into reusable scratch buffers, which headerViews keeps
+   * views of. Byte by byte otherwise (a header copied for a queued send, or
+   * a misaligned one).
    */
   private copyHeader(hdr: Uint8Array, hdrLen: number, at: number): void {
     const n = (hdrLen + 3) >> 2;
-    let src: Int32Array | null = null;
-    if (hdr === this.hdrA) src = this.wordsA;
-    else if (hdr === this.hdrB) src = this.wordsB;
-    else if (hdr.length >= SCRATCH_MIN && (hdr.byteOffset & 3) === 0) {
-      // A scratch buffer, written again for every message: worth a view kept
-      // here. A header copied for a queued send (exactly its length) goes by
-      // bytes instead, with no view made and no scratch view evicted.
-      src = new Int32Array(hdr.buffer, hdr.byteOffset, hdr.length >> 2);
-      this.hdrB = this.hdrA; this.wordsB = this.wordsA;
-      this.hdrA = hdr; this.wordsA = src;
-    }
+    const src = this.headerViews.of(hdr);
     if (src !== null && src.length >= n) {
       const w = this.words;
       for (let i = 0; i < n; i++) w[at + i] = src[i]!;
@@ -340,7 +340,7 @@ export class Ring {
 /**
  * A rank's doorbell: [0] rings, [1] asleep. A sender rings only when the
  * receiver said it sleeps; the receiver says so (a full fence), then looks at
- * its rings once more before waiting, and again SLEEP_RECHECK_MS later: the
+ * its rings once more before waiting, and again a moment later (SLEEP_RECHECK_MS): the
  * sender's read of [1] may pass its store of the frame's tail (PLAIN_SYNC),
  * so a frame written just then can be missed by the first look, never by
  * the second. Across processes Atomics.notify reaches nobody, so

@@ -12,7 +12,7 @@ import { shmJobPrefix, type DoorbellWaiter, type NativeAddon } from '../../nativ
 import { Doorbell, Ring } from '../shared/ring.js';
 import { ringRailCaps } from '../shared/caps.js';
 import { deliverFrame } from '../shared/deliver.js';
-import { inboundRing, maySleep, pollRings, settleRings, SleepRecheck, type Inbound as SharedInbound } from '../shared/poll.js';
+import { inboundRing, maySleep, pollRings, settleRings, Sleeper, type Inbound as SharedInbound } from '../shared/poll.js';
 import { ShmEndpoint } from './endpoint.js';
 import { RegionCache } from '../../core/region-cache.js';
 import {
@@ -42,15 +42,15 @@ export class ShmRail implements Rail {
   private readonly inbox: SharedArrayBuffer;
   private readonly inWords: Int32Array;
   readonly bell: Doorbell;
+  private readonly sleeper: Sleeper;
   private readonly waiter: DoorbellWaiter;
   private readonly endpoints = new Map<bigint, ShmEndpoint>();
   private readonly inbound: Inbound[] = [];
   /** Announce slots of our inbox already taken care of. */
   private seen = 0;
   readonly blocked = new Set<ShmEndpoint>();
-  private readonly rx: RxFrame = { buf: Buffer.alloc(0), view: new DataView(new ArrayBuffer(0)), hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null };
+  private readonly rx: RxFrame = { buf: Buffer.alloc(0), view: new DataView(new ArrayBuffer(0)), hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null, words: null };
   private readonly liveness: NodeJS.Timeout;
-  private wakeFn: (() => void) | null = null;
   private armed = false;
   private closed = false;
   readonly notify: (sab: SharedArrayBuffer, byteOffset: number) => unknown;
@@ -81,6 +81,7 @@ export class ShmRail implements Rail {
     this.inWords = new Int32Array(this.inbox);
     stampInbox(this.inWords, process.pid);
     this.bell = new Doorbell(this.inbox, INBOX_BELL_BYTE, this.notify);
+    this.sleeper = new Sleeper(this.bell, () => this.closed || (Atomics.load(this.inWords, IN_ANNOUNCED) === this.seen && maySleep(this.inbound, this.blocked)));
     this.waiter = native.doorbellWaiter(this.inbox, INBOX_BELL_BYTE, () => this.onBell());
     this.liveness = setInterval(() => this.checkPeers(), LIVENESS_MS);
     this.liveness.unref();
@@ -205,31 +206,17 @@ export class ShmRail implements Rail {
     const seen = this.bell.prepareSleep();
     if (Atomics.load(this.inWords, IN_ANNOUNCED) !== this.seen) { this.bell.cancelSleep(); return false; }
     if (!maySleep(this.inbound, this.blocked)) { this.bell.cancelSleep(); return false; }
-    this.wakeFn = wake;
     if (!this.armed) {
       this.armed = true;
       this.native.doorbellArm(this.waiter, seen);
     }
-    this.recheck.arm();
+    this.sleeper.sleeping(wake);
     return true;
   }
 
-  /** The second look before sleeping on (SleepRecheck): wake if a frame, a peer or room is there after all. */
-  private readonly recheck = new SleepRecheck(() => {
-    if (this.wakeFn === null || this.closed) return;
-    if (Atomics.load(this.inWords, IN_ANNOUNCED) === this.seen && maySleep(this.inbound, this.blocked)) return;
-    // (The doorbell's waiter stays armed: it fires at the next ring.)
-    this.bell.cancelSleep();
-    const w = this.wakeFn;
-    this.wakeFn = null;
-    w();
-  });
-
   private onBell(): void {
     this.armed = false;
-    const w = this.wakeFn;
-    this.wakeFn = null;
-    if (w !== null && !this.closed) w();
+    if (!this.closed) this.sleeper.rung();
   }
 
   private deliver(e: Inbound, am: number, off: number, hdrLen: number, payLen: number): void {
@@ -260,7 +247,7 @@ export class ShmRail implements Rail {
     if (this.closed) return;
     await Promise.all([...this.endpoints.values()].map((ep) => ep.close()));
     this.closed = true;
-    this.recheck.cancel();
+    this.sleeper.close();
     clearInterval(this.liveness);
     process.off('exit', this.onExit);
     this.native.doorbellClose(this.waiter);

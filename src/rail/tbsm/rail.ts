@@ -15,7 +15,7 @@ import { BroadcastChannel } from 'node:worker_threads';
 import { Doorbell, Ring } from '../shared/ring.js';
 import { ringRailCaps } from '../shared/caps.js';
 import { AM_BYE, deliverFrame, type RingPeer } from '../shared/deliver.js';
-import { inboundRing, maySleep, pollRings, settleRings, RingLane, SleepRecheck, type Inbound as SharedInbound } from '../shared/poll.js';
+import { inboundRing, maySleep, pollRings, settleRings, RingLane, Sleeper, type Inbound as SharedInbound } from '../shared/poll.js';
 
 type ChannelMsg =
   | { kind: 'bell'; from: string; to?: string; sab: SharedArrayBuffer }
@@ -41,7 +41,7 @@ export class TbsmRail implements Rail {
   private readonly endpoints = new Map<bigint, TbsmEndpoint>();
   private readonly inbound: Inbound[] = [];
   readonly blocked = new Set<TbsmEndpoint>();
-  private readonly rx: RxFrame = { buf: Buffer.alloc(0), view: new DataView(new ArrayBuffer(0)), hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null };
+  private readonly rx: RxFrame = { buf: Buffer.alloc(0), view: new DataView(new ArrayBuffer(0)), hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null, words: null };
   private closed = false;
   private armed = false;
 
@@ -128,31 +128,20 @@ export class TbsmRail implements Rail {
 
   /** Arm the doorbell; false (and nothing armed) when data is already waiting. */
   sleep(wake: () => void): boolean {
+    if (this.closed) return true;
     const seen = this.bell.prepareSleep();
     if (!maySleep(this.inbound, this.blocked)) { this.bell.cancelSleep(); return false; }
     // One waiter at a time: something else (a socket, a new request) may have
     // woken us while the previous one still waits; it stays valid.
-    this.wakeFn = wake;
     if (!this.armed) {
       this.armed = true;
-      void this.bell.waitAsync(seen).then(() => { this.armed = false; this.wakeFn = null; wake(); });
+      void this.bell.waitAsync(seen).then(() => { this.armed = false; if (!this.closed) this.sleeper.rung(); });
     }
-    this.recheck.arm();
+    this.sleeper.sleeping(wake);
     return true;
   }
 
-  /** Who sleep() wakes, while asleep. */
-  private wakeFn: (() => void) | null = null;
-
-  /** The second look before sleeping on (SleepRecheck): wake if a frame or room is there after all. */
-  private readonly recheck = new SleepRecheck(() => {
-    if (this.wakeFn === null || this.closed || maySleep(this.inbound, this.blocked)) return;
-    // (The doorbell's waiter stays armed: it resolves at the next ring.)
-    this.bell.cancelSleep();
-    const w = this.wakeFn;
-    this.wakeFn = null;
-    w();
-  });
+  private readonly sleeper = new Sleeper(this.bell, () => this.closed || maySleep(this.inbound, this.blocked));
 
   private deliver(e: Inbound, am: number, off: number, hdrLen: number, payLen: number): void {
     deliverFrame(this.env.upcalls.am, this.rx, e.ep, e.ring, am, off, hdrLen, payLen);
@@ -168,7 +157,7 @@ export class TbsmRail implements Rail {
     // finds a full ring waits (bounded) for the peer to drain it.
     await Promise.all([...this.endpoints.values()].map((ep) => ep.close()));
     this.closed = true;
-    this.recheck.cancel();
+    this.sleeper.close();
     this.channel.close();
   }
 }

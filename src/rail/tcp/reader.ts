@@ -111,7 +111,7 @@ export class FrameReader {
     this.savedHdrView = new DataView(this.savedHdr.buffer, this.savedHdr.byteOffset, this.savedHdr.byteLength);
     this.hdrMax = hdrMax;
     this.payMax = payMax;
-    this.rx = { buf: this.readBuf, view: this.readView, hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null };
+    this.rx = { buf: this.readBuf, view: this.readView, hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null, words: null };
   }
 
   /** Handshake phase: collect exactly `n` bytes, then call `done` with them. */

@@ -47,7 +47,7 @@ export class Reassembler {
     this.owner = owner;
     this.savedHdr = Buffer.alloc(Math.max(8, hdrMax));
     this.savedHdrView = new DataView(this.savedHdr.buffer, this.savedHdr.byteOffset, this.savedHdr.byteLength);
-    this.rx = { buf: this.savedHdr, view: this.savedHdrView, hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null };
+    this.rx = { buf: this.savedHdr, view: this.savedHdrView, hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null, words: null };
   }
 
   /** Forget the fragment in progress and its buffers (the session ended). */
