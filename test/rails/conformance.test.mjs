@@ -273,6 +273,17 @@ for (const R of RAILS) {
     } finally { await pair.close(); }
   });
 
+  /** Side a sends to side b (the ring handed over) until the rail answers no resource; returns a's endpoint. */
+  const fillUntilBlocked = async (pair) => {
+    const ep = pair.epAB();
+    ep.sendCopy(AM_MSG, hdrOf(0), 8, null);
+    await pair.b.until(() => pair.b.got.length === 1, 'first message');
+    const big = fill(8000, 2);
+    let n = 1;
+    while (ep.sendCopy(AM_MSG, hdrOf(n), 8, big) !== NO_RESOURCE) n++;
+    return ep;
+  };
+
   // On x86 a sender's read of "asleep" may pass its store of the frame
   // (ring.ts, PLAIN_SYNC): it can read the receiver as awake and not ring
   // while the receiver's last look before sleeping missed the frame. Played
@@ -302,12 +313,7 @@ for (const R of RAILS) {
     const pair = await R.open(resolveParams({ tbsmRing: 65536, shmRing: 65536 }));
     try {
       if (typeof pair.a.rail.sleep !== 'function' || pair.a === pair.b || pair.a.rail.bell === undefined) { t.skip('not a polled rail with a doorbell between two sides'); return; }
-      const ep = pair.epAB();
-      ep.sendCopy(AM_MSG, hdrOf(0), 8, null);
-      await pair.b.until(() => pair.b.got.length === 1, 'first message');
-      const big = fill(8000, 2);
-      let n = 1;
-      while (ep.sendCopy(AM_MSG, hdrOf(n), 8, big) !== NO_RESOURCE) n++;
+      const ep = await fillUntilBlocked(pair);
       const w = wokenWithin(1000);
       assert.equal(pair.a.rail.sleep(w.wake), true, 'blocked, and nothing to read: the sender may sleep');
       new Int32Array(ep.out.sab, 0, 32)[24] = 0;
@@ -321,12 +327,7 @@ for (const R of RAILS) {
     const pair = await R.open(resolveParams({ tbsmRing: 65536, shmRing: 65536 }));
     try {
       if (typeof pair.a.rail.sleep !== 'function' || pair.a === pair.b) { t.skip('not a polled rail between two sides'); return; }
-      const ep = pair.epAB();
-      ep.sendCopy(AM_MSG, hdrOf(0), 8, null);
-      await pair.b.until(() => pair.b.got.length === 1, 'first message');
-      const big = fill(8000, 2);
-      let n = 1;
-      while (ep.sendCopy(AM_MSG, hdrOf(n), 8, big) !== NO_RESOURCE) n++;
+      const ep = await fillUntilBlocked(pair);
       const w = wokenWithin(5000);
       assert.equal(pair.a.rail.sleep(w.wake), true, 'blocked, and nothing to read: the sender may sleep');
       assert.ok(pair.b.rail.poll(), 'the receiver drains');
