@@ -17,6 +17,12 @@ export class TrafficCounters {
   refused = 0;
   retransmits = 0;
   drops = 0;
+  /**
+   * Ring rails: sleeps ended by the rail's second look, which found a frame
+   * or room before any ring reached the rail: the race of ring.ts PLAIN_SYNC,
+   * or a ring still on its way (a thread's waitAsync resolves a task later).
+   */
+  lateWakes = 0;
 
   snapshot(): Record<string, number> {
     return {
@@ -24,7 +30,7 @@ export class TrafficCounters {
       msgsSent: this.msgsSent + 0, bytesSent: this.bytesSent + 0,
       msgsRecv: this.msgsRecv + 0, bytesRecv: this.bytesRecv + 0,
       pending: this.pending, badFrames: this.badFrames, refused: this.refused,
-      retransmits: this.retransmits, drops: this.drops,
+      retransmits: this.retransmits, drops: this.drops, lateWakes: this.lateWakes,
     };
   }
 }

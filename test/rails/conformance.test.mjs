@@ -301,6 +301,7 @@ for (const R of RAILS) {
       pair.b.rail.bell.cancelSleep();
       ep.sendCopy(AM_MSG, hdrOf(1), 8, null);
       await w.woken;
+      assert.equal(pair.b.rail.counters.snapshot().lateWakes, 1, 'counted as a late wake');
       await pair.b.until(() => pair.b.got.length === 2, 'second message');
     } finally { await pair.close(); }
   });
@@ -319,6 +320,7 @@ for (const R of RAILS) {
       new Int32Array(ep.out.sab, 0, 32)[24] = 0;
       assert.ok(pair.b.rail.poll(), 'the receiver drains');
       await w.woken;
+      assert.equal(pair.a.rail.counters.snapshot().lateWakes, 1, 'counted as a late wake');
       assert.ok(pair.a.rail.poll(), 'woken, the sender finds room (ready)');
     } finally { await pair.close(); }
   });

@@ -150,11 +150,13 @@ export class Sleeper {
   private wake: (() => void) | null = null;
   private readonly bell: Doorbell;
   private readonly mayStillSleep: () => boolean;
+  private readonly counters: TrafficCounters;
 
-  /** mayStillSleep: true while nothing waits for the rail (or it closed). */
-  constructor(bell: Doorbell, mayStillSleep: () => boolean) {
+  /** mayStillSleep: true while nothing waits for the rail (or it closed); counters: the rail's (lateWakes). */
+  constructor(bell: Doorbell, mayStillSleep: () => boolean, counters: TrafficCounters) {
     this.bell = bell;
     this.mayStillSleep = mayStillSleep;
+    this.counters = counters;
   }
 
   /** The rail goes to sleep until `wake` is called (a look already pending serves this sleep too). */
@@ -182,6 +184,7 @@ export class Sleeper {
     if (this.wake === null || this.mayStillSleep()) return;
     // (The doorbell's waiter stays armed: it fires at the next ring, and finds no one to wake.)
     this.bell.cancelSleep();
+    this.counters.lateWakes++;
     this.rung();
   };
 }

@@ -81,7 +81,7 @@ export class ShmRail implements Rail {
     this.inWords = new Int32Array(this.inbox);
     stampInbox(this.inWords, process.pid);
     this.bell = new Doorbell(this.inbox, INBOX_BELL_BYTE, this.notify);
-    this.sleeper = new Sleeper(this.bell, () => this.closed || (Atomics.load(this.inWords, IN_ANNOUNCED) === this.seen && maySleep(this.inbound, this.blocked)));
+    this.sleeper = new Sleeper(this.bell, () => this.closed || (Atomics.load(this.inWords, IN_ANNOUNCED) === this.seen && maySleep(this.inbound, this.blocked)), this.counters);
     this.waiter = native.doorbellWaiter(this.inbox, INBOX_BELL_BYTE, () => this.onBell());
     this.liveness = setInterval(() => this.checkPeers(), LIVENESS_MS);
     this.liveness.unref();

@@ -141,7 +141,7 @@ export class TbsmRail implements Rail {
     return true;
   }
 
-  private readonly sleeper = new Sleeper(this.bell, () => this.closed || maySleep(this.inbound, this.blocked));
+  private readonly sleeper = new Sleeper(this.bell, () => this.closed || maySleep(this.inbound, this.blocked), this.counters);
 
   private deliver(e: Inbound, am: number, off: number, hdrLen: number, payLen: number): void {
     deliverFrame(this.env.upcalls.am, this.rx, e.ep, e.ring, am, off, hdrLen, payLen);
