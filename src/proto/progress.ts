@@ -104,9 +104,12 @@ export class Progress {
   /**
    * Operations completed so far: every held request or one-sided operation
    * that settled, and what completed at the call without being held (fast
-   * paths). The hang report watches it move.
+   * paths). The hang report watches it move. A double from the start, as
+   * the traffic counters (core/counters.ts): a small-message job passes 2^31
+   * in minutes, and a field that outgrows a small integer deoptimizes every
+   * function that bumps it (the blocking send and receive among them).
    */
-  completions = 0;
+  completions = -0;
 
   /** An operation completed at the call, never held (blocking send/recv fast paths). */
   completedAtOnce(): void {
