@@ -53,7 +53,7 @@ export const RING_MAX = 2 ** 29;
  * costs about 1 ns, against 5-15 for Atomics.load and Atomics.store, which
  * Node 20's V8 runs as builtin calls, Atomics.store with a locked exchange
  * (`node bench/node-facts.mjs`). V8 reads a typed-array element again each
- * time the code does (it never hoists one out of a loop;
+ * time the code does (Node 20's V8 never hoists one out of a loop;
  * test/unit/ring.test.mjs spins on one in optimized code), which a spinning
  * consumer relies on. Other processors (arm64) reorder plain accesses, so
  * there these are the Atomics operations.
@@ -65,7 +65,7 @@ export const RING_MAX = 2 ** 29;
  * therefore read "awake" or "not waiting" while its own store is still on
  * its way, just as the other side announces it sleeps and looks a last time.
  * The store becomes visible within nanoseconds, so a rail that goes to sleep
- * looks at its rings once more about SLEEP_RECHECK_MS later (SleepRecheck in
+ * looks at its rings once more about SLEEP_RECHECK_MS later (Sleeper in
  * poll.ts; sooner when an earlier sleep's look is still pending, later on a
  * busy event loop): a wake-up can be late by that much, in that rare race,
  * but is never lost.
@@ -263,7 +263,7 @@ export class Ring {
    * head, and we store the head before we look at the request. Our look may
    * pass our store on x86 (PLAIN_SYNC), so both of us may miss the other for
    * a moment; the producer's rail then finds the room when it looks again
-   * before sleeping for good (SleepRecheck).
+   * before sleeping for good (Sleeper, poll.ts).
    */
   private handBack(): void {
     this.published = this.head;
