@@ -402,6 +402,41 @@ for (const R of RAILS) {
     } finally { await pair.close(); }
   });
 
+  // Rail.reaches: wire-up asks it before choosing a rail for a peer.
+  test(`${R.name}: reaches refuses an address it cannot use, and answers for its peer's`, async (t) => {
+    const pair = await R.open(resolveParams());
+    try {
+      const rail = pair.a.rail;
+      if (typeof rail.reaches !== 'function') { t.skip('this rail reaches every peer it is given (no reaches)'); return; }
+      for (const bad of ['', 'garbage', '{"host":1}']) assert.equal(rail.reaches(bad), false, `address ${JSON.stringify(bad)}`);
+      // shm is for other processes: a peer in this process goes over tbsm.
+      const inProcess = R.name !== 'shm';
+      assert.equal(rail.reaches(pair.b.rail.address()), inProcess, 'the peer\'s own address');
+    } finally { await pair.close(); }
+  });
+
+  // RailEndpoint.abort: the layer above found the peer's data impossible.
+  test(`${R.name}: abort drops the peer (failed, not graceful, counted) and later sends neither throw nor arrive`, async () => {
+    const pair = await R.open(resolveParams());
+    try {
+      const ep = pair.epAB();
+      assert.equal(ep.sendCopy(AM_MSG, hdrOf(0), 8, null), DONE);
+      await pair.b.until(() => pair.b.got.length === 1, 'first message (connected)');
+      ep.abort('a conformance test says so');
+      const bad = () => pair.a.rail.counters.snapshot().badFrames;
+      assert.equal(bad(), 1, 'counted on the rail');
+      if (!pair.canFail) return; // self: only this process writes to it; a bad message is logged, nothing fails
+      await pair.a.until(() => pair.a.failed.length > 0, 'the peer failed');
+      assert.deepEqual(pair.a.failed[0], { peer: pair.b.id, code: 'ERR_PEER_FAILED', graceful: false });
+      ep.sendCopy(AM_MSG, hdrOf(1), 8, null);
+      await new Promise((r) => setTimeout(r, 50));
+      for (const r of polled) r.poll();
+      assert.equal(pair.b.got.length, 1, 'nothing after the abort arrives');
+      ep.abort('again'); // idempotent
+      assert.equal(pair.a.failed.length, 1, 'failed once');
+    } finally { await pair.close(); }
+  });
+
   if (R.name === 'tbsm' || R.name === 'shm') {
     test(`${R.name}: a full ring answers NO_RESOURCE, then ready() once the receiver drains it`, async () => {
       const pair = await R.open(resolveParams({ tbsmRing: 65536, shmRing: 65536 }));
