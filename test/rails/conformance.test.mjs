@@ -422,6 +422,11 @@ for (const R of RAILS) {
       const ep = pair.epAB();
       assert.equal(ep.sendCopy(AM_MSG, hdrOf(0), 8, null), DONE);
       await pair.b.until(() => pair.b.got.length === 1, 'first message (connected)');
+      const back = pair.a === pair.b ? null : pair.epBA();
+      if (back !== null) {
+        back.sendCopy(AM_MSG, hdrOf(0), 8, null);
+        await pair.a.until(() => pair.a.got.length === 1, 'a message back (connected both ways)');
+      }
       ep.abort('a conformance test says so');
       const bad = () => pair.a.rail.counters.snapshot().badFrames;
       assert.equal(bad(), 1, 'counted on the rail');
@@ -432,6 +437,11 @@ for (const R of RAILS) {
       await new Promise((r) => setTimeout(r, 50));
       for (const r of polled) r.poll();
       assert.equal(pair.b.got.length, 1, 'nothing after the abort arrives');
+      // Nor the other way: what the dropped peer sends is not delivered to the side that dropped it.
+      back.sendCopy(AM_MSG, hdrOf(2), 8, null);
+      await new Promise((r) => setTimeout(r, 50));
+      for (const r of polled) r.poll();
+      assert.equal(pair.a.got.length, 1, 'nothing from the dropped peer arrives');
       ep.abort('again'); // idempotent
       assert.equal(pair.a.failed.length, 1, 'failed once');
     } finally { await pair.close(); }
@@ -452,6 +462,20 @@ for (const R of RAILS) {
         sent++;
         await pair.b.until(() => pair.b.got.length === sent, 'everything accepted arrives');
         pair.b.got.forEach((m, i) => assert.equal(m.hdr.readUInt32LE(0), i));
+      } finally { await pair.close(); }
+    });
+
+    test(`${R.name}: a ring that a dropped peer announces after the drop is never read`, async () => {
+      const pair = await R.open(resolveParams());
+      try {
+        const ab = pair.epAB();
+        ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
+        await pair.b.until(() => pair.b.got.length === 1, 'first message');
+        ab.abort('a conformance test says so');
+        pair.epBA().sendCopy(AM_MSG, hdrOf(1), 8, null); // b's first frame to a: a new ring
+        await new Promise((r) => setTimeout(r, 50));
+        for (let i = 0; i < 3; i++) for (const r of polled) r.poll();
+        assert.equal(pair.a.got.length, 0);
       } finally { await pair.close(); }
     });
 

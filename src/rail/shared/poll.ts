@@ -13,6 +13,8 @@ export interface RingEndpoint extends RailEndpoint {
   ringPeer(): void;
   /** Our ring to the peer can take the largest frame again. */
   hasRoom(): boolean;
+  /** The peer failed or finalized: nothing more from it is delivered. */
+  readonly failed: boolean;
   /** Ask to be rung when room is freed; false (nothing armed) when there is room already. */
   sleepUntilRoom(): boolean;
 }
@@ -22,14 +24,15 @@ export interface Inbound<E extends RingEndpoint> {
   ring: Ring;
   ep: E;
   visit: (am: number, off: number, hdrLen: number, payLen: number) => void;
-  /** A frame in it was corrupt: its peer failed and it is read no more. */
+  /** A frame in it was corrupt, or its peer failed or finalized: it is read no more. */
   broken: boolean;
 }
 
 /** A ring to consume from a peer: its frames go to visit, and the peer is rung when room it waits for is handed back. */
 export function inboundRing<E extends RingEndpoint>(ring: Ring, ep: E, visit: Inbound<E>['visit']): Inbound<E> {
   ring.onRoom = () => ep.ringPeer();
-  return { ring, ep, visit, broken: false };
+  // A ring a failed peer announces after its failure is never read.
+  return { ring, ep, visit, broken: ep.failed };
 }
 
 /** Deliver what waits in one inbound ring; true if anything did. A corrupt frame fails its peer. */
@@ -110,7 +113,8 @@ export function pollRings<E extends RingEndpoint>(ins: Array<Inbound<E>>, blocke
     const e = ins[i]!;
     if (drainInbound(e)) any = true;
     else if (e.broken) {
-      // Failing the peer may have taken its ring out of the list already (shm's forget).
+      // A corrupt frame, or a peer that failed or finalized (the rails' forget): read no more.
+      // (A rail may have taken the ring out of the list itself while failing the peer.)
       if (ins[i] === e) ins.splice(i, 1);
       i--;
     }
@@ -131,7 +135,7 @@ export function settleRings<E extends RingEndpoint>(ins: ReadonlyArray<Inbound<E
 
 /** Whether the rail may sleep: no inbound data waits and every blocked sender armed its wake-up. */
 export function maySleep<E extends RingEndpoint>(ins: ReadonlyArray<Inbound<E>>, blocked: ReadonlySet<E>): boolean {
-  for (const e of ins) if (e.ring.hasData()) return false;
+  for (const e of ins) if (!e.broken && e.ring.hasData()) return false;
   // A blocked sender may sleep too: its receiver rings us when it frees room.
   for (const ep of blocked) if (!ep.sleepUntilRoom()) return false;
   return true;

@@ -29,7 +29,7 @@ export class ShmEndpoint extends RingLane<ShmEndpoint> implements RingPeer {
   private out: Ring | null = null;
   private peerInbox: Int32Array | null = null;
   private bell: Doorbell | null = null;
-  private failed = false;
+  failed = false;
 
   constructor(rail: ShmRail, peer: bigint, pid: number) {
     super();

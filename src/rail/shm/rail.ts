@@ -220,6 +220,8 @@ export class ShmRail implements Rail {
   }
 
   private deliver(e: Inbound, am: number, off: number, hdrLen: number, payLen: number): void {
+    // (A frame that made its peer fail, by its handler, ends the delivery of that peer's batch.)
+    if (e.broken) return;
     deliverFrame(this.env.upcalls.am, this.rx, e.ep, e.ring, am, off, hdrLen, payLen);
   }
 
@@ -237,10 +239,10 @@ export class ShmRail implements Rail {
     }
   }
 
+  /** A failed or finalized peer: its ring is read no more (the next poll drops it), nor re-driven. */
   forget(ep: ShmEndpoint): void {
     this.blocked.delete(ep);
-    const i = this.inbound.findIndex((e) => e.ep === ep);
-    if (i >= 0) this.inbound.splice(i, 1);
+    if (ep.inbound !== null) ep.inbound.broken = true;
   }
 
   async close(): Promise<void> {

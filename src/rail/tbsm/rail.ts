@@ -144,11 +144,15 @@ export class TbsmRail implements Rail {
   private readonly sleeper = new Sleeper(this.bell, () => this.closed || maySleep(this.inbound, this.blocked), this.counters);
 
   private deliver(e: Inbound, am: number, off: number, hdrLen: number, payLen: number): void {
+    // (A frame that made its peer fail, by its handler, ends the delivery of that peer's batch.)
+    if (e.broken) return;
     deliverFrame(this.env.upcalls.am, this.rx, e.ep, e.ring, am, off, hdrLen, payLen);
   }
 
+  /** A failed or finalized peer: its ring is read no more (the next poll drops it), nor re-driven. */
   forget(ep: TbsmEndpoint): void {
     this.blocked.delete(ep);
+    if (ep.inbound !== null) ep.inbound.broken = true;
   }
 
   async close(): Promise<void> {
@@ -170,7 +174,7 @@ export class TbsmEndpoint extends RingLane<TbsmEndpoint> implements RingPeer {
   /** Single-copy reads of the peer thread's buffers (same process), where the addon loaded. */
   readonly ipc: RailIpc | null;
   private out: Ring | null = null;
-  private failed = false;
+  failed = false;
   /** The receiver's doorbell, cached once known (looked up by id otherwise). */
   private bell: Doorbell | undefined = undefined;
 
