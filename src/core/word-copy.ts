@@ -9,7 +9,7 @@
 // Node 20. So a cache keeps views of the last two arrays that came again
 // before any other new one (blocking sends and receives reuse their
 // buffers); an array seen once costs three comparisons and goes byte by
-// byte. Each cache belongs to one ring or one Context, and holds up to three
+// byte. Each cache belongs to one ring or one peer, and holds up to three
 // arrays' memory (two views and the last array seen once) until others
 // replace them. The rings' own side needs no cache: a ring hands out its
 // frame area as words (RxFrame.words).

@@ -3,6 +3,7 @@
 // sequence numbers, eager credits, and the queue of operations waiting for
 // resources (the rail answered "no resource", or the peer is not resolved yet).
 
+import { WordViews } from '../core/word-copy.js';
 import type { Completion, RailEndpoint, RailCaps } from '../rail/api.js';
 import { NO_RESOURCE } from '../rail/api.js';
 import type { Params } from '../core/params.js';
@@ -89,6 +90,8 @@ export class ProtoEndpoint {
   readonly sendsActive = new Set<Request>();
   /** Receives being filled from this peer (rendezvous data). */
   readonly recvsActive = new Set<Request>();
+  /** Word views of the buffers this peer's small messages are received into (p2p copyOut). */
+  readonly arrivalViews = new WordViews();
 
   constructor(rank: number, id: bigint, creditLimit: number) {
     this.rank = rank;

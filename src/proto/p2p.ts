@@ -6,7 +6,7 @@
 import type { AmHandler, PolledEndpoint, RailEndpoint, RxFrame } from '../rail/api.js';
 import { NO_RESOURCE } from '../rail/api.js';
 import { RailcommError, ErrorCode } from '../core/errors.js';
-import { WordViews, copySmall } from '../core/word-copy.js';
+import { copySmall } from '../core/word-copy.js';
 import { MatchQueues, ANY_SOURCE, ANY_TAG, type Arrived } from './matching.js';
 import { nextSeq } from './reorder.js';
 import type { Progress } from './progress.js';
@@ -357,9 +357,9 @@ export class PointToPoint implements Canceller {
     }
     this.atCallBuf = buf; this.atCallCtx = ctx; this.atCallSrc = src; this.atCallTag = tag; this.atCallBytes = -1;
     try {
-      // Until filled, or a message for it was queued instead (onEager, onRts
-      // close the slot), or the one deadline passed (other traffic does not extend it).
-      // onEager and onRts close the slot (atCallBuf = null) whenever they fill it or queue its message.
+      // Until filled, or a message for it was queued instead (onEager and onRts
+      // close the slot: atCallBuf = null), or the one deadline passed (other
+      // traffic does not extend it).
       while (this.atCallBuf !== null && progress.pollBriefly(lane)) { /* deliver */ }
     } finally {
       this.atCallBuf = null;
@@ -383,10 +383,8 @@ export class PointToPoint implements Canceller {
     if (rx.hdrLen !== EAGER_HDR || hdrCtx(v, o) !== ctx || hdrSrc(v, o) !== src || len > buf.length) return -1;
     const t = hdrTag(v, o);
     if (tag !== ANY_TAG && t !== tag) return -1;
-    if (hdrSeq(v, o) !== ep.rx.expected || ep.rx.waiting > 0) return -1;
     const st = this.state(ctx);
-    if (st.queues.postedCount > 0 || st.broken !== null) return -1;
-    ep.rx.expected = nextSeq(ep.rx.expected);
+    if (st.queues.postedCount > 0 || st.broken !== null || ep.rx.waiting > 0 || !ep.rx.inOrder(hdrSeq(v, o))) return -1;
     ep.credits += hdrCredits(v, o);
     this.tookAtCall(ep, rx.buf, rx.words, rx.payOff, len, buf, src, t);
     return len;
@@ -395,29 +393,11 @@ export class PointToPoint implements Canceller {
   /** The receive waiting at the call took an eager message (len bytes of src from off): its credit, its bytes, its source and tag. */
   private tookAtCall(ep: ProtoEndpoint, src: Buffer, words: Int32Array | null, off: number, len: number, buf: Uint8Array, source: number, tag: number): void {
     this.returnCredit(ep, len + EAGER_OVERHEAD);
-    this.copyOut(src, words, off, len, buf);
+    copyOut(ep, src, words, off, len, buf);
     this.gotSource = source;
     this.gotTag = tag;
     this.recvsAtCall++;
   }
-
-  /**
-   * An arrived payload (len bytes of src from off; src as words, if it has
-   * them) into the receive buffer. Small copies go by words where both sides
-   * allow (core/word-copy.ts), else by bytes: Buffer#copy with an offset makes
-   * a temporary view, an allocation per message; larger ones are a memmove,
-   * also out of a ring in shared memory.
-   */
-  private copyOut(src: Buffer, words: Int32Array | null, off: number, len: number, dst: Uint8Array): void {
-    if (len <= 256) {
-      copySmall(dst, 0, words !== null && len >= 4 ? this.arrivalViews.of(dst) : null, src, off, words, len);
-      return;
-    }
-    src.copy(dst, 0, off, off + len);
-  }
-
-  /** Word views of receive buffers, for copyOut. */
-  private readonly arrivalViews = new WordViews();
 
   /** The frame recvAtCall looks at before taking it. */
   private readonly peeked: RxFrame = { buf: EMPTY_BUF, view: new DataView(new ArrayBuffer(0)), hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null, words: null };
@@ -677,7 +657,7 @@ export class PointToPoint implements Canceller {
     if (r !== null) {
       this.returnCredit(ep, len + EAGER_OVERHEAD);
       if (len > r.buf.length) { r.fail(truncated(len, r.buf.length, src, tag)); return; }
-      this.copyOut(buf, words, off, len, r.buf);
+      copyOut(ep, buf, words, off, len, r.buf);
       r.complete(src, tag, len);
       return;
     }
@@ -989,13 +969,29 @@ export class PointToPoint implements Canceller {
 export const QUEUED = -2;
 
 /**
- * A copy of an arrived payload that must outlive the frame (an unexpected
- * message). Buffer.from(buf.subarray(...)) took Node's generic array-like
- * path: a view and two calls more per message.
+ * An arrived payload (len bytes of src from off; src as words, if it has
+ * them) into the receive buffer. Small copies go by words where both sides
+ * allow (core/word-copy.ts; the views of receive buffers are kept per peer,
+ * so that a halo exchange's alternating buffers each keep theirs), else by
+ * bytes: Buffer#copy with an offset makes a temporary view, an allocation per
+ * message; larger ones are a memmove, also out of a ring in shared memory.
+ */
+function copyOut(ep: ProtoEndpoint, src: Buffer, words: Int32Array | null, off: number, len: number, dst: Uint8Array): void {
+  if (len <= 256) {
+    copySmall(dst, 0, words !== null && len >= 4 ? ep.arrivalViews.of(dst) : null, src, off, words, len);
+    return;
+  }
+  src.copy(dst, 0, off, off + len);
+}
+
+/**
+ * A copy of an arrived payload or header that must outlive the frame (an
+ * unexpected message, or one that came early). Buffer.from(buf.subarray(...))
+ * took Node's generic array-like path: a view and two calls more per message.
  */
 function copyOf(src: Buffer, off: number, len: number): Buffer {
   const c = Buffer.allocUnsafe(len);
-  if (len <= 256) for (let i = 0; i < len; i++) c[i] = src[off + i]!;
+  if (len <= 256) copySmall(c, 0, null, src, off, null, len);
   else src.copy(c, 0, off, off + len);
   return c;
 }

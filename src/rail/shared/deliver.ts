@@ -25,9 +25,7 @@ export function deliverFrame(
   }
   const h = handlers[am];
   if (h === undefined) { ep.abort(`unknown active message id ${am}`); return; }
-  rx.buf = ring.data; rx.view = ring.view; rx.words = ring.words;
-  rx.hdrOff = off + FRAME_HEAD; rx.hdrLen = hdrLen;
-  rx.payOff = payloadOffset(off, hdrLen); rx.payLen = payLen; rx.placed = null;
+  describeFrame(rx, ring, off, hdrLen, payLen);
   ep.counters.msgsRecv++; ep.counters.bytesRecv += payLen;
   if (h.place !== undefined && payLen > 0) {
     const target = h.place(ep, rx);
@@ -36,4 +34,13 @@ export function deliverFrame(
     rx.placed = target;
   }
   h.recv(ep, rx);
+}
+
+/** rx describes the frame at `off` of ring, as a handler sees it. */
+export function describeFrame(rx: RxFrame, ring: Ring, off: number, hdrLen: number, payLen: number): void {
+  // (Pointer stores cost a write barrier each, and these are the same for every frame of one ring.)
+  if (rx.buf !== ring.data) { rx.buf = ring.data; rx.view = ring.view; rx.words = ring.words; }
+  if (rx.placed !== null) rx.placed = null;
+  rx.hdrOff = off + FRAME_HEAD; rx.hdrLen = hdrLen;
+  rx.payOff = payloadOffset(off, hdrLen); rx.payLen = payLen;
 }

@@ -1,11 +1,13 @@
 // Polling shared by the ring rails (tbsm between threads, shm between
-// processes): drain every inbound ring, ring a producer that sleeps waiting for
-// the room just freed, re-drive senders that found their ring full, and say
-// whether a rail may sleep (nothing waits, and blocked senders will be rung).
+// processes): drain every inbound ring (whose hand-back of room rings a
+// producer waiting for it: Ring.onRoom), re-drive senders that found their
+// ring full, and say whether a rail may sleep (nothing waits, and blocked
+// senders will be rung); the rail's sleep and its second look (Sleeper).
 
 import type { RailEndpoint, RailUpcalls, RxFrame } from '../api.js';
 import type { TrafficCounters } from '../../core/counters.js';
-import { FRAME_HEAD, SLEEP_RECHECK_MS, payloadOffset, type Doorbell, type Ring } from './ring.js';
+import { FRAME_HEAD, SLEEP_RECHECK_MS, type Doorbell, type Ring } from './ring.js';
+import { describeFrame } from './deliver.js';
 
 /** What a ring rail's endpoint offers its rail's poller. */
 export interface RingEndpoint extends RailEndpoint {
@@ -65,12 +67,7 @@ export function peekInbound<E extends RingEndpoint>(e: Inbound<E>, rx: RxFrame):
   }
   if (off < 0) return -1;
   const r = e.ring;
-  const hdrLen = r.frameHeaderLength(off);
-  // (Pointer stores cost a write barrier each: these are the same every time for one ring.)
-  if (rx.buf !== r.data) { rx.buf = r.data; rx.view = r.view; rx.words = r.words; }
-  if (rx.placed !== null) rx.placed = null;
-  rx.hdrOff = off + FRAME_HEAD; rx.hdrLen = hdrLen;
-  rx.payOff = payloadOffset(off, hdrLen); rx.payLen = r.framePayloadLength(off);
+  describeFrame(rx, r, off, r.frameHeaderLength(off), r.framePayloadLength(off));
   return r.frameAm(off);
 }
 
@@ -86,7 +83,6 @@ export function takePeeked<E extends RingEndpoint>(e: Inbound<E>, rx: RxFrame): 
  * when a receive waits for this peer at the call.
  */
 export abstract class RingLane<E extends RingEndpoint> {
-  abstract readonly rail: { readonly counters: TrafficCounters };
   /** The ring this peer writes to us, once accepted. */
   inbound: Inbound<E> | null = null;
 

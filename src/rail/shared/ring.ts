@@ -88,7 +88,7 @@ function plainSync(setting: string | undefined): boolean {
 export const loadAcquire: (a: Int32Array, i: number) => number = PLAIN_SYNC ? (a, i) => a[i]! : (a, i) => Atomics.load(a, i);
 
 /** A release store of v to a[i] (see PLAIN_SYNC): not a fence, a later load may pass it. */
-export const storeRelease: (a: Int32Array, i: number, v: number) => void = PLAIN_SYNC ? (a, i, v) => { a[i] = v; } : (a, i, v) => { Atomics.store(a, i, v); };
+const storeRelease: (a: Int32Array, i: number, v: number) => void = PLAIN_SYNC ? (a, i, v) => { a[i] = v; } : (a, i, v) => { Atomics.store(a, i, v); };
 
 /** About how long after announcing sleep a ring rail looks at its rings again (ms; see PLAIN_SYNC). */
 export const SLEEP_RECHECK_MS = 1;
@@ -121,7 +121,7 @@ export class Ring {
   private head: number;
   /**
    * The head as last stored for the producer. The consumer stores it at its
-   * next look at the ring (drain or hasData), not right after the frames it
+   * next look at the ring (drain, peek, hasData or settle), not right after the frames it
    * freed, unless a quarter of the ring waits to be handed back: in a
    * ping-pong that store, and the look at whether the producer waits for
    * room, come after the reply is sent instead of before.
@@ -161,11 +161,6 @@ export class Ring {
     return { magic: Atomics.load(this.ctl, MAGIC) >>> 0, version: this.ctl[VERSION]!, pid: this.ctl[OWNER]! };
   }
 
-  /** Largest frame body (header + payload) this ring takes. */
-  get maxBody(): number {
-    return this.capacity / 2 - FRAME_HEAD;
-  }
-
   /** Producer: append a frame; false when there is no room (nothing written). */
   write(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null): boolean {
     const payLen = payload === null ? 0 : payload.length;
@@ -201,24 +196,13 @@ export class Ring {
   }
 
   /**
-   * The header into the frame at word `at`, a word at a time from a word
-   * view of hdr (the frame's header area is padded to 8 bytes, so the last
-   * word may carry up to 3 bytes past hdrLen): the protocol layers write
-   * every header into reusable scratch buffers, which headerViews keeps
-   * views of. Byte by byte otherwise (a header copied for a queued send, or
-   * a misaligned one).
+   * The header into the frame at word `at`, by words (copySmall) from a
+   * view of hdr: the protocol layers write every header into reusable
+   * scratch buffers, which headerViews keeps views of. By bytes otherwise (a
+   * header copied for a queued send, or a misaligned one).
    */
   private copyHeader(hdr: Uint8Array, hdrLen: number, at: number): void {
-    const n = (hdrLen + 3) >> 2;
-    const src = this.headerViews.of(hdr);
-    if (src !== null && src.length >= n) {
-      const w = this.words;
-      for (let i = 0; i < n; i++) w[at + i] = src[i]!;
-      return;
-    }
-    const d = this.data;
-    const h = at << 2;
-    for (let i = 0; i < hdrLen; i++) d[h + i] = hdr[i]!;
+    copySmall(this.data, at << 2, this.words, hdr, 0, this.headerViews.of(hdr), hdrLen);
   }
 
   /** Whether a frame with this header and payload size would be written now. */
@@ -241,14 +225,9 @@ export class Ring {
     return false;
   }
 
-  /** Bytes not yet handed back by the consumer. */
-  free(): number {
-    return this.capacity - ((Atomics.load(this.ctl, TAIL) - Atomics.load(this.ctl, HEAD)) & POS_MASK);
-  }
-
   /** Consumer: true when a frame is waiting (room freed before is handed back first). */
   hasData(): boolean {
-    if (this.head !== this.published) this.handBack();
+    this.settle();
     return this.head !== loadAcquire(this.ctl, TAIL);
   }
 
@@ -280,7 +259,7 @@ export class Ring {
    * framePayloadLength), or -1 when none waits. Throws on a corrupt frame, as drain does.
    */
   peek(): number {
-    if (this.head !== this.published) this.handBack();
+    this.settle();
     const w = this.words;
     for (;;) {
       const head = this.head;
@@ -312,7 +291,7 @@ export class Ring {
    * `max` bounds one call so that a busy ring cannot starve the others.
    */
   drain(visit: (am: number, off: number, hdrLen: number, payLen: number) => void, max = 64): number {
-    if (this.head !== this.published) this.handBack();
+    this.settle();
     let head = this.head;
     const tail = loadAcquire(this.ctl, TAIL);
     const w = this.words;
