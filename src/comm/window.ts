@@ -97,9 +97,13 @@ export class Window {
     const code = accumulateOpCode(op);
     if (code < 0) throw new RailcommError(ErrorCode.INVALID_ARG, `accumulate: op must be one of ${ACC_OPS.join(', ')}, got ${String(op)}`);
     if (isBitwiseOp(code) && isFloatType(type)) throw new RailcommError(ErrorCode.INVALID_ARG, `accumulate: bitwise op '${op}' is not defined on ${src.constructor.name}; use an integer array`);
-    const bytes = asBytes(src, 'accumulate: source');
-    const rr = this.access('accumulate', target, targetByteOffset, bytes.length, TYPE_SIZE[type]!);
-    return this.rma.accumulate(rr.world, rr, targetByteOffset, bytes, src as AnyArray, type, code) as Promise<void>;
+    const elements = src as AnyArray;
+    // (A detached buffer reads as no elements: asBytes says so. No byte view is made otherwise:
+    // mapped targets apply the elements themselves, and only a send through the target needs bytes.)
+    if (elements.length === 0) asBytes(src, 'accumulate: source');
+    const size = TYPE_SIZE[type]!;
+    const rr = this.access('accumulate', target, targetByteOffset, elements.length * size, size);
+    return this.rma.accumulate(rr.world, rr, targetByteOffset, elements, type, code) as Promise<void>;
   }
 
   /** Apply op with value to one element of target's window; resolves to the element's previous value. */

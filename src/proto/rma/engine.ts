@@ -245,7 +245,7 @@ export class RmaEngine {
    * target[offset + i] = target[offset + i] op elements[i], atomically per
    * element (src: the same elements as bytes, for the wire).
    */
-  accumulate(target: number, rr: RemoteRegion, offset: number, src: Uint8Array, elements: AnyArray, type: number, op: number): Promise<unknown> {
+  accumulate(target: number, rr: RemoteRegion, offset: number, elements: AnyArray, type: number, op: number): Promise<unknown> {
     if (rr.local !== null) {
       const dead = this.deadTargetQuiet(target);
       if (dead !== null) return dead;
@@ -253,6 +253,7 @@ export class RmaEngine {
       this.nativeOps++;
       return RESOLVED;
     }
+    const src = new Uint8Array(elements.buffer, elements.byteOffset, elements.byteLength);
     return this.start(new RmaOp(this, K_ACC, target, rr.id, offset, src, type, op, 0, 0));
   }
 
