@@ -8,7 +8,7 @@ import { NO_RESOURCE } from '../rail/api.js';
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import { copySmall } from '../core/word-copy.js';
 import { MatchQueues, ANY_SOURCE, ANY_TAG, type Arrived } from './matching.js';
-import { nextSeq } from './reorder.js';
+import { nextSeq } from '../core/seq.js';
 import type { Progress } from './progress.js';
 import type { Linked, List } from './list.js';
 import { Request, KIND_PROBE, KIND_SEND, PENDING, type Canceller } from './request.js';

@@ -1,20 +1,9 @@
 // Per-peer message ordering: every matched message carries a sequence number
 // per (sender, receiver) pair; a message that overtook another (possible when
 // a peer is reached over several rails) waits here until its turn.
-// Sequence numbers run modulo 2^30 (they travel as 32-bit fields), so that
-// they stay small integers (V8's Smis): past 2^31 a counter becomes a heap
-// number and the functions doing arithmetic on it are deoptimized at once.
+// Sequence numbers run modulo 2^30 (core/seq.ts).
 
-/** Sequence numbers wrap to 0 after SEQ_MASK. */
-export const SEQ_MASK = 0x3fffffff;
-
-/** The sequence number after seq. */
-export const nextSeq = (seq: number): number => (seq + 1) & SEQ_MASK;
-
-/** True when sequence number a comes before b (modulo 2^30: within half the range behind it). */
-export function seqBefore(a: number, b: number): boolean {
-  return ((a - b) & SEQ_MASK) > SEQ_MASK >>> 1;
-}
+import { nextSeq, seqLt } from '../core/seq.js';
 
 export class ReorderBuffer<T> {
   expected = 0;
@@ -27,7 +16,7 @@ export class ReorderBuffer<T> {
   }
 
   isDuplicate(seq: number): boolean {
-    return seqBefore(seq, this.expected) || this.early.has(seq);
+    return seqLt(seq, this.expected) || this.early.has(seq);
   }
 
   /** Keep a message that arrived early (a copy: rail buffers are reused). */

@@ -5,7 +5,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { seqBefore, nextSeq, SEQ_MASK, ReorderBuffer } from '../../dist/proto/reorder.js';
+import { ReorderBuffer } from '../../dist/proto/reorder.js';
+import { seqLt as seqBefore, nextSeq, SEQ_MASK } from '../../dist/core/seq.js';
 
 const RANGE = SEQ_MASK + 1; // 2^30
 const HALF = RANGE / 2;

@@ -19,7 +19,7 @@ import { UdpEndpoint } from './endpoint.js';
 import { crcInHardware, datagramSum } from './checksum.js';
 import { FaultInjector, parseFaults, type FaultWire } from './faults.js';
 import { loadNative, type NativeAddon } from '../../native/addon.js';
-import { seqAdd } from './seq.js';
+import { seqAdd } from '../../core/seq.js';
 import {
   ACK_BYTES, Bad, COMMON_BYTES, FRAG_BYTES, T_CHALLENGE, T_HELLO, T_PROOF,
   checkDatagram, decodeHandshake, getToken, getType,

@@ -14,7 +14,7 @@ import { Frag, SEG_OVERHEAD, Segment } from './segment.js';
 import { RttEstimator } from './rtt.js';
 import { datagramSum } from './checksum.js';
 import { Reassembler } from './reassembly.js';
-import { SEQ_MASK, seqAdd, seqDiff, seqLt } from './seq.js';
+import { SEQ_MASK, seqAdd, seqDiff, seqLt } from '../../core/seq.js';
 import {
   CHUNK_BYTES, FRAG_BYTES, T_ACK, T_CHUNK, T_FRAG, T_PROBE,
   encodeChunk, encodeCommon, encodeFrag, getAck, getCredit, getHole, getSeq, getType,
