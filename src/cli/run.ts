@@ -269,7 +269,7 @@ function resolveProgram(command: string[], env: NodeJS.ProcessEnv): { file: stri
  * the protocol, the ring) is deeper than V8's default budget of 920 bytes of
  * bytecode inlined into one optimized function, so parts of it stayed calls;
  * with these it is compiled whole: 25-30% less CPU per 8-byte round trip
- * over shared memory (bench/hop-cpu.mjs, bench RESULTS "shm run 15"). The
+ * over shared memory (bench/hop-cpu.mjs, bench RESULTS "shm runs 15 and 16", item 5). The
  * budget applies to the program's own code too. RAILCOMM_NODE_FLAGS replaces
  * them (empty: none).
  */
