@@ -36,7 +36,10 @@ void WaitForParent(pid_t parent) {
 /**
  * watchParent(graceMs): once the parent process ends, wait graceMs and, if
  * this process still runs and the watch was not stopped, kill it (SIGKILL).
- * Returns the parent's pid. One watcher per process; later calls re-arm it.
+ * Returns the parent's pid. One watcher per process: the first call fixes the
+ * parent and graceMs; a later call only turns a stopped watch on again. The
+ * parent is the one at the first call (a launcher that died before it leaves
+ * the rank to init's wire-up failure, not to this watch).
  */
 static void WatchParent(const FunctionCallbackInfo<Value>& args) {
   Isolate* iso = args.GetIsolate();

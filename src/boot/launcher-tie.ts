@@ -26,7 +26,11 @@ export function endWithParent(): boolean {
   }
 }
 
-/** The rank finalized: it may outlive its launcher (as the launcher's connection loss spares it too). */
+/**
+ * The rank finalized: it may outlive its launcher (as the launcher's connection
+ * loss spares it too). Process ranks only: a thread host keeps its watch, so it
+ * ends with its launcher even after all its thread ranks finalized.
+ */
 export function stopWatchingParent(): void {
   if (!isMainThread) return;
   loadNative()?.stopWatchingParent?.();

@@ -188,8 +188,10 @@ export function shellQuote(w: string): string {
  * passes no environment. ssh-like agents join their arguments into one line
  * for the remote shell, so that line is built with every word quoted (and a
  * cd to the working directory); exec-style agents ('ip netns exec') get argv.
+ * scriptAt: where args hold a script to resolve against the working
+ * directory (after node's flags), or -1.
  */
-export function remoteCommand(opts: JobOptions, host: string, env: NodeJS.ProcessEnv, file: string, args: string[], scriptAt = file === process.execPath ? 0 : -1): [string, string[]] {
+export function remoteCommand(opts: JobOptions, host: string, env: NodeJS.ProcessEnv, file: string, args: string[], scriptAt: number): [string, string[]] {
   const rsh = opts.rsh ?? ['ssh'];
   const cwd = opts.cwd ?? process.cwd();
   const vars = Object.entries(env).filter(([k, v]) => v !== undefined && (k.startsWith('RAILCOMM_') || k in (opts.env ?? {}))).map(([k, v]) => `${k}=${v}`);

@@ -6,9 +6,8 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync, readFileSync, readdirSync, chmodSync } from 'node:fs';
-import os from 'node:os';
 import { join } from 'node:path';
-import { startJob } from '../../dist/cli/run.js';
+import { startJob, shellQuote, DEFAULT_NODE_FLAGS } from '../../dist/cli/run.js';
 import { launchKit, alive, kvClientUrl, kvRankScript, waitFor } from '../helpers/launch-kit.mjs';
 
 const { dir, seenPids, script, launch } = launchKit('railcomm-launcher-');
@@ -170,18 +169,19 @@ ${sleeper}`);
 });
 
 test('ranks busy in a loop that never returns to the event loop end too when the launcher is SIGKILLed (processes and thread ranks)', async () => {
-  const s = script('busy-orphan.mjs', `${pidPrelude('busy-orphan')}
+  for (const mode of [[], ['--threads']]) {
+    // Each mode notes its pids apart: a pid of the first mode's dead ranks may be reused.
+    const sub = mode.length === 0 ? 'busy-orphan' : 'busy-orphan-threads';
+    const s = script(`${sub}.mjs`, `${pidPrelude(sub)}
 const { init } = await import(${JSON.stringify(new URL('../../dist/index.js', import.meta.url).href)});
 const comm = await init();
-notePid('r' + comm.rank + (process.env.RAILCOMM_THREADS ? 't' : ''), process.pid);
+notePid('r' + comm.rank, process.pid);
 for (;;) { /* never looks at the launcher's connection again */ }`);
-  for (const mode of [[], ['--threads']]) {
     let launcher;
     // Over tcp: a busy rank is killed, so it cannot remove its /dev/shm inbox (see the README).
     const done = launch(['-n', '2', '--rails', 'tcp,self', ...mode, s], { onSpawn: (c) => { launcher = c; } });
-    const want = mode.length === 0 ? 2 : 4;
-    await waitFor(() => pidsIn('busy-orphan').length === want, 15_000, 'ranks to start');
-    const pids = pidsIn('busy-orphan');
+    await waitFor(() => pidsIn(sub).length === 2, 15_000, 'ranks to start');
+    const pids = pidsIn(sub);
     launcher.kill('SIGKILL');
     await done;
     await waitFor(() => pids.every((p) => !alive(p)), 5000, `busy ranks (${mode.join(' ') || 'processes'}) to end with their launcher`);
@@ -278,8 +278,7 @@ const comm = await init();
 console.log('OVERSUBSCRIBED', comm.world.ctx.oversubscribed);
 await comm.finalize();
 `);
-  const q = (p) => `'${p.replace(/'/g, "'\\''")}'`;
-  const bound = script('bind.sh', `#!/bin/sh\nif [ "$RAILCOMM_LOCAL_RANK" = 0 ]; then cpu=${cpus[0]}; else cpu=${cpus[1]}; fi\nexec taskset -c $cpu ${q(process.execPath)} ${q(job)}\n`);
+  const bound = script('bind.sh', `#!/bin/sh\nif [ "$RAILCOMM_LOCAL_RANK" = 0 ]; then cpu=${cpus[0]}; else cpu=${cpus[1]}; fi\nexec taskset -c $cpu ${shellQuote(process.execPath)} ${shellQuote(job)}\n`);
   chmodSync(bound, 0o755);
   const each = await launch(['-n', '2', '--rails', 'shm,self', bound]);
   assert.equal(each.code, 0, each.stderr);
@@ -291,9 +290,13 @@ await comm.finalize();
 
 test('JavaScript ranks and thread hosts run with the inlining flags; RAILCOMM_NODE_FLAGS replaces them', async () => {
   const job = script('argv.mjs', "console.log('FLAGS', process.execArgv.join(' ') || '-');\n");
-  const procs = await launch(['-n', '2', job]);
-  assert.equal(procs.code, 0, procs.stderr);
-  assert.deepEqual(procs.stdout.split('\n').filter(Boolean).sort(), ['[0] FLAGS --max-inlined-bytecode-size-cumulative=3000 --max-inlined-bytecode-size=1000', '[1] FLAGS --max-inlined-bytecode-size-cumulative=3000 --max-inlined-bytecode-size=1000']);
+  const defaults = DEFAULT_NODE_FLAGS.join(' ');
+  assert.equal(defaults, '--max-inlined-bytecode-size-cumulative=3000 --max-inlined-bytecode-size=1000');
+  for (const mode of [[], ['--threads']]) {
+    const res = await launch(['-n', '2', ...mode, job]);
+    assert.equal(res.code, 0, res.stderr);
+    assert.deepEqual(res.stdout.split('\n').filter(Boolean).sort(), [`[0] FLAGS ${defaults}`, `[1] FLAGS ${defaults}`], mode.join(' ') || 'processes');
+  }
   const threads = await launch(['-n', '2', '--threads', '-x', 'RAILCOMM_NODE_FLAGS=--max-inlined-bytecode-size-cumulative=2000', job]);
   assert.equal(threads.code, 0, threads.stderr);
   assert.deepEqual(threads.stdout.split('\n').filter(Boolean).sort(), ['[0] FLAGS --max-inlined-bytecode-size-cumulative=2000', '[1] FLAGS --max-inlined-bytecode-size-cumulative=2000']);

@@ -73,7 +73,7 @@ test('remote ranks: ssh gets one quoted command line, exec-style agents get argv
   const { remoteCommand, shellQuote } = await import('../../dist/cli/run.js');
   const { execFileSync } = await import('node:child_process');
   const env = { RAILCOMM_RANK: '1', OPTS: "a b 'c' $HOME;x", PATH: '/bin' };
-  const [agent, argv] = remoteCommand({ rsh: ['ssh', '-o', 'BatchMode=yes'], env: { OPTS: '' }, cwd: '/tmp/my dir' }, 'nodeA', env, '/usr/bin/node', ['app.js', 'two words']);
+  const [agent, argv] = remoteCommand({ rsh: ['ssh', '-o', 'BatchMode=yes'], env: { OPTS: '' }, cwd: '/tmp/my dir' }, 'nodeA', env, '/usr/bin/node', ['app.js', 'two words'], 0);
   assert.equal(agent, 'ssh');
   assert.deepEqual(argv.slice(0, 3), ['-o', 'BatchMode=yes', 'nodeA']);
   assert.equal(argv.length, 4, 'one command line for the remote shell');
@@ -81,7 +81,7 @@ test('remote ranks: ssh gets one quoted command line, exec-style agents get argv
   const words = execFileSync('sh', ['-c', `set -- ${argv[3].replace(/^cd .* && exec /, '')}; for w in "$@"; do printf '%s\\n' "$w"; done`], { encoding: 'utf8' }).trim().split('\n');
   assert.deepEqual(words, ['env', 'RAILCOMM_RANK=1', "OPTS=a b 'c' $HOME;x", '/usr/bin/node', '/tmp/my dir/app.js', 'two words']);
   assert.match(argv[3], /^cd '\/tmp\/my dir' && exec env /);
-  const [ip, argv2] = remoteCommand({ rsh: ['ip', 'netns', 'exec'], env: {}, cwd: '/srv' }, 'nsA', { RAILCOMM_RANK: '0' }, '/usr/bin/node', ['app.js']);
+  const [ip, argv2] = remoteCommand({ rsh: ['ip', 'netns', 'exec'], env: {}, cwd: '/srv' }, 'nsA', { RAILCOMM_RANK: '0' }, '/usr/bin/node', ['app.js'], 0);
   assert.equal(ip, 'ip');
   assert.deepEqual(argv2, ['netns', 'exec', 'nsA', 'env', 'RAILCOMM_RANK=0', '/usr/bin/node', '/srv/app.js']);
   assert.equal(shellQuote("it's"), `'it'\\''s'`);

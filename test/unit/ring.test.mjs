@@ -167,8 +167,10 @@ test('pollRings: a corrupt frame fails its peer alone, also when failing it took
 // On x86 the consumer reads the producer's tail with a plain load
 // (loadAcquire): this holds only while V8 reads the word again on every
 // look, even in optimized code. A worker spins on hasData, then on a bare
-// loadAcquire (as the sleeping flag is read), each for far longer than V8
-// takes to optimize the loop; the frame and the flag come from this thread.
+// loadAcquire (as the sleeping flag is read), each for 300 ms, far longer
+// than V8 takes to optimize such a loop (a worker cannot confirm it: V8's
+// natives syntax is not a worker option); the frame and the flag come from
+// this thread.
 test('ring: a consumer spinning in optimized code sees a frame and a flag written by another thread', async () => {
   const { Worker } = await import('node:worker_threads');
   const producer = new Ring(1 << 12);
@@ -176,17 +178,21 @@ test('ring: a consumer spinning in optimized code sees a frame and a flag writte
   const ringUrl = new URL('../../dist/rail/shared/ring.js', import.meta.url).href;
   const w = new Worker(`
     const { parentPort, workerData } = require('node:worker_threads');
-    import(workerData.ringUrl).then(({ Ring, loadAcquire }) => {
+    import(workerData.ringUrl).then(({ Ring, loadAcquire, payloadOffset }) => {
       const r = new Ring(workerData.sab);
       const flag = new Int32Array(workerData.flag);
       parentPort.postMessage('spinning');
       while (!r.hasData()) { /* spin */ }
       const off = r.peek();
-      parentPort.postMessage({ am: r.frameAm(off), payLen: r.framePayloadLength(off), byte: r.data[off + 16 + 8] });
+      parentPort.postMessage({ am: r.frameAm(off), payLen: r.framePayloadLength(off), byte: r.data[payloadOffset(off, 8)] });
       while (loadAcquire(flag, 0) === 0) { /* spin */ }
       parentPort.postMessage('flag');
     });
-  `, { eval: true, workerData: { sab: producer.sab, flag: flag.buffer, ringUrl } });
+  `, {
+    eval: true, workerData: { sab: producer.sab, flag: flag.buffer, ringUrl },
+    // The plain reads under test, whatever this machine's default (ring.ts, PLAIN_SYNC).
+    env: { ...process.env, RAILCOMM_PLAIN_SYNC: '1' },
+  });
   const next = (what) => new Promise((resolve, reject) => {
     const t = setTimeout(() => reject(new Error(`the spinning consumer did not see the ${what} within 10 s`)), 10000);
     w.once('message', (m) => { clearTimeout(t); resolve(m); });

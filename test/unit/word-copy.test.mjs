@@ -49,12 +49,15 @@ test('copySmall falls back to bytes when a kept view no longer covers its buffer
   const dstAb = new ArrayBuffer(16);
   const dst = new Uint8Array(dstAb);
   v.of(dst); const dw = v.of(dst);
-  const src = Buffer.from(fill(16, 3));
-  const sw = new Int32Array(src.buffer, src.byteOffset, 4);
-  copySmall(dst, 0, dw, src, 0, (src.byteOffset & 3) === 0 ? sw : null, 16);
+  const src = Buffer.from(new ArrayBuffer(16)); // its own buffer: 4-byte aligned
+  src.set(fill(16, 3));
+  const sw = new Int32Array(src.buffer, 0, 4);
+  copySmall(dst, 0, dw, src, 0, sw, 16);
   assert.deepEqual(dst, new Uint8Array(src));
   port1.postMessage(null, [dstAb]);
   port1.close(); port2.close();
   assert.equal(dst.length, 0);
-  copySmall(dst, 0, dw, src, 0, sw, 8); // no throw, nothing written
+  copySmall(dst, 0, dw, src, 0, sw, 8); // no throw
+  assert.equal(dst.length, 0, 'still detached, nothing written');
+  assert.deepEqual(new Uint8Array(src), fill(16, 3), 'the source untouched');
 });

@@ -74,7 +74,7 @@ const PLAIN_SYNC = plainSync(process.env['RAILCOMM_PLAIN_SYNC']);
 
 /**
  * On by default on x86 under Node 20, whose V8 (11.3) the spinning test
- * checks: a later compiler may hoist a plain load out of a loop that stores
+ * exercises (test/unit/ring.test.mjs): a later compiler may hoist a plain load out of a loop that stores
  * nothing to that array, as the memory model allows. RAILCOMM_PLAIN_SYNC=0
  * or 1 decides instead (read once, when this module loads).
  */
