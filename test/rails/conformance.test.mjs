@@ -34,6 +34,11 @@ function makeSide(rank, params) {
   const handlers = [];
   handlers[AM_MSG] = {
     recv: (ep, rx) => {
+      // RxFrame.words, where a rail gives it: rx.buf's own memory as words from its first byte (copyOut relies on it).
+      if (rx.words !== null) {
+        assert.ok(rx.words.buffer === rx.buf.buffer && rx.words.byteOffset === rx.buf.byteOffset && rx.words.length === rx.buf.length >> 2, 'rx.words covers rx.buf from its first byte');
+        if (rx.payLen >= 4 && (rx.payOff & 3) === 0) assert.equal(rx.words[rx.payOff >> 2], rx.buf.readInt32LE(rx.payOff), 'the same bytes');
+      }
       side.got.push({ peer: ep.peer, hdr: Buffer.from(rx.buf.subarray(rx.hdrOff, rx.hdrOff + rx.hdrLen)), payload: Buffer.from(rx.buf.subarray(rx.payOff, rx.payOff + rx.payLen)) });
       side.notify();
     },
@@ -376,9 +381,13 @@ for (const R of RAILS) {
       const ab = pair.epAB();
       if (pair.a.rail.caps.copiesAtSend === true) {
         const done = { err: undefined, fired: false, railComplete(err) { this.err = err; this.fired = true; } };
-        assert.equal(ab.sendZcopy(AM_MSG, hdrOf(0), 8, fill(1000, 3), done), IN_PROGRESS);
+        const payload = fill(1000, 3);
+        assert.equal(ab.sendZcopy(AM_MSG, hdrOf(0), 8, payload, done), IN_PROGRESS);
         assert.equal(done.fired, true, 'copiesAtSend: the zero-copy send completed before it returned');
         assert.equal(done.err, null);
+        payload.fill(0); // the caller may reuse its buffer at once: what arrives is what was sent
+        await pair.b.until(() => pair.b.got.length === 1, 'first message');
+        assert.deepEqual(new Uint8Array(pair.b.got[0].payload), fill(1000, 3));
       } else {
         ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
       }
