@@ -144,9 +144,10 @@ export class CollectivePlanner {
   allreduce(send: unknown, recv: unknown, op: unknown, what = 'allreduce'): CollPlan {
     const o = this.checkAllreduce(send, recv, op, what);
     const s = send as ReduceArray, r = recv as ReduceArray;
-    const sh = this.viaShared(s.length * s.BYTES_PER_ELEMENT);
+    const bytes = s.length * s.BYTES_PER_ELEMENT;
+    const sh = this.viaShared(bytes);
     if (sh !== null) return { name: what, algorithm: 'shared memory', shared: true, run: (c) => sh.run(c, () => sh.reduce(s, r, o, -1)) };
-    if (s.byteLength >= this.params.collAllreduceRing && s.length >= this.size && this.size > 1) {
+    if (bytes >= this.params.collAllreduceRing && s.length >= this.size && this.size > 1) {
       return { name: what, algorithm: 'ring reduce-scatter + ring allgather', run: (c) => allreduceRing(c, s, r, o) };
     }
     return { name: what, algorithm: 'recursive doubling', run: (c) => allreduceRecursiveDoubling(c, s, r, o) };

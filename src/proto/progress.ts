@@ -35,9 +35,9 @@ const MICRO_POLLS = 32;
 const MICRO_MS = 1;
 /**
  * How long a blocking receive may poll at the call in all before it posts a
- * Request (ms). Progress would spin on the rings meanwhile anyway; this only
- * keeps the caller's own code from running, so it stays well under the event
- * loop's 1 ms between turns (MICRO_MS).
+ * Request (ms), watching its source's ring alone. Progress would spin on the
+ * rings meanwhile anyway; this only keeps the caller's own code from running,
+ * so it stays well under the event loop's 1 ms between turns (MICRO_MS).
  */
 const RECV_SPIN_MS = 0.02;
 /**

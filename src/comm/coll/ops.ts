@@ -1,16 +1,17 @@
 // Reduction operations on typed arrays: sum prod min max band bor bxor land lor,
 // their argument checks, and in-place reduction through the per-type kernels
-// (kernels.ts). Every rank combines the same operands in the same order, so
+// (native/kernels.ts). Every rank combines the same operands in the same order, so
 // floating-point results agree bit for bit.
 
 import { RailcommError, ErrorCode } from '../../core/errors.js';
-import { kernel } from '../../native/kernels.js';
+import { kernel, type Op, type ReduceArray } from '../../native/kernels.js';
 
 export type NumericArray =
   | Int8Array | Uint8Array | Uint8ClampedArray | Int16Array | Uint16Array | Int32Array | Uint32Array
   | Float32Array | Float64Array;
 export type BigArray = BigInt64Array | BigUint64Array;
-export type ReduceArray = NumericArray | BigArray;
+// The element-wise ops and the arrays they combine are the kernels' (native/kernels.ts).
+export type { Op, ReduceArray };
 
 /** A built-in typed-array constructor (view form). */
 export type ViewCtor = new (b: ArrayBufferLike, o: number, n: number) => ReduceArray;
@@ -28,8 +29,7 @@ export function builtInOf(a: ReduceArray): ViewCtor {
   return BUILT_IN[a[Symbol.toStringTag]]!;
 }
 
-export const OPS = ['sum', 'prod', 'min', 'max', 'band', 'bor', 'bxor', 'land', 'lor'] as const;
-export type Op = (typeof OPS)[number];
+export const OPS = ['sum', 'prod', 'min', 'max', 'band', 'bor', 'bxor', 'land', 'lor'] as const satisfies readonly Op[];
 
 const BITWISE: ReadonlySet<string> = new Set(['band', 'bor', 'bxor']);
 

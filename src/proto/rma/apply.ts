@@ -76,7 +76,8 @@ function view(type: number, buf: ArrayBufferLike, off: number, n: number): AnyAr
 }
 
 /**
- * Whole-buffer views of the last buffer a single-element atomic touched, one
+ * Whole-buffer views of the last buffer a single-element atomic or an
+ * accumulate into mapped memory touched, one
  * per element type: an atomic is one element, and making a typed array for it
  * on every call cost more than the atomic itself (an allocation per call, and
  * the young-generation scavenges behind it). Callers index by byte position /
@@ -123,7 +124,7 @@ function combineNum(op: number, a: number, b: number): number {
   switch (op) {
     case OP_SUM: return a + b;
     case OP_PROD: return a * b;
-    // NaN propagates from either side, as in the collectives' kernels (coll/kernels.ts).
+    // NaN propagates from either side, as in the collectives' kernels (native/kernels.ts).
     case OP_MIN: return b < a || b !== b ? b : a;
     case OP_MAX: return b > a || b !== b ? b : a;
     case OP_BAND: return a & b;

@@ -156,7 +156,7 @@ export class RmaEngine {
    * on it fail. The rejection is marked handled (the flush that follows
    * reports the failure too, so it never counts as unhandled).
    */
-  private deadTargetQuiet(target: number): Promise<never> | null {
+  private deadTarget(target: number): Promise<never> | null {
     // Checked on every operation on mapped memory: no lookup until some peer failed.
     if (this.failedPeers === 0) return null;
     const f = this.host.existingEndpoint(target)?.failure;
@@ -206,7 +206,7 @@ export class RmaEngine {
   /** put through the target (AMs), or to a mapped target that failed. */
   private putThrough(target: number, rr: RemoteRegion, offset: number, src: Uint8Array): Promise<unknown> {
     if (rr.local !== null) {
-      const dead = this.deadTargetQuiet(target);
+      const dead = this.deadTarget(target);
       if (dead !== null) return dead;
       rr.local.set(src, offset);
       this.nativeOps++;
@@ -231,7 +231,7 @@ export class RmaEngine {
   /** get through the target (AMs), or from a mapped target that failed. */
   private getThrough(target: number, rr: RemoteRegion, offset: number, dst: Uint8Array): Promise<unknown> {
     if (rr.local !== null) {
-      const dead = this.deadTargetQuiet(target);
+      const dead = this.deadTarget(target);
       if (dead !== null) return dead;
       dst.set(rr.local.subarray(offset, offset + dst.byteLength));
       this.nativeOps++;
@@ -247,7 +247,7 @@ export class RmaEngine {
    */
   accumulate(target: number, rr: RemoteRegion, offset: number, elements: AnyArray, type: number, op: number): Promise<unknown> {
     if (rr.local !== null) {
-      const dead = this.deadTargetQuiet(target);
+      const dead = this.deadTarget(target);
       if (dead !== null) return dead;
       accumulateElements(rr.local, offset, elements, type, op);
       this.nativeOps++;
@@ -260,7 +260,7 @@ export class RmaEngine {
   /** Fetch-and-op (op) or compare-and-swap (OP_CSWAP) on one element; resolves to the old value. */
   atomic(target: number, rr: RemoteRegion, offset: number, type: number, op: number, operand: number | bigint, compare: number | bigint): Promise<number | bigint> {
     if (rr.local !== null) {
-      const dead = this.deadTargetQuiet(target);
+      const dead = this.deadTarget(target);
       if (dead !== null) return dead;
       this.nativeOps++;
       return Promise.resolve(applyAtomic(rr.local, offset, type, op, operand, compare));
