@@ -81,7 +81,7 @@ export class ShmRail implements Rail {
     this.inWords = new Int32Array(this.inbox);
     stampInbox(this.inWords, process.pid);
     this.bell = new Doorbell(this.inbox, INBOX_BELL_BYTE, this.notify);
-    this.sleeper = new Sleeper(this.bell, () => this.closed || (Atomics.load(this.inWords, IN_ANNOUNCED) === this.seen && maySleep(this.inbound, this.blocked)), this.counters);
+    this.sleeper = new Sleeper(this.bell, () => this.closed || this.nothingWaits(), this.counters);
     this.waiter = native.doorbellWaiter(this.inbox, INBOX_BELL_BYTE, () => this.onBell());
     this.liveness = setInterval(() => this.checkPeers(), LIVENESS_MS);
     this.liveness.unref();
@@ -204,14 +204,18 @@ export class ShmRail implements Rail {
   sleep(wake: () => void): boolean {
     if (this.closed) return true;
     const seen = this.bell.prepareSleep();
-    if (Atomics.load(this.inWords, IN_ANNOUNCED) !== this.seen) { this.bell.cancelSleep(); return false; }
-    if (!maySleep(this.inbound, this.blocked)) { this.bell.cancelSleep(); return false; }
+    if (!this.nothingWaits()) { this.bell.cancelSleep(); return false; }
     if (!this.armed) {
       this.armed = true;
       this.native.doorbellArm(this.waiter, seen);
     }
     this.sleeper.sleeping(wake);
     return true;
+  }
+
+  /** No new peer announced a ring, no frame waits, and every blocked sender will be rung. */
+  private nothingWaits(): boolean {
+    return Atomics.load(this.inWords, IN_ANNOUNCED) === this.seen && maySleep(this.inbound, this.blocked);
   }
 
   private onBell(): void {

@@ -43,6 +43,8 @@ export class TbsmRail implements Rail {
   readonly blocked = new Set<TbsmEndpoint>();
   private readonly rx: RxFrame = { buf: Buffer.alloc(0), view: new DataView(new ArrayBuffer(0)), hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null, words: null };
   private closed = false;
+  /** The rail's sleep and its second look; nothing waits while maySleep says so. */
+  private readonly sleeper = new Sleeper(this.bell, () => this.closed || maySleep(this.inbound, this.blocked), this.counters);
   private armed = false;
 
   constructor(device: Device, env: RailEnv, ringBytes: number) {
@@ -140,8 +142,6 @@ export class TbsmRail implements Rail {
     this.sleeper.sleeping(wake);
     return true;
   }
-
-  private readonly sleeper = new Sleeper(this.bell, () => this.closed || maySleep(this.inbound, this.blocked), this.counters);
 
   private deliver(e: Inbound, am: number, off: number, hdrLen: number, payLen: number): void {
     // (A frame that made its peer fail, by its handler, ends the delivery of that peer's batch.)
