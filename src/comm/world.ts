@@ -6,6 +6,7 @@ import v8 from 'node:v8';
 import type { Context } from '../proto/context.js';
 import type { KeyValueStore } from '../boot/kv.js';
 import { finalized } from '../core/errors.js';
+import { formatStats } from '../core/stats-table.js';
 import { KIND_SEND, type Request, type RequestWatcher } from '../proto/request.js';
 import { HangWatch } from '../proto/hang.js';
 
@@ -78,7 +79,8 @@ export class World implements RequestWatcher {
     // Receives and probes still posted can never complete now.
     this.ctx.p2p.failAllWaiting(finalized('a receive or probe still pending at finalize()'));
     if (this.ctx.params.stats) {
-      process.stderr.write(`railcomm stats ${JSON.stringify(this.ctx.stats())}\n`);
+      const st = this.ctx.stats();
+      process.stderr.write(this.ctx.params.statsFormat === 'json' ? `railcomm stats ${JSON.stringify(st)}\n` : formatStats(st));
     }
     if (this.kv !== null) {
       await this.kv.finalize().catch(() => undefined);

@@ -58,6 +58,7 @@ export const PARAMS = {
   log: spec({ name: 'LOG', kind: 'string', def: 'warn', choices: ['error', 'warn', 'info', 'debug', 'trace'], doc: 'log level' }),
   protoInfo: spec({ name: 'PROTO_INFO', kind: 'bool', def: false, doc: 'print, per peer, which protocol and rail serve each message size range' }),
   stats: spec({ name: 'STATS', kind: 'bool', def: false, doc: 'print counters per rail and per peer at finalize' }),
+  statsFormat: spec({ name: 'STATS_FORMAT', kind: 'string', def: 'table', choices: ['table', 'json'], doc: 'how RAILCOMM_STATS prints: a table per rank, or one line `railcomm stats {json}` per rank' }),
 } as const;
 
 type Specs = typeof PARAMS;

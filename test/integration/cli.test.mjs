@@ -57,8 +57,8 @@ test('a program started with plain node is a world of one rank and exits by itse
   assert.match(r.stdout, /SINGLETON ok/);
 });
 
-test('--stats prints counters per rail and per peer at finalize', async () => {
-  const r = await railcomm(['run', '-n', '2', '--rails', 'tcp', '--stats', '--timeout', '60', 'examples/ring.js'], { limitMs: 90_000 });
+test('--stats=json prints counters per rail and per peer at finalize', async () => {
+  const r = await railcomm(['run', '-n', '2', '--rails', 'tcp', '--stats=json', '--timeout', '60', 'examples/ring.js'], { limitMs: 90_000 });
   assert.equal(r.code, 0, r.stderr);
   const line = r.stderr.split('\n').find((l) => l.startsWith('[1] railcomm stats '));
   assert.ok(line, r.stderr);

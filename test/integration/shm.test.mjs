@@ -23,11 +23,11 @@ async function suite(args, script, ranks, minCases, env = SHM) {
   return job;
 }
 
-/** The `railcomm stats` JSON each rank printed (--stats, on stderr). */
+/** The `railcomm stats` JSON each rank printed (--stats=json, on stderr). */
 const statsOf = (stderr) => linesWith(stderr, 'railcomm stats').map((l) => JSON.parse(l.rest));
 
 test('point-to-point suite, 4 processes over shm; large messages read once (RGET)', { skip }, async () => {
-  const job = await suite(['-n', '4', '--stats'], 'p2p-suite.mjs', 4, 21);
+  const job = await suite(['-n', '4', '--stats=json'], 'p2p-suite.mjs', 4, 21);
   const stats = statsOf(job.stderr);
   assert.equal(stats.length, 4);
   for (const s of stats) {
@@ -47,7 +47,7 @@ test('blocking receives wait at the call on shared memory (2 processes, 2 thread
 });
 
 test('hybrid: 2 processes x 2 threads, tbsm inside a process and shm across (counters)', { skip }, async () => {
-  const job = await suite(['-n', '4', '--threads-per-process', '2', '--stats'], 'p2p-suite.mjs', 4, 21, {});
+  const job = await suite(['-n', '4', '--threads-per-process', '2', '--stats=json'], 'p2p-suite.mjs', 4, 21, {});
   for (const s of statsOf(job.stderr)) {
     assert.ok(s.rails.tbsm.msgsSent > 0 && s.rails.tbsm.msgsRecv > 0, `rank ${s.rank}: tbsm to its sibling thread`);
     assert.ok(s.rails.shm.msgsSent > 0 && s.rails.shm.msgsRecv > 0, `rank ${s.rank}: shm to the other process`);

@@ -23,7 +23,7 @@ test('p2p suite over udp,self, 4 ranks', async () => {
 });
 
 test(`p2p suite over udp,self with RAILCOMM_UDP_FAULTS=${FAULTS}`, async () => {
-  const job = await railcomm(['run', '-n', '4', '--timeout', '150', '--stats', jobScript('p2p-suite.mjs')], { limitMs: 170_000, env: { ...UDP, RAILCOMM_UDP_FAULTS: FAULTS } });
+  const job = await railcomm(['run', '-n', '4', '--timeout', '150', '--stats=json', jobScript('p2p-suite.mjs')], { limitMs: 170_000, env: { ...UDP, RAILCOMM_UDP_FAULTS: FAULTS } });
   allOk(job, 4, 20);
   // The faults were real: datagrams were dropped and sent again.
   const stats = job.stderr.split('\n').filter((l) => l.includes('railcomm stats ')).map((l) => JSON.parse(l.slice(l.indexOf('{'))));
