@@ -30,12 +30,14 @@ export interface JobOptions {
   graceSec?: number;
   /** RAILCOMM_RAILS for every rank. */
   rails?: string;
-  /** Set RAILCOMM_STATS=1 for every rank. */
-  stats?: boolean;
+  /** Set RAILCOMM_STATS=1 for every rank; 'json' also sets RAILCOMM_STATS_FORMAT=json. */
+  stats?: boolean | 'json';
   /** Extra environment for every rank (after process.env, before the RAILCOMM_ identity variables). */
   env?: Record<string, string>;
   /** Collect each rank's output lines and return them from wait() instead of printing them. */
   capture?: boolean;
+  /** With `capture`: also called with each line as it arrives (without its rank prefix), e.g. for progress. */
+  onLine?: (rank: number, which: 'stdout' | 'stderr', line: string) => void;
   /** Forward SIGINT/SIGTERM received by this process to the ranks while the job runs, default true. */
   forwardSignals?: boolean;
   cwd?: string;
@@ -127,7 +129,8 @@ options:
                     process p runs ranks p*K .. p*K+K-1
   --timeout S       stop the job after S seconds (exit code 124)
   --rails LIST      rails the ranks use, e.g. tcp (sets RAILCOMM_RAILS)
-  --stats           ranks print traffic counters at finalize (sets RAILCOMM_STATS=1)
+  --stats[=json]    ranks print traffic counters at finalize, a table each (sets RAILCOMM_STATS=1;
+                    =json: one JSON line each, RAILCOMM_STATS_FORMAT=json)
   --grace S         seconds between SIGTERM and SIGKILL when stopping ranks (default ${DEFAULT_GRACE_SEC})
   -x NAME=VALUE     set an environment variable for every rank (repeatable)
   -h, --help        show this help
@@ -307,6 +310,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   delete baseEnv[HOST_CPUS_VAR];
   if (opts.rails !== undefined) baseEnv['RAILCOMM_RAILS'] = opts.rails;
   if (opts.stats) baseEnv['RAILCOMM_STATS'] = '1';
+  if (opts.stats === 'json') baseEnv['RAILCOMM_STATS_FORMAT'] = 'json';
   Object.assign(baseEnv, opts.env ?? {});
   Object.assign(baseEnv, {
     [ENV.size]: String(np),
@@ -499,7 +503,11 @@ export async function startJob(opts: JobOptions): Promise<Job> {
       const sink = outputs?.[p.base]?.[which];
       emit = (lines) => {
         if (sink) {
-          for (const l of lines) if (sink.length < MAX_CAPTURED_LINES) sink.push(l.toString('utf8'));
+          for (const l of lines) {
+            const text = l.toString('utf8');
+            if (sink.length < MAX_CAPTURED_LINES) sink.push(text);
+            opts.onLine?.(p.base, which, text);
+          }
           return;
         }
         const parts: Buffer[] = [];
@@ -514,7 +522,9 @@ export async function startJob(opts: JobOptions): Promise<Job> {
             const pre = parseRankPrefix(l);
             const own = pre !== undefined && pre.rank >= p.base && pre.rank < p.base + p.count;
             const sink = outputs[own ? pre.rank : p.base]?.[which];
-            if (sink && sink.length < MAX_CAPTURED_LINES) sink.push(l.subarray(own ? pre.textStart : 0).toString('utf8'));
+            const text = l.subarray(own ? pre.textStart : 0).toString('utf8');
+            if (sink && sink.length < MAX_CAPTURED_LINES) sink.push(text);
+            opts.onLine?.(own ? pre.rank : p.base, which, text);
           }
           return;
         }
@@ -627,7 +637,7 @@ function parseRunArgs(argv: string[]): ParsedRun | 'help' {
   let timeoutSec: number | undefined;
   let graceSec: number | undefined;
   let rails: string | undefined;
-  let stats = false;
+  let stats: boolean | 'json' = false;
   let hosts: HostSlots[] | undefined;
   let rsh: string[] | undefined;
   let kvHost: string | undefined;
@@ -708,8 +718,8 @@ function parseRunArgs(argv: string[]): ParsedRun | 'help' {
         break;
       }
       case '--stats':
-        if (inline !== undefined) throw new UsageError('--stats takes no value');
-        stats = true;
+        if (inline !== undefined && inline !== 'json' && inline !== 'table') throw new UsageError(`--stats prints a table per rank; --stats=json prints JSON (not '${inline}')`);
+        stats = inline === 'json' ? 'json' : true;
         break;
       case '-x': {
         const v = valueOf(name, inline);
