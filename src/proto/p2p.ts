@@ -1,53 +1,30 @@
-// Tagged point-to-point over active messages: short / eager / zero-copy eager /
-// rendezvous datapaths chosen by size per lane, matching with MPI ordering,
-// eager credits that bound the unexpected queue, probes, cancellation and the
-// failure of everything that waits on a dead peer.
+// Tagged point-to-point over active messages: short / eager / zero-copy eager
+// datapaths chosen by size per lane, matching with MPI ordering, eager credits
+// that bound the unexpected queue, probes, the blocking calls' fast paths,
+// cancellation and the failure of everything that waits on a dead peer.
+// Rendezvous (and its single-copy variants) lives in rndv/.
 
 import type { AmHandler, PolledEndpoint, RailEndpoint, RxFrame } from '../rail/api.js';
 import { NO_RESOURCE } from '../rail/api.js';
-import { RailcommError, ErrorCode } from '../core/errors.js';
+import type { RailcommError } from '../core/errors.js';
 import { copySmall } from '../core/word-copy.js';
-import { MatchQueues, ANY_SOURCE, ANY_TAG, type Arrived } from './matching.js';
+import { MatchQueues, ANY_SOURCE, ANY_TAG } from './matching.js';
 import { nextSeq } from '../core/seq.js';
 import type { Progress } from './progress.js';
-import type { Linked, List } from './list.js';
 import { Request, KIND_PROBE, KIND_SEND, PENDING, type Canceller } from './request.js';
 import { ProtoEndpoint, type PendingOp } from './endpoint.js';
 import type { AmRegistry } from './am.js';
-import { IPC_STATE_NAMES, IpcNegotiation, IpcPeer, SPLIT_MIN, splitPoint, type IpcLink } from './ipc.js';
+import { ControlSender } from './control.js';
+import { Unexpected } from './unexpected.js';
+import { Rendezvous, truncated } from './rndv/rendezvous.js';
+import { SingleCopy } from './rndv/single-copy.js';
+import { AM_RTS_RGET, AM_RTS_SEG, rgetAddress, rtsSegmentId, rtsSegmentOffset } from './ipc-wire.js';
 import {
-  AM_CTS_PUT, AM_IPC_ACK, AM_IPC_REQ, AM_PUT_DONE, AM_RTS_RGET, AM_RTS_SEG, CTS_PUT_HDR, RTS_SEG_HDR, encodeRtsSegment, rtsSegmentId, rtsSegmentOffset, IPC_ACK_HDR, IPC_NO, IPC_REQ_HDR, PUT_DONE_HDR, RTS_RGET_HDR,
-  ctsPutAddress, ctsPutRecvId, ctsPutSendId, ctsPutSplit, encodeCtsPut, encodeIpcAck, encodeIpcReq, encodePutDone, encodeRgetAddress,
-  ipcAckStatus, ipcReqAddress, ipcReqCookie, putDoneBytes, putDoneRecvId, rgetAddress,
-} from './ipc-wire.js';
-import {
-  AM_CREDIT, AM_CTS, AM_DATA, AM_EAGER, AM_FIN, AM_RTS, FIN_HDR, CREDIT_HDR, CTS_DISCARD, CTS_HDR, DATA_HDR, EAGER_HDR, EAGER_OVERHEAD, RTS_HDR,
-  ctsCredits, ctsFlags, ctsRecvId, ctsSendId, dataOffset, dataRecvId, encodeCts, encodeData, encodeMatchHeader, encodeRts,
-  encodeU32, hdrCredits, hdrCtx, hdrSeq, hdrSrc, hdrTag, readU32, rtsSendId, rtsSize,
+  AM_CREDIT, AM_EAGER, AM_RTS, CREDIT_HDR, EAGER_HDR, EAGER_OVERHEAD,
+  encodeMatchHeader, encodeU32, hdrCredits, hdrCtx, hdrSeq, hdrSrc, hdrTag, readU32, rtsSendId, rtsSize,
 } from './wire.js';
 
-/** A message no receive matched yet: eager data (copied) or a rendezvous announcement. */
-export class Unexpected implements Arrived {
-  src: number;
-  tag: number;
-  arrival = 0;
-  prev: Linked | null = null;
-  next: Linked | null = null;
-  list: List<Linked> | null = null;
-  readonly ep: ProtoEndpoint;
-  /** Eager payload, or null for a rendezvous announcement. */
-  readonly data: Buffer | null;
-  readonly size: number;
-  readonly sendId: number;
-  /** Rendezvous by RGET: where the sender's buffer is in its process (0n: the ring path), or its offset in `segment`. */
-  remote = 0n;
-  /** The sender's registered segment holding the data (comm.alloc), or -1. */
-  segment = -1;
-
-  constructor(ep: ProtoEndpoint, src: number, tag: number, data: Buffer | null, size: number, sendId: number) {
-    this.ep = ep; this.src = src; this.tag = tag; this.data = data; this.size = size; this.sendId = sendId;
-  }
-}
+export { Unexpected };
 
 /** A communicator context as the protocol layer sees it: queues and its group. */
 interface ContextState {
@@ -84,37 +61,26 @@ const EAGER_SENT = 0, EAGER_NO_CREDIT = 1, EAGER_FULL = 2;
 export class PointToPoint implements Canceller {
   private readonly host: P2pHost;
   private readonly contexts = new Map<number, ContextState>();
-  private readonly sendRndv = new Map<number, Request>();
-  private readonly recvRndv = new Map<number, Request>();
-  private nextSendId = 1;
-  private nextRecvId = 1;
-  private readonly scratch = new Uint8Array(64);
-  private readonly scratchView = new DataView(this.scratch.buffer);
+  private readonly out = new ControlSender();
+  private readonly scratch = this.out.scratch;
+  private readonly scratchView = this.out.view;
+  private readonly rndv: Rendezvous;
+  private readonly singleCopy: SingleCopy;
   /** Counted protocol errors from peers (bad ids, out-of-range data). */
   protocolErrors = 0;
   private readonly startSendFn = (ep: ProtoEndpoint, r: Request): PendingOp | null => this.startSend(ep, r);
-  /** Single-copy negotiation per peer (proto/ipc.ts) and what it moved. */
-  private readonly ipc = new IpcNegotiation();
-  private readonly ipcPeers = new Map<ProtoEndpoint, { peer: IpcPeer; link: IpcLink }>();
-  private readonly ipcScratch = new Uint8Array(8);
-  // Doubles from the start, as the traffic counters (core/counters.ts): they pass 2^31 in a long job.
-  rgetMsgs = -0;
-  rgetBytes = -0;
 
   constructor(host: P2pHost, am: AmRegistry) {
     this.host = host;
+    const lied = { peerLied: (rep: RailEndpoint, why: string): void => this.peerLied(rep, why) };
+    this.rndv = new Rendezvous({ endpointFor: (w) => host.endpointFor(w), ...lied }, am, this.out);
+    this.singleCopy = new SingleCopy({ get singleCopy() { return host.singleCopy; }, ...lied }, am, this.out, this.rndv);
+    this.rndv.singleCopy = this.singleCopy;
     am.register(AM_EAGER, 'eager', this.matchedHandler(AM_EAGER));
     am.register(AM_RTS, 'rts', this.matchedHandler(AM_RTS));
-    am.register(AM_CTS, 'cts', this.ctsHandler);
-    am.register(AM_DATA, 'data', this.dataHandler);
     am.register(AM_CREDIT, 'credit', this.creditHandler);
     am.register(AM_RTS_RGET, 'rts-rget', this.matchedHandler(AM_RTS_RGET));
     am.register(AM_RTS_SEG, 'rts-seg', this.matchedHandler(AM_RTS_SEG));
-    am.register(AM_FIN, 'fin', this.finHandler);
-    am.register(AM_IPC_REQ, 'ipc-req', this.ipcReqHandler);
-    am.register(AM_IPC_ACK, 'ipc-ack', this.ipcAckHandler);
-    am.register(AM_CTS_PUT, 'cts-put', this.ctsPutHandler);
-    am.register(AM_PUT_DONE, 'put-done', this.putDoneHandler);
   }
 
   registerContext(ctx: number, group: readonly number[], collective: boolean): void {
@@ -234,23 +200,7 @@ export class PointToPoint implements Canceller {
     }
     // Rendezvous: announce, and wait for the receiver to match and ask for the
     // data, or to read it itself (RGET) when the peer agreed to (asked here first).
-    const large = len > ep.th.zcopy && this.host.singleCopy === true && lane.ipc != null;
-    // From a registered segment (comm.alloc) the receiver maps it: no handshake needed.
-    const seg = large ? lane.ipc!.segmentOf?.(req.buf) ?? null : null;
-    const rget = large && seg === null && this.ipc.want(this.ipcOf(ep).peer, this.ipcOf(ep).link);
-    const id = this.nextSendId;
-    this.nextSendId = (id + 1) >>> 0 || 1;
-    req.rndvId = id;
-    this.sendRndv.set(id, req);
-    ep.sendsActive.add(req);
-    encodeRts(v, req.ctx, req.source, req.tag, seq, ep.takeOwed(), id, len);
-    const am = seg !== null ? AM_RTS_SEG : rget ? AM_RTS_RGET : AM_RTS;
-    const hdrLen = seg !== null ? RTS_SEG_HDR : rget ? RTS_RGET_HDR : RTS_HDR;
-    if (seg !== null) encodeRtsSegment(v, seg.id, seg.offset);
-    else if (rget) encodeRgetAddress(v, lane.ipc!.addressOf(req.buf));
-    const st = lane.sendCopy(am, this.scratch, hdrLen, null);
-    if (st === NO_RESOURCE) return ProtoEndpoint.op(am, this.scratch, hdrLen, null, false, null);
-    return null;
+    return this.rndv.announce(ep, req, seq);
   }
 
   /**
@@ -265,15 +215,6 @@ export class PointToPoint implements Canceller {
     req.watcher?.track(copy);
     req.complete(req.source, req.tag, len);
     return copy;
-  }
-
-  /** Send a small control AM now, or queue it behind what waits on the endpoint. */
-  private control(ep: ProtoEndpoint, am: number, hdrLen: number): void {
-    if (ep.failure !== null || ep.lane === null) return;
-    if (ep.hasPending) { ep.pushOp(ProtoEndpoint.op(am, this.scratch, hdrLen, null, false, null)); return; }
-    if (ep.lane.sendCopy(am, this.scratch, hdrLen, null) === NO_RESOURCE) {
-      ep.pushOp(ProtoEndpoint.op(am, this.scratch, hdrLen, null, false, null));
-    }
   }
 
   /** The lane can take sends again, or was just resolved. */
@@ -426,130 +367,12 @@ export class PointToPoint implements Canceller {
       req.complete(u.src, u.tag, u.size);
       return;
     }
-    this.acceptRndv(req, ep, u.sendId, u.size, u.src, u.tag, u.remote, u.segment);
-  }
-
-  /** Matched a rendezvous announcement: ask for the data (or refuse it on truncation). */
-  private acceptRndv(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number, remote: bigint, segment: number): void {
-    if (ep.failure !== null) { req.fail(ep.failure); return; }
-    if (size > req.buf.byteLength) {
-      encodeCts(this.scratchView, sendId, 0, CTS_DISCARD, ep.takeOwed());
-      this.control(ep, AM_CTS, CTS_HDR);
-      req.fail(truncated(size, req.buf.byteLength, src, tag));
-      return;
-    }
-    if (segment >= 0 && size > 0 && this.rgetSegment(req, ep, sendId, size, src, tag, segment, Number(remote))) return;
-    if (remote !== 0n && segment < 0 && size > 0 && this.rget(req, ep, sendId, size, src, tag, remote)) return;
-    const id = this.nextRecvId;
-    this.nextRecvId = (id + 1) >>> 0 || 1;
-    req.rndvId = id;
-    req.source = src;
-    req.tag = tag;
-    req.bytes = size;
-    req.progressBytes = 0;
-    req.peerWorld = ep.rank;
-    this.recvRndv.set(id, req);
-    ep.recvsActive.add(req);
-    encodeCts(this.scratchView, sendId, id, 0, ep.takeOwed());
-    this.control(ep, AM_CTS, CTS_HDR);
-    if (size === 0) { this.recvRndv.delete(id); ep.recvsActive.delete(req); req.complete(src, tag, 0); }
-  }
-
-  /**
-   * RGET: read the sender's buffer straight into the receive buffer (one copy),
-   * then FIN. False when the read was refused: the ring path (CTS) follows.
-   */
-  private rget(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number, remote: bigint): boolean {
-    const reader = ep.lane?.ipc ?? null;
-    if (reader === null) return false;
-    const x = this.ipcOf(ep);
-    // Large: the sender writes the second part while we read the first. It may
-    // write into our memory once it agreed it can read it (asked here first).
-    if (size >= SPLIT_MIN && this.ipc.want(x.peer, x.link)) { this.rgetSplit(req, ep, reader, sendId, size, src, tag, remote); return true; }
-    const r = reader.read(req.buf.subarray(0, size), remote);
-    if (r === -3) { req.fail(new RailcommError(ErrorCode.PEER_FAILED, `rank ${ep.rank} vanished while a ${size}-byte message was read from it`)); return true; }
-    if (r !== 0) { this.ipc.onReadFailed(x.peer, x.link); return false; }
-    this.rgetMsgs++;
-    this.rgetBytes += size;
-    x.peer.rgets++;
-    encodeU32(this.scratchView, sendId);
-    this.control(ep, AM_FIN, FIN_HDR);
-    req.complete(src, tag, size);
-    return true;
-  }
-
-  /** The data is in the sender's registered segment: map it (cached) and copy once; false: the ring path. */
-  private rgetSegment(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number, id: number, offset: number): boolean {
-    const reader = ep.lane?.ipc ?? null;
-    if (reader === null || reader.readSegment === undefined) return false;
-    if (reader.readSegment(req.buf.subarray(0, size), id, offset) !== 0) return false;
-    this.rgetMsgs++;
-    this.rgetBytes += size;
-    encodeU32(this.scratchView, sendId);
-    this.control(ep, AM_FIN, FIN_HDR);
-    req.complete(src, tag, size);
-    return true;
-  }
-
-  /** Split single copy: ask the sender to write [split, size), read [0, split), FIN; PUT_DONE (or DATA) completes. */
-  private rgetSplit(req: Request, ep: ProtoEndpoint, reader: NonNullable<RailEndpoint['ipc']>, sendId: number, size: number, src: number, tag: number, remote: bigint): void {
-    const id = this.nextRecvId;
-    this.nextRecvId = (id + 1) >>> 0 || 1;
-    const split = splitPoint(size);
-    req.rndvId = id; req.source = src; req.tag = tag; req.bytes = size; req.progressBytes = 0; req.peerWorld = ep.rank;
-    this.recvRndv.set(id, req);
-    ep.recvsActive.add(req);
-    encodeCtsPut(this.scratchView, sendId, id, split, reader.addressOf(req.buf));
-    this.control(ep, AM_CTS_PUT, CTS_PUT_HDR);
-    const r = reader.read(req.buf.subarray(0, split), remote);
-    if (r !== 0) {
-      // Both sides agreed, so this cannot happen short of a dead peer or a freed buffer.
-      this.recvRndv.delete(id);
-      ep.recvsActive.delete(req);
-      req.fail(r === -3 ? new RailcommError(ErrorCode.PEER_FAILED, `rank ${ep.rank} vanished while a ${size}-byte message was read from it`)
-        : new RailcommError(ErrorCode.PROTOCOL, `reading ${split} bytes of a message from rank ${ep.rank} failed (errno ${-r})`));
-      return;
-    }
-    this.rgetMsgs++;
-    this.rgetBytes += size;
-    this.ipcOf(ep).peer.rgets++;
-    encodeU32(this.scratchView, sendId);
-    this.control(ep, AM_FIN, FIN_HDR);
-    this.received(req, split);
-  }
-
-  /** Part of a rendezvous receive landed: complete it once every byte has. */
-  private received(req: Request, n: number): void {
-    req.progressBytes += n;
-    if (req.progressBytes >= req.bytes && req.state === PENDING) {
-      this.recvRndv.delete(req.rndvId);
-      this.host.endpointFor(req.peerWorld).recvsActive.delete(req);
-      req.complete(req.source, req.tag, req.bytes);
-    }
-  }
-
-  /** The negotiation state with a peer, and how it talks to it. */
-  private ipcOf(ep: ProtoEndpoint): { peer: IpcPeer; link: IpcLink } {
-    let x = this.ipcPeers.get(ep);
-    if (x === undefined) {
-      const link: IpcLink = {
-        get reader() { return ep.lane?.ipc ?? null; },
-        sendRequest: (address, cookie, attempt) => { encodeIpcReq(this.scratchView, address, cookie, attempt); this.control(ep, AM_IPC_REQ, IPC_REQ_HDR); },
-        sendAck: (status) => { encodeIpcAck(this.scratchView, status); this.control(ep, AM_IPC_ACK, IPC_ACK_HDR); },
-      };
-      x = { peer: new IpcPeer(), link };
-      this.ipcPeers.set(ep, x);
-    }
-    return x;
+    this.rndv.accept(req, ep, u.sendId, u.size, u.src, u.tag, u.remote, u.segment);
   }
 
   /** Single-copy negotiation state per peer rank (--stats): whether it reads us (tx), we read it (rx). */
   ipcStates(): Record<string, { tx: string; rx: string; tries: number; rgets: number; fallbacks: number }> {
-    const out: Record<string, { tx: string; rx: string; tries: number; rgets: number; fallbacks: number }> = {};
-    for (const [ep, { peer }] of this.ipcPeers) {
-      out[String(ep.rank)] = { tx: IPC_STATE_NAMES[peer.tx]!, rx: IPC_STATE_NAMES[peer.rx]!, tries: peer.tries, rgets: peer.rgets, fallbacks: peer.fallbacks };
-    }
-    return out;
+    return this.singleCopy.states();
   }
 
   cancel(r: Request): boolean {
@@ -640,7 +463,7 @@ export class PointToPoint implements Canceller {
   }
 
   /** A peer sent something that cannot be true: count it and drop its connection (DESIGN section 8). */
-  private peerLied(rep: RailEndpoint, why: string): void {
+  peerLied(rep: RailEndpoint, why: string): void {
     this.protocolErrors++;
     rep.abort(why);
   }
@@ -680,7 +503,7 @@ export class PointToPoint implements Canceller {
   private onRts(ep: ProtoEndpoint, ctx: number, src: number, tag: number, sendId: number, size: number, remote: bigint, segment: number): void {
     const st = this.state(ctx);
     const r = st.queues.matchPosted(src, tag);
-    if (r !== null) { this.acceptRndv(r, ep, sendId, size, src, tag, remote, segment); return; }
+    if (r !== null) { this.rndv.accept(r, ep, sendId, size, src, tag, remote, segment); return; }
     // A rendezvous the receive waiting at the call matches: that receive is posted and takes it from the queue.
     if (this.atCallBuf !== null && this.forAtCall(ctx, src, tag)) this.atCallBuf = null;
     const u = new Unexpected(ep, src, tag, null, size, sendId);
@@ -719,147 +542,6 @@ export class PointToPoint implements Canceller {
     }
   }
 
-  private readonly ctsHandler: AmHandler = {
-    recv: (rep, rx) => {
-      const ep = this.owner(rep);
-      const v = rx.view;
-      const o = rx.hdrOff;
-      ep.credits += ctsCredits(v, o);
-      const sendId = ctsSendId(v, o);
-      const req = this.sendRndv.get(sendId);
-      if (req === undefined || req.peerWorld !== ep.rank) { this.peerLied(rep, `clear-to-send for unknown send ${sendId}`); return; }
-      this.sendRndv.delete(sendId);
-      ep.sendsActive.delete(req);
-      if (ctsFlags(v, o) & CTS_DISCARD) {
-        // The receiver's buffer was too small: it reports truncation; the sender is not harmed.
-        req.complete(req.source, req.tag, req.buf.byteLength);
-        return;
-      }
-      this.streamData(ep, req, ctsRecvId(v, o));
-    },
-  };
-
-  /** Rendezvous data: pipelined chunks from the user's buffer, straight into the receiver's. */
-  private streamData(ep: ProtoEndpoint, req: Request, recvId: number, from = 0): void {
-    const lane = ep.lane!;
-    const buf = req.buf;
-    const size = buf.byteLength;
-    const chunk = ep.th.chunk;
-    if (size === 0) { req.complete(req.source, req.tag, 0); return; }
-    for (let off = from; off < size; off += chunk) {
-      const piece = buf.subarray(off, Math.min(size, off + chunk));
-      encodeData(this.scratchView, recvId, off);
-      req.railPending++;
-      req.progressBytes += piece.byteLength;
-      if (ep.hasPending || lane.sendZcopy(AM_DATA, this.scratch, DATA_HDR, piece, req) === NO_RESOURCE) {
-        ep.pushOp(ProtoEndpoint.op(AM_DATA, this.scratch, DATA_HDR, piece, true, req));
-      }
-      if (req.state !== PENDING) return;
-    }
-  }
-
-  private readonly dataHandler: AmHandler = {
-    place: (rep, rx) => {
-      const id = dataRecvId(rx.view, rx.hdrOff);
-      const req = this.recvRndv.get(id);
-      const off = dataOffset(rx.view, rx.hdrOff);
-      if (req === undefined || req.peerWorld !== this.owner(rep).rank || off + rx.payLen > req.bytes) {
-        this.peerLied(rep, `data for unknown receive ${id} or beyond its ${req?.bytes ?? 0} bytes`);
-        return null;
-      }
-      if (req.state === PENDING && req.buf.byteLength < req.bytes) {
-        // The user detached or shrank the buffer while railcomm held it.
-        req.fail(new RailcommError(ErrorCode.INVALID_ARG, `the receive buffer was detached or resized while a ${req.bytes}-byte message was arriving into it`));
-      }
-      if (req.state !== PENDING) {
-        // Skip the rest of a receive that already failed here, without harming the peer.
-        req.progressBytes += rx.payLen;
-        if (req.progressBytes >= req.bytes) this.recvRndv.delete(id);
-        return null;
-      }
-      return req.buf.subarray(off, off + rx.payLen);
-    },
-    recv: (_rep, rx) => {
-      const id = dataRecvId(rx.view, rx.hdrOff);
-      const req = this.recvRndv.get(id);
-      if (req === undefined) return;
-      req.progressBytes += rx.payLen;
-      if (req.progressBytes >= req.bytes) {
-        this.recvRndv.delete(id);
-        this.host.endpointFor(req.peerWorld).recvsActive.delete(req);
-        req.complete(req.source, req.tag, req.bytes);
-      }
-    },
-  };
-
-  /** The receiver read the data itself (RGET): the send is complete. */
-  private readonly finHandler: AmHandler = {
-    recv: (rep, rx) => {
-      const ep = this.owner(rep);
-      const sendId = readU32(rx.view, rx.hdrOff);
-      const req = this.sendRndv.get(sendId);
-      if (req === undefined || req.peerWorld !== ep.rank) { this.peerLied(rep, `FIN for unknown send ${sendId}`); return; }
-      this.sendRndv.delete(sendId);
-      ep.sendsActive.delete(req);
-      // A split transfer may still have our part in flight (DATA fallback): it completes the send.
-      if (req.railPending === 0) req.complete(req.source, req.tag, req.buf.byteLength);
-      else req.progressBytes = req.buf.byteLength;
-    },
-  };
-
-  /** The receiver reads the first part itself and asks us to write the rest into its buffer. */
-  private readonly ctsPutHandler: AmHandler = {
-    recv: (rep, rx) => {
-      const ep = this.owner(rep);
-      const v = rx.view, o = rx.hdrOff;
-      const sendId = ctsPutSendId(v, o);
-      const req = this.sendRndv.get(sendId);
-      const split = ctsPutSplit(v, o);
-      if (req === undefined || req.peerWorld !== ep.rank || split > req.buf.byteLength) { this.peerLied(rep, `write request for unknown send ${sendId} or beyond its end`); return; }
-      const recvId = ctsPutRecvId(v, o);
-      const piece = req.buf.subarray(split);
-      const w = ep.lane?.ipc?.write(piece, ctsPutAddress(v, o) + BigInt(split)) ?? -1;
-      if (w === 0) {
-        encodePutDone(this.scratchView, recvId, piece.byteLength);
-        this.control(ep, AM_PUT_DONE, PUT_DONE_HDR);
-      } else if (w === -3) {
-        this.sendRndv.delete(sendId);
-        ep.sendsActive.delete(req);
-        req.fail(new RailcommError(ErrorCode.PEER_FAILED, `rank ${ep.rank} vanished while a message was written into it`));
-      } else {
-        // The kernel let it read us but not us write it: our part goes through the ring.
-        this.streamData(ep, req, recvId, split);
-      }
-    },
-  };
-
-  private readonly putDoneHandler: AmHandler = {
-    recv: (rep, rx) => {
-      const id = putDoneRecvId(rx.view, rx.hdrOff);
-      const req = this.recvRndv.get(id);
-      const n = putDoneBytes(rx.view, rx.hdrOff);
-      if (req === undefined || req.peerWorld !== this.owner(rep).rank || req.progressBytes + n > req.bytes) { this.peerLied(rep, `write done for unknown receive ${id}`); return; }
-      this.received(req, n);
-    },
-  };
-
-  private readonly ipcReqHandler: AmHandler = {
-    recv: (rep, rx) => {
-      const x = this.ipcOf(this.owner(rep));
-      const addr = ipcReqAddress(rx.view, rx.hdrOff);
-      const cookie = ipcReqCookie(rx.view, rx.hdrOff);
-      // Refuse when single copy is switched off here: the peer then stops asking.
-      if (this.host.singleCopy !== true) { x.link.sendAck(IPC_NO); return; }
-      this.ipc.onRequest(x.peer, x.link, addr, cookie, this.ipcScratch);
-    },
-  };
-
-  private readonly ipcAckHandler: AmHandler = {
-    recv: (rep, rx) => {
-      this.ipc.onAck(this.ipcOf(this.owner(rep)).peer, ipcAckStatus(rx.view, rx.hdrOff));
-    },
-  };
-
   private readonly creditHandler: AmHandler = {
     recv: (rep, rx) => {
       this.owner(rep).credits += readU32(rx.view, rx.hdrOff);
@@ -870,7 +552,7 @@ export class PointToPoint implements Canceller {
     ep.owed += n;
     if (ep.owed * KEEP_FOR_CREDIT >= ep.creditLimit && ep.lane !== null) {
       encodeU32(this.scratchView, ep.takeOwed());
-      this.control(ep, AM_CREDIT, CREDIT_HDR);
+      this.out.send(ep, AM_CREDIT, CREDIT_HDR);
     }
   }
 
@@ -883,10 +565,7 @@ export class PointToPoint implements Canceller {
    */
   peerFailed(ep: ProtoEndpoint, err: RailcommError, graceful: boolean): void {
     for (const op of ep.takePending()) { (op.start ?? op.req)?.fail(err); op.done?.railComplete(err); }
-    for (const r of ep.sendsActive) { if (r.rndvId !== 0) this.sendRndv.delete(r.rndvId); r.fail(err); }
-    ep.sendsActive.clear();
-    for (const r of ep.recvsActive) { this.recvRndv.delete(r.rndvId); r.fail(err); }
-    ep.recvsActive.clear();
+    this.rndv.peerFailed(ep, err);
     for (const st of this.contexts.values()) {
       if (st.group === null) continue;
       const commRank = st.group.indexOf(ep.rank);
@@ -914,8 +593,7 @@ export class PointToPoint implements Canceller {
       for (const p of st.probes) p.fail(err);
       st.probes = [];
     }
-    for (const r of this.recvRndv.values()) r.fail(err);
-    this.recvRndv.clear();
+    this.rndv.failAllRecvs(err);
   }
 
   /** What this rank waits for, one line each (hang report). */
@@ -928,8 +606,7 @@ export class PointToPoint implements Canceller {
       for (const p of st.probes) out.push(`probe on context ${ctx} from ${p.matchSrc === ANY_SOURCE ? 'ANY_SOURCE' : 'rank ' + p.matchSrc} tag ${p.matchTag < 0 ? 'ANY_TAG' : p.matchTag}`);
       for (const u of st.queues.allArrived()) out.push(`unexpected message on context ${ctx} from rank ${u.src} tag ${u.tag}, ${u.size} B, not received yet`);
     }
-    for (const r of this.sendRndv.values()) out.push(`large send (${r.buf.byteLength} B, tag ${r.tag}) to world rank ${r.peerWorld}: waiting for the receiver to post a matching receive`);
-    for (const r of this.recvRndv.values()) out.push(`large receive from world rank ${r.peerWorld}: ${r.progressBytes} of ${r.bytes} B arrived`);
+    this.rndv.describe(out);
     for (const ep of this.host.allEndpoints()) {
       if (ep.hasPending) out.push(`sends to world rank ${ep.rank} queued (${ep.lane === null ? 'peer address not resolved yet' : 'rail has no resources'})`);
     }
@@ -949,8 +626,7 @@ export class PointToPoint implements Canceller {
       if (st.queues.postedFor(src, true).length > 0) return true;
       for (const p of st.probes) if (p.matchSrc === ANY_SOURCE || p.matchSrc === src) return true;
     }
-    for (const r of this.sendRndv.values()) if (r.peerWorld === ep.rank) return true;
-    return false;
+    return this.rndv.sendsTo(ep);
   }
 
   /** Counts for `railcomm info`, stats and hang reports. */
@@ -961,7 +637,7 @@ export class PointToPoint implements Canceller {
       unexpected += st.queues.arrivedCount;
       for (const u of st.queues.allArrived()) if (u.data !== null) unexpectedBytes += u.size;
     }
-    return { posted, unexpected, unexpectedBytes, rndvSends: this.sendRndv.size, rndvRecvs: this.recvRndv.size, protocolErrors: this.protocolErrors, rgetMsgs: this.rgetMsgs + 0, rgetBytes: this.rgetBytes + 0, recvsAtCall: this.recvsAtCall + 0 };
+    return { posted, unexpected, unexpectedBytes, rndvSends: this.rndv.sends.size, rndvRecvs: this.rndv.recvs.size, protocolErrors: this.protocolErrors, rgetMsgs: this.singleCopy.rgetMsgs + 0, rgetBytes: this.singleCopy.rgetBytes + 0, recvsAtCall: this.recvsAtCall + 0 };
   }
 }
 
@@ -995,8 +671,3 @@ function copyOf(src: Buffer, off: number, len: number): Buffer {
   else src.copy(c, 0, off, off + len);
   return c;
 }
-
-function truncated(size: number, room: number, src: number, tag: number): RailcommError {
-  return new RailcommError(ErrorCode.TRUNCATE, `message of ${size} bytes from rank ${src} (tag ${tag}) does not fit the ${room}-byte receive buffer; post a larger buffer or probe first`);
-}
-

@@ -1,0 +1,20 @@
+// Small protocol control messages (CTS, FIN, CREDIT, IPC answers, ...): encoded
+// in one reused scratch header and sent at once, or queued behind what already
+// waits on the endpoint so they never overtake it.
+
+import { NO_RESOURCE } from '../rail/api.js';
+import { ProtoEndpoint } from './endpoint.js';
+
+export class ControlSender {
+  /** The header being built; every encode writes here, then one send takes it (all synchronous). */
+  readonly scratch = new Uint8Array(64);
+  readonly view = new DataView(this.scratch.buffer);
+
+  /** Send the first hdrLen bytes of scratch as AM `am` to ep; nothing to a failed or unresolved peer. */
+  send(ep: ProtoEndpoint, am: number, hdrLen: number): void {
+    if (ep.failure !== null || ep.lane === null) return;
+    if (ep.hasPending || ep.lane.sendCopy(am, this.scratch, hdrLen, null) === NO_RESOURCE) {
+      ep.pushOp(ProtoEndpoint.op(am, this.scratch, hdrLen, null, false, null));
+    }
+  }
+}

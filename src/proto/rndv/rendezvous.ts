@@ -1,0 +1,247 @@
+// Rendezvous for messages above a lane's zero-copy range: the sender announces
+// (RTS), the matched receiver asks for the data (CTS) or reads it itself
+// (single copy, ./single-copy.ts), the data streams in pipelined chunks
+// straight into the receive buffer, and FIN or the last chunk completes both sides.
+
+import type { AmHandler, RailEndpoint } from '../../rail/api.js';
+import { NO_RESOURCE } from '../../rail/api.js';
+import { RailcommError, ErrorCode } from '../../core/errors.js';
+import { Request, PENDING } from '../request.js';
+import { ProtoEndpoint, type PendingOp } from '../endpoint.js';
+import type { AmRegistry } from '../am.js';
+import type { ControlSender } from '../control.js';
+import { rtsHeaderLength, type SingleCopy } from './single-copy.js';
+import {
+  AM_CTS, AM_DATA, AM_FIN, CTS_DISCARD, CTS_HDR, DATA_HDR,
+  ctsCredits, ctsFlags, ctsRecvId, ctsSendId, dataOffset, dataRecvId, encodeCts, encodeData, encodeRts, readU32,
+} from '../wire.js';
+
+/** What the rendezvous needs from the point-to-point layer. */
+export interface RndvHost {
+  endpointFor(world: number): ProtoEndpoint;
+  /** A peer sent something that cannot be true: count it and drop its connection. */
+  peerLied(rep: RailEndpoint, why: string): void;
+}
+
+export class Rendezvous {
+  /** Our sends waiting for the receiver (CTS, FIN), by send id. */
+  readonly sends = new Map<number, Request>();
+  /** Our receives being filled (DATA, PUT_DONE), by receive id. */
+  readonly recvs = new Map<number, Request>();
+  private nextSendId = 1;
+  private nextRecvId = 1;
+  private readonly host: RndvHost;
+  private readonly out: ControlSender;
+  /** Set once by the owner (the two reference each other). */
+  singleCopy!: SingleCopy;
+
+  constructor(host: RndvHost, am: AmRegistry, out: ControlSender) {
+    this.host = host;
+    this.out = out;
+    am.register(AM_CTS, 'cts', this.ctsHandler);
+    am.register(AM_DATA, 'data', this.dataHandler);
+    am.register(AM_FIN, 'fin', this.finHandler);
+  }
+
+  // ---- sender ------------------------------------------------------------
+
+  /**
+   * Announce req (sequence number seq already taken) to ep: RTS, or its
+   * single-copy variants. Returns the op that found no resource, if any.
+   */
+  announce(ep: ProtoEndpoint, req: Request, seq: number): PendingOp | null {
+    // First, as it may send a negotiation request through the scratch header.
+    const plan = this.singleCopy.plan(ep, req);
+    const id = this.nextSendId;
+    this.nextSendId = (id + 1) >>> 0 || 1;
+    req.rndvId = id;
+    this.sends.set(id, req);
+    ep.sendsActive.add(req);
+    const v = this.out.view;
+    encodeRts(v, req.ctx, req.source, req.tag, seq, ep.takeOwed(), id, req.buf.length);
+    const am = this.singleCopy.encodePlan(plan, ep, req, v);
+    const hdrLen = rtsHeaderLength(am);
+    if (ep.lane!.sendCopy(am, this.out.scratch, hdrLen, null) === NO_RESOURCE) return ProtoEndpoint.op(am, this.out.scratch, hdrLen, null, false, null);
+    return null;
+  }
+
+  /** The send with this id, if it is ep's and waits for the receiver; removed from waiting. */
+  takeSend(ep: ProtoEndpoint, sendId: number): Request | undefined {
+    const req = this.sends.get(sendId);
+    if (req === undefined || req.peerWorld !== ep.rank) return undefined;
+    this.sends.delete(sendId);
+    ep.sendsActive.delete(req);
+    return req;
+  }
+
+  /** Rendezvous data: pipelined chunks from the user's buffer, straight into the receiver's. */
+  stream(ep: ProtoEndpoint, req: Request, recvId: number, from = 0): void {
+    const lane = ep.lane!;
+    const buf = req.buf;
+    const size = buf.byteLength;
+    const chunk = ep.th.chunk;
+    if (size === 0) { req.complete(req.source, req.tag, 0); return; }
+    const v = this.out.view;
+    for (let off = from; off < size; off += chunk) {
+      const piece = buf.subarray(off, Math.min(size, off + chunk));
+      encodeData(v, recvId, off);
+      req.railPending++;
+      req.progressBytes += piece.byteLength;
+      if (ep.hasPending || lane.sendZcopy(AM_DATA, this.out.scratch, DATA_HDR, piece, req) === NO_RESOURCE) {
+        ep.pushOp(ProtoEndpoint.op(AM_DATA, this.out.scratch, DATA_HDR, piece, true, req));
+      }
+      if (req.state !== PENDING) return;
+    }
+  }
+
+  private readonly ctsHandler: AmHandler = {
+    recv: (rep, rx) => {
+      const ep = rep.owner as ProtoEndpoint;
+      const v = rx.view;
+      const o = rx.hdrOff;
+      ep.credits += ctsCredits(v, o);
+      const sendId = ctsSendId(v, o);
+      const req = this.takeSend(ep, sendId);
+      if (req === undefined) { this.host.peerLied(rep, `clear-to-send for unknown send ${sendId}`); return; }
+      if (ctsFlags(v, o) & CTS_DISCARD) {
+        // The receiver's buffer was too small: it reports truncation; the sender is not harmed.
+        req.complete(req.source, req.tag, req.buf.byteLength);
+        return;
+      }
+      this.stream(ep, req, ctsRecvId(v, o));
+    },
+  };
+
+  /** The receiver read the data itself (RGET): the send is complete. */
+  private readonly finHandler: AmHandler = {
+    recv: (rep, rx) => {
+      const ep = rep.owner as ProtoEndpoint;
+      const sendId = readU32(rx.view, rx.hdrOff);
+      const req = this.takeSend(ep, sendId);
+      if (req === undefined) { this.host.peerLied(rep, `FIN for unknown send ${sendId}`); return; }
+      // A split transfer may still have our part in flight (DATA fallback): it completes the send.
+      if (req.railPending === 0) req.complete(req.source, req.tag, req.buf.byteLength);
+      else req.progressBytes = req.buf.byteLength;
+    },
+  };
+
+  // ---- receiver ----------------------------------------------------------
+
+  /** Matched an announcement of `size` bytes: ask for the data, read it, or refuse it on truncation. */
+  accept(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number, remote: bigint, segment: number): void {
+    if (ep.failure !== null) { req.fail(ep.failure); return; }
+    if (size > req.buf.byteLength) {
+      encodeCts(this.out.view, sendId, 0, CTS_DISCARD, ep.takeOwed());
+      this.out.send(ep, AM_CTS, CTS_HDR);
+      req.fail(truncated(size, req.buf.byteLength, src, tag));
+      return;
+    }
+    if (size > 0 && this.singleCopy.read(req, ep, sendId, size, src, tag, remote, segment)) return;
+    const id = this.beginRecv(req, ep, size, src, tag);
+    encodeCts(this.out.view, sendId, id, 0, ep.takeOwed());
+    this.out.send(ep, AM_CTS, CTS_HDR);
+    if (size === 0) { this.recvs.delete(id); ep.recvsActive.delete(req); req.complete(src, tag, 0); }
+  }
+
+  /** Register a receive of `size` bytes from ep that data will arrive for; returns its id. */
+  beginRecv(req: Request, ep: ProtoEndpoint, size: number, src: number, tag: number): number {
+    const id = this.nextRecvId;
+    this.nextRecvId = (id + 1) >>> 0 || 1;
+    req.rndvId = id;
+    req.source = src;
+    req.tag = tag;
+    req.bytes = size;
+    req.progressBytes = 0;
+    req.peerWorld = ep.rank;
+    this.recvs.set(id, req);
+    ep.recvsActive.add(req);
+    return id;
+  }
+
+  /** The receive with this id, if it is ep's. */
+  recvOf(ep: ProtoEndpoint, recvId: number): Request | undefined {
+    const req = this.recvs.get(recvId);
+    return req !== undefined && req.peerWorld === ep.rank ? req : undefined;
+  }
+
+  /** A receive that will get no more data (it failed at the start): forget it. */
+  dropRecv(req: Request, ep: ProtoEndpoint): void {
+    this.recvs.delete(req.rndvId);
+    ep.recvsActive.delete(req);
+  }
+
+  /** Part of a rendezvous receive landed: complete it once every byte has. */
+  received(req: Request, n: number): void {
+    req.progressBytes += n;
+    if (req.progressBytes >= req.bytes && req.state === PENDING) {
+      this.recvs.delete(req.rndvId);
+      this.host.endpointFor(req.peerWorld).recvsActive.delete(req);
+      req.complete(req.source, req.tag, req.bytes);
+    }
+  }
+
+  private readonly dataHandler: AmHandler = {
+    place: (rep, rx) => {
+      const id = dataRecvId(rx.view, rx.hdrOff);
+      const req = this.recvs.get(id);
+      const off = dataOffset(rx.view, rx.hdrOff);
+      if (req === undefined || req.peerWorld !== (rep.owner as ProtoEndpoint).rank || off + rx.payLen > req.bytes) {
+        this.host.peerLied(rep, `data for unknown receive ${id} or beyond its ${req?.bytes ?? 0} bytes`);
+        return null;
+      }
+      if (req.state === PENDING && req.buf.byteLength < req.bytes) {
+        // The user detached or shrank the buffer while railcomm held it.
+        req.fail(new RailcommError(ErrorCode.INVALID_ARG, `the receive buffer was detached or resized while a ${req.bytes}-byte message was arriving into it`));
+      }
+      if (req.state !== PENDING) {
+        // Skip the rest of a receive that already failed here, without harming the peer.
+        req.progressBytes += rx.payLen;
+        if (req.progressBytes >= req.bytes) this.recvs.delete(id);
+        return null;
+      }
+      return req.buf.subarray(off, off + rx.payLen);
+    },
+    recv: (_rep, rx) => {
+      const id = dataRecvId(rx.view, rx.hdrOff);
+      const req = this.recvs.get(id);
+      if (req === undefined) return;
+      req.progressBytes += rx.payLen;
+      if (req.progressBytes >= req.bytes) {
+        this.recvs.delete(id);
+        this.host.endpointFor(req.peerWorld).recvsActive.delete(req);
+        req.complete(req.source, req.tag, req.bytes);
+      }
+    },
+  };
+
+  // ---- failures and reports ----------------------------------------------
+
+  /** The peer is gone: its sends waiting for it and receives from it fail. */
+  peerFailed(ep: ProtoEndpoint, err: RailcommError): void {
+    for (const r of ep.sendsActive) { if (r.rndvId !== 0) this.sends.delete(r.rndvId); r.fail(err); }
+    ep.sendsActive.clear();
+    for (const r of ep.recvsActive) { this.recvs.delete(r.rndvId); r.fail(err); }
+    ep.recvsActive.clear();
+  }
+
+  /** finalize(): receives still being filled can no longer complete. */
+  failAllRecvs(err: RailcommError): void {
+    for (const r of this.recvs.values()) r.fail(err);
+    this.recvs.clear();
+  }
+
+  /** Whether a send of ours waits for this peer. */
+  sendsTo(ep: ProtoEndpoint): boolean {
+    for (const r of this.sends.values()) if (r.peerWorld === ep.rank) return true;
+    return false;
+  }
+
+  describe(out: string[]): void {
+    for (const r of this.sends.values()) out.push(`large send (${r.buf.byteLength} B, tag ${r.tag}) to world rank ${r.peerWorld}: waiting for the receiver to post a matching receive`);
+    for (const r of this.recvs.values()) out.push(`large receive from world rank ${r.peerWorld}: ${r.progressBytes} of ${r.bytes} B arrived`);
+  }
+}
+
+export function truncated(size: number, room: number, src: number, tag: number): RailcommError {
+  return new RailcommError(ErrorCode.TRUNCATE, `message of ${size} bytes from rank ${src} (tag ${tag}) does not fit the ${room}-byte receive buffer; post a larger buffer or probe first`);
+}
