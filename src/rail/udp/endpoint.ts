@@ -250,6 +250,7 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
   }
 
   abort(reason: string): void {
+    if (this.state === State.CLOSED) return; // dropped (or closed) already
     this.protocolError(reason);
   }
 
@@ -257,13 +258,36 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
     this.counters.badFrames++;
     this.rail.counters.badFrames++;
     this.rail.env.log.error(`udp: dropping peer ${formatId(this.peer)}: ${why}`);
-    this.fail(this.error(`the peer sent data that cannot be right (${why}); endpoint closed`), false);
+    this.drop(this.error(`the peer sent data that cannot be right (${why}); endpoint closed`));
   }
 
   /** No datagram from the peer for RAILCOMM_UDP_PEER_TIMEOUT (or the connect timeout, closing) while we wait on it. */
   timedOut(seconds: number, which: string, why?: string): void {
     if (this.state === State.CLOSING && this.peerBye) { this.finishClose(); return; }
-    this.fail(this.error(`no sign of life for ${seconds} s (${which}) while ${why ?? `${this.session.inflight} segments wait for its acknowledgement`}`), false);
+    this.drop(this.error(`no sign of life for ${seconds} s (${which}) while ${why ?? `${this.session.inflight} segments wait for its acknowledgement`}`));
+  }
+
+  /**
+   * Fail the peer here and tell it so (a RESET): it fails us at once, where
+   * it would otherwise wait for ACKs of what it still sends us, a closing
+   * rank for RAILCOMM_CONNECT_TIMEOUT.
+   */
+  private drop(err: RailcommError): void {
+    if (this.state === State.CLOSED) return;
+    this.rail.dropSession(this, this.peerToken);
+    this.fail(err, false);
+  }
+
+  /**
+   * A RESET with our token: the peer dropped this session. It counts only
+   * with the session's other token too (the one we stamp on what we send),
+   * so a stale or guessed datagram cannot end a live session.
+   */
+  onReset(senderToken: number): void {
+    if (!this.session.open || senderToken !== this.session.token) { this.rail.counters.dropProtocol++; return; }
+    this.rail.counters.resetsRecv++;
+    this.rail.env.log.debug(`udp: peer ${formatId(this.peer)} dropped this rank's session (RESET)`);
+    this.fail(this.error('it dropped this rank (it aborted the connection, found our data impossible, or timed out waiting on us); endpoint closed'), false);
   }
 
   /** Counted by the rail among the open peers that share its receive budget. */

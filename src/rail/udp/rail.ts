@@ -21,9 +21,10 @@ import { FaultInjector, parseFaults, type FaultWire } from './faults.js';
 import { loadNative, type NativeAddon } from '../../native/addon.js';
 import { seqAdd } from '../../core/seq.js';
 import {
-  ACK_BYTES, Bad, COMMON_BYTES, FRAG_BYTES, T_CHALLENGE, T_HELLO, T_PROOF,
-  checkDatagram, decodeHandshake, getToken, getType,
+  ACK_BYTES, Bad, COMMON_BYTES, FRAG_BYTES, T_CHALLENGE, T_HELLO, T_PROOF, T_RESET,
+  checkDatagram, decodeHandshake, getSeq, getToken, getType,
 } from './wire.js';
+import { Tombstones } from './tombs.js';
 
 /** Largest AM header carried. */
 const HDR_MAX = 256;
@@ -41,7 +42,6 @@ const MAX_HANDSHAKES = 256;
 const EMPTY = Buffer.alloc(0);
 /** Data segments a pass posts with one sendmmsg (the addon's limit). */
 const BATCH_MAX = 256;
-
 /**
  * The fd of a bound dgram socket, for the addon's sendmmsg; -1 where it
  * cannot be found. Node keeps the handle behind an internal symbol: should
@@ -75,6 +75,8 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
   private readonly prio: dgram.Socket;
   private readonly endpoints = new Map<bigint, UdpEndpoint>();
   private readonly byToken = new Map<number, UdpEndpoint>();
+  /** Sessions this rail dropped, still answered with RESETs. */
+  private readonly tombs: Tombstones;
   private readonly handshaking = new Set<UdpEndpoint>();
   private readonly dataSegs: FreeList<Segment>;
   private readonly tinySegs: FreeList<Segment>;
@@ -163,6 +165,11 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
     const opts = { type: 'udp4' as const, lookup: lookup as never, recvBufferSize: p.udpSocketBuffer, sendBufferSize: p.udpSocketBuffer };
     this.data = dgram.createSocket(opts);
     this.prio = dgram.createSocket(opts);
+    this.tombs = new Tombstones((b, port, ip) => {
+      if (this.closed) return;
+      if (this.faults !== null) this.faults.send(b, b.length, port, ip, true);
+      else this.prio.send(b, 0, b.length, port, ip);
+    }, () => this.now());
     for (const s of [this.data, this.prio]) {
       s.on('message', this.onMessage);
       s.on('error', (err) => env.log.warn(`udp: socket error on ${this.name}: ${err.message}`));
@@ -211,7 +218,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
     let ep = this.endpoints.get(peer);
     if (ep === undefined) {
       let token = 0;
-      while (token === 0 || this.byToken.has(token)) token = randomInt(1, 0xffffffff);
+      while (token === 0 || this.byToken.has(token) || this.tombs.has(token)) token = randomInt(1, 0xffffffff);
       ep = new UdpEndpoint(this, peer, address, token);
       this.endpoints.set(peer, ep);
       this.byToken.set(token, ep);
@@ -227,6 +234,17 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
     // Not ep.session.open: a failed or closed endpoint's session is already
     // killed here, and the count would never come down (grants shrinking).
     if (ep.countedOpen) { ep.countedOpen = false; this.openCount--; }
+  }
+
+  /**
+   * This rail drops `ep`'s session (not in order): tell the peer with a
+   * RESET, so that it fails us at once instead of waiting on ACKs until
+   * RAILCOMM_CONNECT_TIMEOUT. Call before the session is killed.
+   */
+  dropSession(ep: UdpEndpoint, peerToken: number): void {
+    if (this.closed || !ep.session.open || ep.ip === '') return;
+    this.tombs.drop(ep.ip, ep.prioPort, peerToken, ep.myToken);
+    this.counters.resetsSent = this.tombs.sent;
   }
 
   handshakeStarted(ep: UdpEndpoint): void {
@@ -383,7 +401,13 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
     const type = getType(v);
     if (type >= T_HELLO && type <= T_PROOF) { this.handshake(msg, type, rinfo.address); return; }
     const ep = this.byToken.get(getToken(v));
-    if (ep === undefined) { c.dropUnknownPeer++; return; }
+    if (ep === undefined) {
+      c.dropUnknownPeer++;
+      // A peer we dropped that did not hear our RESET: say it again.
+      if (type !== T_RESET && this.tombs.answer(getToken(v))) c.resetsSent = this.tombs.sent;
+      return;
+    }
+    if (type === T_RESET) { ep.onReset(getSeq(v)); return; }
     if (!ep.session.open) { c.dropUnknownPeer++; ep.earlyData(); return; }
     ep.session.receive(msg, v, len);
     this.schedulePass();
@@ -556,6 +580,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
     if (this.timer !== null) { clearTimeout(this.timer); this.timer = null; }
     if (this.liveness !== null) { clearInterval(this.liveness); this.liveness = null; }
     this.faults?.close();
+    this.tombs.clear();
     await Promise.all([this.data, this.prio].map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
     this.env.log.debug(`udp: ${this.name} closed (${formatId(this.env.self)})`);
   }

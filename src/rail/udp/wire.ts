@@ -3,9 +3,10 @@
 // Nothing outside this file reads raw offsets.
 
 /*
- * Common header, 24 bytes, little endian (ACK and PROBE segments are just
- * this; a PROBE is an ACK that asks for an explicit ACK back at once: the
- * keepalive of a rank that waits on a silent peer):
+ * Common header, 24 bytes, little endian (ACK, PROBE and RESET segments are
+ * just this; a PROBE is an ACK that asks for an explicit ACK back at once: the
+ * keepalive of a rank that waits on a silent peer; a RESET says the sender
+ * dropped this session, see encodeReset):
  *
  *   byte  0        1        2        3
  *       +--------+--------+--------+--------+
@@ -46,6 +47,7 @@ export const T_HELLO = 4;
 export const T_CHALLENGE = 5;
 export const T_PROOF = 6;
 export const T_PROBE = 7;
+export const T_RESET = 8;
 export const COMMON_BYTES = 24;
 export const FRAG_BYTES = 32;
 export const CHUNK_BYTES = 40;
@@ -111,6 +113,19 @@ export function encodeAck(v: DataView, token: number, ack: number, credit: numbe
   stampAck(v, ack, credit, hole);
 }
 
+/**
+ * RESET: the sender dropped the session (abort, impossible data, or a peer
+ * that stayed silent too long), so the receiver must fail it now rather than
+ * wait for ACKs that will never come. Like every datagram it carries the
+ * receiver's token for the sender; the sequence field carries the sender's
+ * own token (the one the receiver stamps on its datagrams), so it takes both
+ * of the session's tokens to end it. ACK and credit are zero.
+ */
+export function encodeReset(v: DataView, token: number, senderToken: number): void {
+  encodeCommon(v, T_RESET, token, senderToken >>> 0);
+  stampAck(v, 0, 0, false);
+}
+
 export function stampAck(v: DataView, ack: number, credit: number, hole: boolean): void {
   v.setUint32(16, ack, true);
   v.setUint32(20, ((credit & 0x7fffffff) | (hole ? HOLE : 0)) >>> 0, true);
@@ -153,6 +168,7 @@ export function checkDatagram(v: DataView, len: number, sum: number, hdrMax: num
   switch (type) {
     case T_ACK:
     case T_PROBE:
+    case T_RESET:
       return len === ACK_BYTES ? Bad.OK : Bad.LENGTH;
     case T_FRAG: {
       if (len < FRAG_BYTES) return Bad.SHORT;
