@@ -425,8 +425,13 @@ for (const R of RAILS) {
   });
 
   // RailEndpoint.abort: the layer above found the peer's data impossible.
-  test(`${R.name}: abort drops the peer (failed, not graceful, counted) and later sends neither throw nor arrive`, async () => {
+  // Network rails tell the dropped peer at once (tcp: the connection closes;
+  // udp: a RESET datagram), so it fails too instead of waiting on ACKs that
+  // never come, and both closes return within about a second.
+  const tellsDroppedPeer = R.name === 'tcp' || R.name === 'udp';
+  test(`${R.name}: abort drops the peer (failed, not graceful, counted) and later sends neither throw nor arrive${tellsDroppedPeer ? '; the peer is told at once and both close within a second' : ''}`, async () => {
     const pair = await R.open(resolveParams());
+    let closed = false;
     try {
       const ep = pair.epAB();
       assert.equal(ep.sendCopy(AM_MSG, hdrOf(0), 8, null), DONE);
@@ -437,6 +442,8 @@ for (const R of RAILS) {
         await pair.a.until(() => pair.a.got.length === 1, 'a message back (connected both ways)');
       }
       ep.abort('a conformance test says so');
+      // Sent by the dropped peer before it can have heard of the drop: never delivered to the side that dropped it.
+      back?.sendCopy(AM_MSG, hdrOf(2), 8, null);
       const bad = () => pair.a.rail.counters.snapshot().badFrames;
       assert.equal(bad(), 1, 'counted on the rail');
       if (!pair.canFail) return; // self: only this process writes to it; a bad message is logged, nothing fails
@@ -446,14 +453,25 @@ for (const R of RAILS) {
       await new Promise((r) => setTimeout(r, 50));
       for (const r of polled) r.poll();
       assert.equal(pair.b.got.length, 1, 'nothing after the abort arrives');
-      // Nor the other way: what the dropped peer sends is not delivered to the side that dropped it.
-      back.sendCopy(AM_MSG, hdrOf(2), 8, null);
-      await new Promise((r) => setTimeout(r, 50));
-      for (const r of polled) r.poll();
       assert.equal(pair.a.got.length, 1, 'nothing from the dropped peer arrives');
+      if (tellsDroppedPeer) {
+        // The dropped side fails the dropper by itself, at once and not as a graceful close.
+        await pair.b.until(() => pair.b.failed.length > 0, 'the dropped peer to learn of the drop', 1000);
+        assert.deepEqual(pair.b.failed[0], { peer: pair.a.id, code: 'ERR_PEER_FAILED', graceful: false });
+        // Its later sends are not delivered either (and do not throw).
+        back.sendCopy(AM_MSG, hdrOf(3), 8, null);
+        await new Promise((r) => setTimeout(r, 50));
+        assert.equal(pair.a.got.length, 1, 'nothing from the dropped peer arrives');
+      }
       ep.abort('again'); // idempotent
       assert.equal(pair.a.failed.length, 1, 'failed once');
-    } finally { await pair.close(); }
+      // Neither side waits for the other at close (udp's closing limit is RAILCOMM_CONNECT_TIMEOUT, 30 s).
+      const t0 = performance.now();
+      closed = true;
+      await pair.close();
+      const ms = performance.now() - t0;
+      assert.ok(ms < 1500, `closing both rails after the abort took ${ms.toFixed(0)} ms`);
+    } finally { if (!closed) await pair.close(); }
   });
 
   if (R.name === 'tbsm' || R.name === 'shm') {
@@ -642,6 +660,55 @@ test('udp: a graceful close is reported as graceful', async () => {
   await pair.b.until(() => pair.b.failed.length === 1, 'b learns a closed');
   assert.deepEqual(pair.b.failed[0], { peer: pair.a.id, code: 'ERR_PEER_FAILED', graceful: true });
   await pair.b.rail.close();
+});
+
+test('udp: a dropped peer that missed the RESET gets another when it next sends; a RESET without the session\'s other token ends nothing', async () => {
+  const pair = await udpRail.open(resolveParams());
+  let closed = false;
+  try {
+    const ab = pair.epAB();
+    const ba = pair.epBA();
+    ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
+    await pair.b.until(() => pair.b.got.length === 1, 'connected a -> b');
+    ba.sendCopy(AM_MSG, hdrOf(0), 8, null);
+    await pair.a.until(() => pair.a.got.length === 1, 'connected b -> a');
+    const { T_RESET, VERSION } = await import('../../dist/rail/udp/wire.js');
+    const { checksum } = await import('../../dist/rail/udp/checksum.js');
+    // A forged RESET with b's token for a but the wrong second token: counted, nothing ends.
+    const forged = Buffer.alloc(24); forged.writeUInt16LE(0x5552, 0); forged[2] = VERSION; forged[3] = T_RESET;
+    forged.writeUInt32LE(ba.myToken, 8); forged.writeUInt32LE((ba.session.token ^ 1) >>> 0, 12);
+    forged.writeUInt32LE(checksum(forged, 8, 16), 4);
+    const s = dgram.createSocket('udp4');
+    const [, , prioPort] = pair.b.rail.address().split(':');
+    await new Promise((r) => s.send(forged, Number(prioPort), '127.0.0.1', r));
+    s.close();
+    await pair.b.until(() => pair.b.rail.counters.dropProtocol > 0, 'the forged RESET counted');
+    assert.deepEqual(pair.b.failed, [], 'a RESET without both tokens ends nothing');
+    assert.equal(pair.b.rail.counters.resetsRecv, 0);
+    // b loses a's first RESET.
+    const receive = pair.b.rail.receive;
+    let lost = 0;
+    pair.b.rail.receive = function (msg, rinfo) {
+      if (lost === 0 && msg.length === 24 && (msg[3] & 0x3f) === T_RESET) { lost++; return; }
+      return receive.call(this, msg, rinfo);
+    };
+    ab.abort('a conformance test says so');
+    await pair.b.until(() => lost === 1, 'the first RESET to be lost');
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(pair.b.failed, [], 'b has not heard yet');
+    // b's next datagram on the dropped session draws a RESET at once.
+    ba.sendCopy(AM_MSG, hdrOf(1), 8, null);
+    await pair.b.until(() => pair.b.failed.length === 1, 'b to learn of the drop from the second RESET', 1000);
+    assert.deepEqual(pair.b.failed[0], { peer: pair.a.id, code: 'ERR_PEER_FAILED', graceful: false });
+    assert.match(pair.b.messages[0], /dropped this rank/);
+    assert.equal(pair.a.rail.counters.resetsSent, 2);
+    assert.equal(pair.b.rail.counters.resetsRecv, 1);
+    assert.equal(pair.a.got.length, 1, 'nothing from the dropped peer was delivered');
+    const t0 = performance.now();
+    closed = true;
+    await pair.close();
+    assert.ok(performance.now() - t0 < 1500, 'both close at once');
+  } finally { if (!closed) await pair.close(); }
 });
 
 test('udp: a peer that goes silent fails its endpoint with ERR_PEER_FAILED after RAILCOMM_UDP_PEER_TIMEOUT', async () => {
