@@ -7,6 +7,15 @@ import { DONE, IN_PROGRESS } from '../api.js';
 import { TrafficCounters } from '../../core/counters.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 
+/**
+ * Largest payload one active message to self carries, copied or not: as on
+ * the network rails (tcp's and udp's 4 MiB frames). Larger messages go the
+ * way they go everywhere, by rendezvous in chunks of RAILCOMM_RNDV_CHUNK (at
+ * most this), so one message never costs more than this much again at once
+ * (a 1 GiB limit let a self send of 1 GiB make a 1 GiB copy per hop).
+ */
+const AM_MAX = 4 << 20;
+
 interface Pending {
   am: number;
   /** Header followed by the payload when copied; only the header for zero-copy. */
@@ -23,7 +32,7 @@ export class SelfRail implements Rail {
   readonly counters = new TrafficCounters();
   readonly caps: RailCaps = {
     reliable: true, ordered: true,
-    amHeaderMax: 256, amShortMax: 1 << 16, amCopyMax: 1 << 30, amZcopyMax: 1 << 30,
+    amHeaderMax: 256, amShortMax: 1 << 16, amCopyMax: AM_MAX, amZcopyMax: AM_MAX,
     put: false, get: false, atomics: false,
     latencyUs: 0.1, bandwidthMBps: 20000,
   };
