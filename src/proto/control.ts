@@ -10,10 +10,14 @@ export class ControlSender {
   readonly scratch = new Uint8Array(64);
   readonly view = new DataView(this.scratch.buffer);
 
-  /** Send the first hdrLen bytes of scratch as AM `am` to ep; nothing to a failed or unresolved peer. */
+  /**
+   * Send the first hdrLen bytes of scratch as AM `am` to ep; nothing to a
+   * failed peer. To a peer not resolved yet (a revoke to a member we never
+   * talked to) it waits in the queue that resolving drains.
+   */
   send(ep: ProtoEndpoint, am: number, hdrLen: number): void {
-    if (ep.failure !== null || ep.lane === null) return;
-    if (ep.hasPending || ep.lane.sendCopy(am, this.scratch, hdrLen, null) === NO_RESOURCE) {
+    if (ep.failure !== null) return;
+    if (ep.lane === null || ep.hasPending || ep.lane.sendCopy(am, this.scratch, hdrLen, null) === NO_RESOURCE) {
       ep.pushOp(ProtoEndpoint.op(am, this.scratch, hdrLen, null, false, null));
     }
   }

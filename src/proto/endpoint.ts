@@ -86,6 +86,10 @@ export class ProtoEndpoint {
   private readonly pending: PendingOp[] = [];
   private pendingHead = 0;
   failure: RailcommError | null = null;
+  /** The peer called finalize() and everything it sent before is delivered: it starts no more messages. */
+  peerFinalized = false;
+  /** We finalize and owe the peer a BYE, sent once what is queued to it went out. */
+  byeOwed = false;
   /** Sends on this endpoint that a peer failure must fail (rendezvous waiting for CTS). */
   readonly sendsActive = new Set<Request>();
   /** Receives being filled from this peer (rendezvous data). */

@@ -6,7 +6,8 @@
 
 import type { AmHandler, PolledEndpoint, RailEndpoint, RxFrame } from '../rail/api.js';
 import { NO_RESOURCE } from '../rail/api.js';
-import type { RailcommError } from '../core/errors.js';
+import { RailcommError, ErrorCode } from '../core/errors.js';
+import type { Logger } from '../core/log.js';
 import { copySmall } from '../core/word-copy.js';
 import { MatchQueues, ANY_SOURCE, ANY_TAG } from './matching.js';
 import { nextSeq } from '../core/seq.js';
@@ -20,8 +21,9 @@ import { Rendezvous, truncated } from './rndv/rendezvous.js';
 import { SingleCopy } from './rndv/single-copy.js';
 import { AM_RTS_RGET, AM_RTS_SEG, rgetAddress, rtsSegmentId, rtsSegmentOffset } from './ipc-wire.js';
 import {
-  AM_CREDIT, AM_EAGER, AM_RTS, CREDIT_HDR, EAGER_HDR, EAGER_OVERHEAD,
-  encodeMatchHeader, encodeU32, hdrCredits, hdrCtx, hdrSeq, hdrSrc, hdrTag, readU32, rtsSendId, rtsSize,
+  AM_BYE, AM_CREDIT, AM_CTS, AM_EAGER, AM_REVOKE, AM_RTS, BYE_HDR, CREDIT_HDR, CTS_HDR, CTS_REFUSED_BROKEN, CTS_REFUSED_FINALIZED,
+  EAGER_HDR, EAGER_OVERHEAD, REVOKE_HDR,
+  encodeCts, encodeMatchHeader, encodeRevoke, encodeU32, hdrCredits, hdrCtx, hdrSeq, hdrSrc, hdrTag, readU32, revokeCtx, revokeFailed, rtsSendId, rtsSize,
 } from './wire.js';
 
 export { Unexpected };
@@ -42,6 +44,7 @@ interface ContextState {
 export interface P2pHost {
   readonly worldRank: number;
   readonly worldSize: number;
+  readonly log: Logger;
   /** Sends up to this size complete at once, never waiting for the receiver. */
   readonly eagerLimit: number;
   /** Large messages may be read by the receiver straight from the sender's memory where a lane can. */
@@ -81,6 +84,8 @@ export class PointToPoint implements Canceller {
     am.register(AM_CREDIT, 'credit', this.creditHandler);
     am.register(AM_RTS_RGET, 'rts-rget', this.matchedHandler(AM_RTS_RGET));
     am.register(AM_RTS_SEG, 'rts-seg', this.matchedHandler(AM_RTS_SEG));
+    am.register(AM_BYE, 'bye', this.byeHandler);
+    am.register(AM_REVOKE, 'revoke', this.revokeHandler);
   }
 
   registerContext(ctx: number, group: readonly number[], collective: boolean): void {
@@ -220,6 +225,7 @@ export class PointToPoint implements Canceller {
   /** The lane can take sends again, or was just resolved. */
   drain(ep: ProtoEndpoint): void {
     ep.drain(this.startSendFn);
+    if (ep.byeOwed) this.sendBye(ep);
   }
 
   // ---- receiving ---------------------------------------------------------
@@ -233,7 +239,9 @@ export class PointToPoint implements Canceller {
     if (u !== null) { this.deliverTo(req, u); return; }
     // Nothing queued from it, and it can never send again: fail now.
     const ep = srcWorld >= 0 ? this.host.existingEndpoint(srcWorld) : undefined;
-    if (ep !== undefined && ep.failure !== null) { st.queues.removePosted(req); req.fail(ep.failure); }
+    if (ep === undefined) return;
+    if (ep.failure !== null) { st.queues.removePosted(req); req.fail(ep.failure); }
+    else if (ep.peerFinalized) { st.queues.removePosted(req); req.fail(finalizedBeforeSending(ep.rank, req)); }
   }
 
   /**
@@ -408,6 +416,7 @@ export class PointToPoint implements Canceller {
     const world = probe.matchSrc !== ANY_SOURCE && st.group !== null ? st.group[probe.matchSrc] : undefined;
     const ep = world !== undefined ? this.host.existingEndpoint(world) : undefined;
     if (ep !== undefined && ep.failure !== null) { probe.fail(ep.failure); return; }
+    if (ep !== undefined && ep.peerFinalized) { probe.fail(finalizedBeforeSending(ep.rank, probe)); return; }
     probe.canceller = this;
     st.probes.push(probe);
   }
@@ -443,7 +452,7 @@ export class PointToPoint implements Canceller {
         if (!ep.rx.inOrder(hdrSeq(rx.view, rx.hdrOff))) {
           // An ordered rail never reorders: a gap means a broken stream, not a late message.
           if (rep.rail.caps.ordered) { this.peerLied(rep, `sequence number ${hdrSeq(rx.view, rx.hdrOff)}, expected ${ep.rx.expected}`); return; }
-          this.early(ep, am, rx);
+          this.early(ep, am, rx, hdrSeq(rx.view, rx.hdrOff));
           return;
         }
         this.onMatched(ep, am, rx.view, rx.hdrOff, rx.buf, rx.words, rx.payOff, rx.payLen);
@@ -469,7 +478,8 @@ export class PointToPoint implements Canceller {
   }
 
   private onMatched(ep: ProtoEndpoint, am: number, v: DataView, o: number, buf: Buffer, words: Int32Array | null, payOff: number, payLen: number): void {
-    if (am === AM_EAGER) this.onEager(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), buf, words, payOff, payLen);
+    if (am === AM_BYE) this.onBye(ep);
+    else if (am === AM_EAGER) this.onEager(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), buf, words, payOff, payLen);
     else if (am === AM_RTS_SEG) this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o), BigInt(rtsSegmentOffset(v, o)), rtsSegmentId(v, o));
     else this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o), am === AM_RTS_RGET ? rgetAddress(v, o) : 0n, -1);
   }
@@ -495,6 +505,7 @@ export class PointToPoint implements Canceller {
         return;
       }
     }
+    if (this.finalizing || st.broken !== null) { this.discard(ep, len); return; }
     const u = new Unexpected(ep, src, tag, copyOf(buf, off, len), len, 0);
     st.queues.pushArrived(u);
     if (st.probes.length > 0) this.checkProbes(st, u);
@@ -506,6 +517,7 @@ export class PointToPoint implements Canceller {
     if (r !== null) { this.rndv.accept(r, ep, sendId, size, src, tag, remote, segment); return; }
     // A rendezvous the receive waiting at the call matches: that receive is posted and takes it from the queue.
     if (this.atCallBuf !== null && this.forAtCall(ctx, src, tag)) this.atCallBuf = null;
+    if (this.finalizing || st.broken !== null) { this.refuse(ep, sendId, st.broken !== null); return; }
     const u = new Unexpected(ep, src, tag, null, size, sendId);
     u.remote = remote;
     u.segment = segment;
@@ -524,8 +536,7 @@ export class PointToPoint implements Canceller {
     }
   }
 
-  private early(ep: ProtoEndpoint, am: number, rx: RxFrame): void {
-    const seq = hdrSeq(rx.view, rx.hdrOff);
+  private early(ep: ProtoEndpoint, am: number, rx: RxFrame, seq: number): void {
     if (ep.rx.isDuplicate(seq)) { this.protocolErrors++; return; }
     ep.rx.stash(seq, {
       am,
@@ -566,16 +577,14 @@ export class PointToPoint implements Canceller {
   peerFailed(ep: ProtoEndpoint, err: RailcommError, graceful: boolean): void {
     for (const op of ep.takePending()) { (op.start ?? op.req)?.fail(err); op.done?.railComplete(err); }
     this.rndv.peerFailed(ep, err);
-    for (const st of this.contexts.values()) {
+    for (const [ctx, st] of this.contexts) {
       if (st.group === null) continue;
       const commRank = st.group.indexOf(ep.rank);
       if (commRank < 0) continue;
       if (st.collective && !graceful) {
-        // A collective cannot finish without every member: fail every receive
-        // waiting in it, and any later one, so no survivor waits on a rank
-        // that gave up.
-        st.broken = err;
-        for (const r of [...st.queues.allPosted()]) { st.queues.removePosted(r); r.fail(err); }
+        // A collective cannot finish without every member: fail it here, and
+        // tell the other members, who may never have talked to the dead rank.
+        if (this.breakContext(st, err)) this.revoke(ctx, st, ep.rank);
         continue;
       }
       for (const r of st.queues.postedFor(commRank, !graceful)) { st.queues.removePosted(r); r.fail(err); }
@@ -586,8 +595,152 @@ export class PointToPoint implements Canceller {
     }
   }
 
-  /** finalize(): receives and probes that can no longer complete fail with err. */
+  // ---- leaving: finalize and broken collectives ---------------------------
+
+  /** This rank called finalize(): no receive will be posted any more. */
+  private finalizing = false;
+
+  /**
+   * Start finalizing: what is queued unmatched can never be received, so
+   * its senders are told (a rendezvous send fails there instead of waiting
+   * for ever) and its eager bytes dropped; every peer is told with a BYE, so
+   * its receives from us that nothing we sent matches fail. MPI makes both
+   * the user's error: it is reported, never a hang.
+   */
+  beginFinalize(): void {
+    if (this.finalizing) return;
+    this.finalizing = true;
+    for (const st of this.contexts.values()) this.dropUnmatched(st, false);
+    this.reportDiscarded('finalize(): ');
+    for (const ep of this.host.allEndpoints()) {
+      if (ep.rank === this.host.worldRank || ep.failure !== null) continue;
+      ep.byeOwed = true;
+      this.sendBye(ep);
+    }
+  }
+
+  /** A BYE once nothing waits in front of it: it takes the next sequence number, after every message sent. */
+  private sendBye(ep: ProtoEndpoint): void {
+    if (ep.lane === null || ep.failure !== null || ep.hasPending) return;
+    ep.byeOwed = false;
+    encodeU32(this.scratchView, ep.txSeq);
+    ep.txSeq = nextSeq(ep.txSeq);
+    this.out.send(ep, AM_BYE, BYE_HDR);
+  }
+
+  private readonly byeHandler: AmHandler = {
+    recv: (rep, rx) => {
+      const ep = this.owner(rep);
+      const seq = readU32(rx.view, rx.hdrOff);
+      if (!ep.rx.inOrder(seq)) {
+        if (rep.rail.caps.ordered) { this.peerLied(rep, `BYE with sequence number ${seq}, expected ${ep.rx.expected}`); return; }
+        this.early(ep, AM_BYE, rx, seq);
+        return;
+      }
+      this.onBye(ep);
+      if (ep.rx.waiting > 0) this.replayEarly(ep);
+    },
+  };
+
+  /** Everything the peer sent before it finalized has arrived: receives waiting for it alone can never match. */
+  private onBye(ep: ProtoEndpoint): void {
+    ep.peerFinalized = true;
+    for (const st of this.contexts.values()) {
+      if (st.group === null) continue;
+      const commRank = st.group.indexOf(ep.rank);
+      if (commRank < 0) continue;
+      for (const r of st.queues.postedFor(commRank, false)) { st.queues.removePosted(r); r.fail(finalizedBeforeSending(ep.rank, r)); }
+      st.probes = st.probes.filter((p) => {
+        if (p.matchSrc !== commRank) return true;
+        p.fail(finalizedBeforeSending(ep.rank, p));
+        return false;
+      });
+    }
+  }
+
+  /** Mark a collective context broken and fail what waits in it; false if it already was. */
+  private breakContext(st: ContextState, err: RailcommError): boolean {
+    if (st.broken !== null) return false;
+    st.broken = err;
+    for (const r of [...st.queues.allPosted()]) { st.queues.removePosted(r); r.fail(err); }
+    this.dropUnmatched(st, true);
+    return true;
+  }
+
+  /** Tell the other members of a collective context that `failed` is gone (they may not know it). */
+  private revoke(ctx: number, st: ContextState, failed: number): void {
+    for (const w of st.group!) {
+      if (w === failed || w === this.host.worldRank) continue;
+      const m = this.host.endpointFor(w);
+      if (m.failure !== null || m.peerFinalized) continue;
+      encodeRevoke(this.scratchView, ctx, failed);
+      this.out.send(m, AM_REVOKE, REVOKE_HDR);
+    }
+  }
+
+  private readonly revokeHandler: AmHandler = {
+    recv: (rep, rx) => {
+      const from = this.owner(rep).rank;
+      const ctx = revokeCtx(rx.view, rx.hdrOff);
+      const failed = revokeFailed(rx.view, rx.hdrOff);
+      if (failed >= this.host.worldSize) { this.peerLied(rep, `revoke names rank ${failed}, beyond the job`); return; }
+      const st = this.state(ctx);
+      this.breakContext(st, new RailcommError(ErrorCode.PEER_FAILED,
+        `rank ${failed} failed (reported by rank ${from}): a collective on this communicator cannot finish`));
+    },
+  };
+
+  /**
+   * Empty a context's unexpected queue that no receive can ever take
+   * (finalizing, or a broken collective): rendezvous senders are refused,
+   * eager bytes dropped (counted per peer for the warning).
+   */
+  private dropUnmatched(st: ContextState, broken: boolean): void {
+    for (const u of [...st.queues.allArrived()]) {
+      st.queues.removeArrived(u);
+      if (u.data === null) this.refuse(u.ep, u.sendId, broken);
+      else this.discard(u.ep, u.size);
+    }
+  }
+
+  /** Refuse a rendezvous announcement: the sender fails that send instead of waiting. */
+  private refuse(ep: ProtoEndpoint, sendId: number, broken: boolean): void {
+    encodeCts(this.scratchView, sendId, 0, broken ? CTS_REFUSED_BROKEN : CTS_REFUSED_FINALIZED, ep.takeOwed());
+    this.out.send(ep, AM_CTS, CTS_HDR);
+    this.countDropped(ep.rank, 0);
+  }
+
+  /** Drop an eager message no receive can take; its credit goes back. */
+  private discard(ep: ProtoEndpoint, len: number): void {
+    this.returnCredit(ep, len + EAGER_OVERHEAD);
+    this.countDropped(ep.rank, len);
+  }
+
+  /** Messages dropped unreceived, per sender, not reported yet: [count, eager bytes]. */
+  private dropped = new Map<number, [number, number]>();
+  /** Every message dropped unreceived (--stats). */
+  droppedUnreceived = 0;
+
+  private countDropped(rank: number, bytes: number): void {
+    this.droppedUnreceived++;
+    const d = this.dropped.get(rank);
+    if (d === undefined) this.dropped.set(rank, [1, bytes]);
+    else { d[0]++; d[1] += bytes; }
+    // Reported in batches: a flood during finalize is one line per sender, not one per message.
+    if (this.dropped.size === 1 && d === undefined && !this.finalizing) queueMicrotask(() => this.reportDiscarded(''));
+  }
+
+  private reportDiscarded(prefix: string): void {
+    for (const [rank, [n, bytes]] of this.dropped) {
+      this.host.log.warn(`${prefix}${n} message${n === 1 ? '' : 's'} from rank ${rank} (${bytes} eager bytes) will never be received: ` +
+        `this rank ${this.finalizing ? 'finalized' : 'left a broken collective'} first; every message must be received before finalize() (MPI)`);
+    }
+    this.dropped.clear();
+  }
+
+  /** finalize(): receives and probes that can no longer complete fail with err; what was dropped meanwhile is reported. */
   failAllWaiting(err: RailcommError): void {
+    this.reportDiscarded('finalize(): ');
     for (const st of this.contexts.values()) {
       for (const r of [...st.queues.allPosted()]) { st.queues.removePosted(r); r.fail(err); }
       for (const p of st.probes) p.fail(err);
@@ -670,4 +823,9 @@ function copyOf(src: Buffer, off: number, len: number): Buffer {
   if (len <= 256) copySmall(c, 0, null, src, off, null, len);
   else src.copy(c, 0, off, off + len);
   return c;
+}
+
+/** A receive or probe that waited for a peer which finalized without sending it a match. */
+function finalizedBeforeSending(rank: number, r: Request): RailcommError {
+  return new RailcommError(ErrorCode.PEER_FAILED, `rank ${rank} called finalize() without sending a message that matches this ${r.kind === KIND_PROBE ? 'probe' : 'receive'} (tag ${r.matchTag < 0 ? 'ANY_TAG' : r.matchTag})`);
 }

@@ -9,6 +9,8 @@ export const AM_CTS = 3;
 export const AM_DATA = 4;
 export const AM_CREDIT = 5;
 export const AM_FIN = 6;
+export const AM_BYE = 7;
+export const AM_REVOKE = 8;
 export const AM_MAX = 32;
 
 /*
@@ -20,13 +22,20 @@ export const AM_MAX = 32;
  *  20 send request id u32 | 24 message size low u32 | 28 size high u32
  *
  * CTS (16 bytes): 0 send request id u32 | 4 receive request id u32
- *   8 flags u32 (CTS_DISCARD: receiver will not take the data) | 12 credits u32
+ *   8 flags u32 (CTS_DISCARD: too small a buffer; CTS_REFUSED_*: no receive will
+ *   ever match it) | 12 credits u32
  *
  * DATA (12 bytes), payload = one chunk, written straight into the receive buffer:
  *   0 receive request id u32 | 4 offset low u32 | 8 offset high u32
  *
  * CREDIT (4 bytes): 0 eager credits returned u32
  * FIN (4 bytes): 0 send request id u32 (the receiver fetched the data itself)
+ *
+ * BYE (4 bytes): 0 sequence number per peer u32. The sender called finalize():
+ *   it starts no message after this one (it takes a sequence number, so it is
+ *   handled after every message sent before it).
+ * REVOKE (8 bytes): 0 context id u32 | 4 world rank that failed u32. A member
+ *   of a collective context saw that rank fail: no collective on it can finish.
  */
 export const EAGER_HDR = 20;
 export const RTS_HDR = 32;
@@ -34,7 +43,14 @@ export const CTS_HDR = 16;
 export const DATA_HDR = 12;
 export const CREDIT_HDR = 4;
 export const FIN_HDR = 4;
+export const BYE_HDR = 4;
+export const REVOKE_HDR = 8;
+/** CTS flags: the receiver's buffer is too small (it reports truncation; the send succeeds). */
 export const CTS_DISCARD = 1;
+/** The receiver finalized without matching the message: the send fails. */
+export const CTS_REFUSED_FINALIZED = 2;
+/** The message was for a collective that broke at the receiver (a member failed): the send fails. */
+export const CTS_REFUSED_BROKEN = 4;
 
 /** Bytes of eager credit a message costs beyond its payload (queue entry overhead). */
 export const EAGER_OVERHEAD = 64;
@@ -86,4 +102,11 @@ export const dataOffset = (v: DataView, o: number): number => v.getUint32(o + 4,
 export function encodeU32(v: DataView, x: number): void {
   v.setUint32(0, x, true);
 }
+
+export function encodeRevoke(v: DataView, ctx: number, failedWorld: number): void {
+  v.setUint32(0, ctx, true);
+  v.setUint32(4, failedWorld, true);
+}
+export const revokeCtx = (v: DataView, o: number): number => v.getUint32(o, true);
+export const revokeFailed = (v: DataView, o: number): number => v.getUint32(o + 4, true);
 export const readU32 = (v: DataView, o: number): number => v.getUint32(o, true);

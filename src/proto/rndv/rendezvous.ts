@@ -12,7 +12,7 @@ import type { AmRegistry } from '../am.js';
 import type { ControlSender } from '../control.js';
 import { rtsHeaderLength, type SingleCopy } from './single-copy.js';
 import {
-  AM_CTS, AM_DATA, AM_FIN, CTS_DISCARD, CTS_HDR, DATA_HDR,
+  AM_CTS, AM_DATA, AM_FIN, CTS_DISCARD, CTS_HDR, CTS_REFUSED_BROKEN, CTS_REFUSED_FINALIZED, DATA_HDR,
   ctsCredits, ctsFlags, ctsRecvId, ctsSendId, dataOffset, dataRecvId, encodeCts, encodeData, encodeRts, readU32,
 } from '../wire.js';
 
@@ -103,9 +103,16 @@ export class Rendezvous {
       const sendId = ctsSendId(v, o);
       const req = this.takeSend(ep, sendId);
       if (req === undefined) { this.host.peerLied(rep, `clear-to-send for unknown send ${sendId}`); return; }
-      if (ctsFlags(v, o) & CTS_DISCARD) {
+      const flags = ctsFlags(v, o);
+      if (flags & CTS_DISCARD) {
         // The receiver's buffer was too small: it reports truncation; the sender is not harmed.
         req.complete(req.source, req.tag, req.buf.byteLength);
+        return;
+      }
+      if (flags & (CTS_REFUSED_FINALIZED | CTS_REFUSED_BROKEN)) {
+        req.fail(new RailcommError(ErrorCode.PEER_FAILED, flags & CTS_REFUSED_FINALIZED
+          ? `rank ${ep.rank} finalized without receiving this ${req.buf.byteLength}-byte message (tag ${req.tag}); every message must be received before finalize()`
+          : `rank ${ep.rank} left the collective this ${req.buf.byteLength}-byte message belongs to: a member of the communicator failed`));
         return;
       }
       this.stream(ep, req, ctsRecvId(v, o));

@@ -1,0 +1,28 @@
+// finalize() is a protocol (issue "Hardening"): two live ranks whose sends
+// nobody receives both finish, on every rail and in threads; the unreceived
+// messages are reported, the sends fail with ERR_PEER_FAILED, and a receive
+// waiting for a rank that finalized without sending fails instead of hanging.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { railcomm, jobScript, linesWith } from './jobs.mjs';
+import { loadNative } from '../../dist/native/addon.js';
+
+const modes = [['--rails', 'tcp'], ['--rails', 'udp'], ['--threads']];
+if (loadNative() !== null) modes.unshift(['--rails', 'shm']);
+
+for (const mode of modes) {
+  test(`crossed rendezvous sends at finalize complete and fail loudly (${mode.join(' ')})`, async () => {
+    const job = await railcomm(['run', '-n', '2', ...mode, '--timeout', '30', jobScript('finalize-crossed.mjs')], { limitMs: 40_000 });
+    assert.equal(job.code, 0, job.stdout + job.stderr);
+    const results = linesWith(job.stdout, 'RESULT');
+    for (const rank of [0, 1]) {
+      const mine = results.filter((l) => l.rank === rank).map((l) => l.rest);
+      assert.ok(mine.includes('big send: ERR_PEER_FAILED names the finalize'), mine.join('\n'));
+      const ms = Number(/finalize done in (\d+) ms/.exec(mine.find((l) => l.startsWith('finalize done')) ?? '')?.[1]);
+      assert.ok(ms < 5000, `rank ${rank} took ${ms} ms to finalize`);
+    }
+    assert.ok(results.some((l) => l.rank === 0 && l.rest === 'lonely receive: ERR_PEER_FAILED names the finalize'), job.stdout);
+    // Each rank says which messages it never received.
+    for (const rank of [0, 1]) assert.match(job.stderr, new RegExp(`\\[railcomm ${rank}\\] warn: finalize\\(\\): 2 messages from rank ${1 - rank} .* will never be received`));
+  });
+}
