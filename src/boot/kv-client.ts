@@ -4,9 +4,9 @@
 
 import * as net from 'node:net';
 import { RailcommError, ErrorCode } from '../core/errors.js';
-import type { KeyValueStore } from './kv.js';
+import type { KeyValueStore, PeerLostListener } from './kv.js';
 import {
-  MAX_LINE_BYTES, LineSplitter, authMac, encode, parseAuthOk, parseNonce, parseReply,
+  MAX_LINE_BYTES, LineSplitter, authMac, encode, parseAuthOk, parseEvent, parseNonce, parseReply,
   type KvOp, type KvReply, type KvRequest,
 } from './kv-wire.js';
 
@@ -41,6 +41,7 @@ export class KvClient implements KeyValueStore {
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
   private readonly lostListeners: LostListener[] = [];
+  private readonly peerLostListeners: PeerLostListener[] = [];
   private closedByUs = false;
   private lostError: RailcommError | undefined;
   private handshakeDone: ((err?: RailcommError) => void) | undefined;
@@ -123,6 +124,10 @@ export class KvClient implements KeyValueStore {
     this.lostListeners.push(cb);
   }
 
+  onPeerLost(cb: PeerLostListener): void {
+    this.peerLostListeners.push(cb);
+  }
+
   close(): void {
     if (this.closedByUs) return;
     this.closedByUs = true;
@@ -192,6 +197,12 @@ export class KvClient implements KeyValueStore {
         this.handshakeDone?.();
         return;
       case 'ready': {
+        if (line.startsWith('{"event"')) {
+          const ev = parseEvent(line);
+          if (ev === undefined) { this.fail(`the key-value service at ${this.where()} sent a malformed event`); return; }
+          for (const cb of this.peerLostListeners) cb(ev.rank, ev.why);
+          return;
+        }
         const r: KvReply | undefined = parseReply(line);
         if (!r) {
           this.fail(`the key-value service at ${this.where()} sent a malformed reply`);

@@ -259,9 +259,23 @@ export class KvServer {
       }
       if (this.rankConn[conn.rank] === conn) this.rankConn[conn.rank] = undefined;
       this.forget(conn);
+      if (!this.finalizedRanks[conn.rank] && !this.closing) this.lost(conn.rank);
     });
     socket.write(encode({ nonce: challenge.toString('hex') }));
   }
+
+  /**
+   * A rank's connection ended before it finalized: its process (or thread)
+   * died. Tell every other rank at once, so that what waits on it fails
+   * within milliseconds, also at ranks that never talked to it.
+   */
+  private lost(rank: number): void {
+    this.lostRanks++;
+    const line = encode({ event: 'lost', rank, why: 'its connection to the wire-up service ended before it finalized (the process or thread died)' });
+    for (const c of this.conns) if (c.rank >= 0 && c.rank !== rank && !c.socket.destroyed) c.socket.write(line);
+  }
+  /** Ranks reported lost (for tests and the launcher's summary). */
+  lostRanks = 0;
 
   /** A get whose client stopped waiting: forget it silently. */
   private dropWaiter(key: string, waiter: GetWaiter): void {

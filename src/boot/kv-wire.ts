@@ -31,6 +31,13 @@ export interface AbortReq { id: number; op: 'abort'; message: string; code?: num
 export type KvRequest = PutReq | FenceReq | GetReq | FinalizeReq | AbortReq;
 export type KvOp = KvRequest['op'];
 
+/**
+ * Server -> every other client, unasked: a rank's connection ended before it
+ * finalized (its process or thread died). Ranks fail everything that waits on
+ * it, also those that never talked to it.
+ */
+export interface LostEvent { event: 'lost'; rank: number; why: string }
+
 export interface OkReply { id: number; ok: true; value?: string }
 export interface ErrReply { id: number; ok: false; error: string }
 export type KvReply = OkReply | ErrReply;
@@ -40,7 +47,7 @@ export function authMac(jobKeyHex: string, nonceBytes: Uint8Array, rank: number)
   return mac(jobKeyHex, KV_MAC_LABEL, nonceBytes, String(rank));
 }
 
-export function encode(msg: NonceMsg | AuthMsg | AuthOkMsg | KvRequest | KvReply): string {
+export function encode(msg: NonceMsg | AuthMsg | AuthOkMsg | KvRequest | KvReply | LostEvent): string {
   return JSON.stringify(msg) + '\n';
 }
 
@@ -116,6 +123,13 @@ export function parseRequest(line: string): { req: KvRequest } | { id?: number; 
     default:
       return bad(`unknown op ${JSON.stringify(o['op'])}`);
   }
+}
+
+/** An unasked event from the server, or undefined when the line is not one. */
+export function parseEvent(line: string): LostEvent | undefined {
+  const o = parseObject(line);
+  if (!o || o['event'] !== 'lost' || !isId(o['rank'])) return undefined;
+  return { event: 'lost', rank: o['rank'], why: typeof o['why'] === 'string' ? o['why'] : 'its connection ended' };
 }
 
 export function parseReply(line: string): KvReply | undefined {

@@ -2,6 +2,9 @@
 // for everyone (fence), and look peers up lazily. Backends: railcomm run's
 // service (kv-client), rank 0's service (rank0-service), PMIx (pmix-store).
 
+/** A rank of the job died (the wire-up service saw its connection end before it finalized). */
+export type PeerLostListener = (rank: number, why: string) => void;
+
 export interface KeyValueStore {
   put(key: string, value: string): Promise<void>;
   /** Resolves once every rank of the job has called fence() the same number of times. */
@@ -13,4 +16,6 @@ export interface KeyValueStore {
   /** This rank's address on the connection to the service: it routes to the launcher, so to the job's network. */
   localAddress(): string | undefined;
   close(): void;
+  /** Tell `cb` about ranks that died, where the backend can see it (railcomm's services; not PMIx). */
+  onPeerLost?(cb: PeerLostListener): void;
 }

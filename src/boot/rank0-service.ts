@@ -3,7 +3,7 @@
 // key-value service at MASTER_ADDR:MASTER_PORT and every rank, rank 0
 // included, is a client of it. Rank 0 keeps it up until every rank finalized.
 
-import type { KeyValueStore } from './kv.js';
+import type { KeyValueStore, PeerLostListener } from './kv.js';
 import { KvClient } from './kv-client.js';
 import { KvServer } from './kv-server.js';
 import { RailcommError, ErrorCode } from '../core/errors.js';
@@ -54,6 +54,15 @@ export class Rank0Store implements KeyValueStore {
   get(key: string, timeoutMs: number): Promise<string> { return this.client.get(key, timeoutMs); }
 
   localAddress(): string | undefined { return this.client.localAddress(); }
+
+  /**
+   * Ranks that died, as rank 0's service saw them; and rank 0 itself when
+   * the service is gone before we finalized (rank 0 serves until every rank did).
+   */
+  onPeerLost(cb: PeerLostListener): void {
+    this.client.onPeerLost(cb);
+    if (this.server === null) this.client.onLost((err) => cb(0, `rank 0, the host of the wire-up service, is gone (${err.message})`));
+  }
 
   async finalize(): Promise<void> {
     await this.client.finalize();

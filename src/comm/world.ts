@@ -73,7 +73,7 @@ export class World implements RequestWatcher {
     this.isFinalized = true;
     // Tell the peers first: a send of ours they will never match fails there
     // and comes back refused, instead of both sides waiting for each other.
-    this.ctx.p2p.beginFinalize();
+    this.ctx.beginFinalize();
     if (this.sendsOutstanding > 0) {
       this.ctx.progress.hold();
       await new Promise<void>((resolve) => this.drained.push(resolve));

@@ -235,6 +235,8 @@ export class Context {
       await ctx.close().catch(() => { /* the original error matters */ });
       throw err;
     }
+    // The wire-up service sees ranks die, also those this rank never talked to.
+    ctx.kv?.onPeerLost?.((rank, why) => ctx.peerLost(rank, why));
     // Windows between processes of this host map each other's memory where the shm rail runs.
     if (ctx.rails.some((r) => r.component === 'shm')) ctx.rma.segments = loadNative();
     return ctx;
@@ -323,6 +325,18 @@ export class Context {
     });
   }
 
+  /** Rank `world` died (the wire-up service says so): fail everything that involves it. */
+  peerLost(world: number, why: string): void {
+    if (this.closed || world === this.launch.rank || !Number.isInteger(world) || world < 0 || world >= this.launch.size) return;
+    let ep = this.endpoints[world];
+    if (ep === undefined) {
+      // Never used: no lookup to start, only a failure to remember.
+      ep = new ProtoEndpoint(world, endpointId(this.launch.jobId, world), this.params.eagerCredits);
+      this.endpoints[world] = ep;
+    }
+    this.failEndpoint(ep, new RailcommError(ErrorCode.PEER_FAILED, `rank ${world} died: ${why}`), false);
+  }
+
   private onAccepted(lane: RailEndpoint): void {
     if (jobOf(lane.peer) !== this.launch.jobId) return;
     const rank = rankOf(lane.peer);
@@ -371,6 +385,18 @@ export class Context {
       peers[String(ep.rank)] = ep.lane.counters.snapshot();
     }
     return { rank: this.launch.rank, rails, peers, protocol: this.p2p.snapshot(), singleCopy: this.p2p.ipcStates() };
+  }
+
+  /** Run fn when finalize() starts (before it waits for sends): tell peers that wait on this rank. */
+  atFinalize(fn: () => void): void {
+    this.finalizers.push(fn);
+  }
+  private readonly finalizers: Array<() => void> = [];
+
+  /** finalize() starts: no more operations; peers learn it (BYE, shared collectives' flags). */
+  beginFinalize(): void {
+    this.p2p.beginFinalize();
+    for (const f of this.finalizers.splice(0)) f();
   }
 
   /** Run fn when this context closes (finalize): native resources of layers above, such as doorbell threads. */

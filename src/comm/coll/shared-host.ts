@@ -51,6 +51,10 @@ abstract class SegmentHost implements SharedHost {
   abstract pause(ctrl: Int32Array, seen: number, us: number): void;
   abstract wake(ctrl: Int32Array): void;
 
+  atFinalize(fn: () => void): void {
+    this.ctx.atFinalize(fn);
+  }
+
   keep(on: boolean): void {
     this.ctx.progress.keep(on);
   }

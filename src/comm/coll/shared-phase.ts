@@ -5,12 +5,15 @@
 // outnumber the cores, then sleeping on the doorbell without blocking the
 // event loop (a futex for processes, Atomics.waitAsync for thread ranks).
 
-import type { RailcommError } from '../../core/errors.js';
+import { RailcommError, ErrorCode } from '../../core/errors.js';
 import type { SharedHost } from './shared.js';
 
 /** Bytes of a control line: the doorbell line, then one line per rank (flag word first). */
 export const LINE = 64;
 const LINE_I32 = LINE / 4;
+
+/** In a rank's line, after its flag: 1 once that rank called finalize() (it arrives no more). */
+const LEFT = 1;
 
 /** Int32 index of the doorbell word sleepers wait on, and of the count of sleepers. */
 const BELL = 0;
@@ -115,6 +118,7 @@ export class Phases {
         await this.host.sleep(ctrl, bell, CHECK_MS);
         if (this.allArrived(s)) return;
         try {
+          this.checkLeft(s);
           this.host.checkAlive();
         } catch (e) {
           this.broken(e as RailcommError);
@@ -123,6 +127,25 @@ export class Phases {
       }
     } finally {
       Atomics.sub(ctrl, SLEEPERS, 1);
+    }
+  }
+
+  /** This rank finalized: a member still waiting for it in a collective fails instead of sleeping for ever. */
+  leave(): void {
+    const ctrl = this.ctrl;
+    Atomics.store(ctrl, (this.rank + 1) * LINE_I32 + LEFT, 1);
+    Atomics.add(ctrl, BELL, 1);
+    this.host.wake(ctrl);
+  }
+
+  /** Throws ERR_PEER_FAILED if a member that has not reached phase s finalized. */
+  private checkLeft(s: number): void {
+    const ctrl = this.ctrl;
+    for (let r = 0; r < this.size; r++) {
+      const at = (r + 1) * LINE_I32;
+      if (((Atomics.load(ctrl, at) - s) | 0) < 0 && Atomics.load(ctrl, at + LEFT) !== 0) {
+        throw new RailcommError(ErrorCode.PEER_FAILED, `rank ${r} of this communicator called finalize() while a collective waited for it: every rank must call the same collectives before finalize()`);
+      }
     }
   }
 

@@ -38,6 +38,8 @@ export interface SharedHost {
   attach(c: CollComm, bytes: number): Promise<Uint8Array>;
   /** Throws ERR_PEER_FAILED if a member is known dead. */
   checkAlive(): void;
+  /** Run fn when this rank starts finalize(). */
+  atFinalize(fn: () => void): void;
   /** Hold the event loop open while a collective waits (true) or not (false). */
   keep(on: boolean): void;
   /** Block this thread until the doorbell word ctrl[0] differs from `seen`, a wake, or `us` pass (the event loop waits too). */
@@ -154,6 +156,8 @@ export class SharedCollectives {
     const ctrl = new Int32Array(this.seg.buffer, this.seg.byteOffset, this.dataOff / 4);
     // A member that died mid-phase leaves this communicator's shared state incoherent: never use it again.
     this.phases = new Phases(this.host, ctrl, this.rank, this.size, (e) => { this.broken = e; });
+    const phases = this.phases;
+    this.host.atFinalize(() => phases.leave());
   }
 
   /** Byte offset in the segment of rank r's slot for round k. */

@@ -1,0 +1,68 @@
+// Survivors of a dead rank fail fast and finish (issues "Hardening" and "No
+// silent failures"): ranks wired up by hand (env://, no railcomm run to kill
+// them) whose peer is killed with SIGKILL mid-loop all get ERR_PEER_FAILED and
+// finalize within seconds, 20 runs in a row over tcp and shm, allreduce and a
+// point-to-point ring, with the service host (rank 0) or another rank killed;
+// a thread rank that throws mid-allreduce fails its siblings' allreduce.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import net from 'node:net';
+import { railcomm, jobScript, linesWith } from './jobs.mjs';
+import { loadNative } from '../../dist/native/addon.js';
+
+const clean = Object.fromEntries(Object.keys(process.env).filter((k) => /^(RAILCOMM_|OMPI_|PMIX_|SLURM_|PMI_)|^(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|MASTER_ADDR|MASTER_PORT)$/.test(k)).map((k) => [k, undefined]));
+
+function freePort() {
+  return new Promise((resolve) => { const s = net.createServer().listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); }); });
+}
+
+/** One env:// job of 4 ranks; resolves with each rank's exit and RESULT line. */
+async function envJob(mode, rails, victim) {
+  const port = await freePort();
+  return Promise.all([0, 1, 2, 3].map((r) => new Promise((resolve) => {
+    const c = spawn(process.execPath, [jobScript('kill-survive.mjs'), mode, String(victim)], {
+      env: { ...process.env, ...clean, RANK: String(r), WORLD_SIZE: '4', LOCAL_RANK: String(r), LOCAL_WORLD_SIZE: '4',
+        MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port), RAILCOMM_JOB_KEY: 'ab'.repeat(16), RAILCOMM_RAILS: rails },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    c.stdout.on('data', (d) => { out += d; });
+    c.stderr.on('data', (d) => { out += d; });
+    const t = setTimeout(() => c.kill('SIGKILL'), 30_000);
+    c.on('close', (code, signal) => { clearTimeout(t); resolve({ rank: r, code, signal, out }); });
+  })));
+}
+
+const shm = loadNative() !== null;
+const combos = [];
+for (const mode of ['allreduce', 'p2p']) for (const rails of shm ? ['tcp', 'shm'] : ['tcp']) for (const victim of [2, 0]) combos.push([mode, rails, victim]);
+
+test('env://: survivors of a SIGKILLed rank get ERR_PEER_FAILED and finalize within seconds, 20 runs in a row', async () => {
+  for (let i = 0; i < 20; i++) {
+    const [mode, rails, victim] = combos[i % combos.length];
+    const ranks = await envJob(mode, rails, victim);
+    for (const r of ranks) {
+      if (r.rank === victim) { assert.equal(r.signal, 'SIGKILL', `run ${i}: the victim was killed`); continue; }
+      const what = `run ${i} (${mode} over ${rails}, rank ${victim} killed), rank ${r.rank}`;
+      assert.equal(r.code, 0, `${what} exited with ${r.code} ${r.signal}:\n${r.out}`);
+      const m = /RESULT rank \d+ got (\S+) after (\d+) ms, finalized in (\d+) ms/.exec(r.out);
+      assert.ok(m, `${what} printed no result:\n${r.out}`);
+      assert.equal(m[1], 'ERR_PEER_FAILED', what);
+      assert.ok(Number(m[2]) < 3000 && Number(m[3]) < 3000, `${what}: failed after ${m[2]} ms, finalized in ${m[3]} ms`);
+    }
+  }
+});
+
+// (Process ranks under railcomm run are stopped by the launcher as soon as one fails, as mpirun does.)
+test('railcomm run --threads: a thread rank that throws mid-allreduce fails its siblings\' allreduce within a second', async () => {
+  const job = await railcomm(['run', '--threads', '-n', '4', '--timeout', '30', jobScript('kill-survive.mjs'), 'allreduce', '2'], { env: { HOW: 'throw' }, limitMs: 40_000 });
+  assert.equal(job.code, 1, job.stdout + job.stderr);
+  const results = linesWith(job.stdout, 'RESULT');
+  assert.deepEqual(results.map((l) => l.rank).sort(), [0, 1, 3], job.stdout + job.stderr);
+  for (const { rest } of results) {
+    const m = /got (\S+) after (\d+) ms/.exec(rest);
+    assert.equal(m?.[1], 'ERR_PEER_FAILED', rest);
+    assert.ok(Number(m[2]) < 1000, rest);
+  }
+});

@@ -1,0 +1,41 @@
+// The wire-up service tells every rank when another rank's connection ends
+// before it finalized (the rank died), so ranks that never talked to it fail
+// what waits on it; a rank that finalized first is not reported.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { KvServer } from '../../dist/boot/kv-server.js';
+import { KvClient } from '../../dist/boot/kv-client.js';
+import { newJobKey } from '../../dist/core/auth.js';
+
+test('a rank whose connection ends before finalize is reported lost to the others, once; a finalized one is not', async () => {
+  const jobKey = newJobKey();
+  const server = await KvServer.start({ size: 4, jobKey });
+  const c = [];
+  try {
+    for (let r = 0; r < 4; r++) c.push(await KvClient.connect(server.address(), jobKey, r, { timeoutMs: 3000 }));
+    const heard = [[], [], [], []];
+    for (let r = 0; r < 4; r++) c[r].onPeerLost((rank, why) => heard[r].push([rank, why]));
+    await c[3].finalize();
+    c[3].close();
+    // Rank 2 dies: its socket ends without a finalize.
+    c[2].close();
+    await new Promise((res) => setTimeout(res, 200));
+    for (const r of [0, 1]) {
+      assert.equal(heard[r].length, 1, `rank ${r} heard ${JSON.stringify(heard[r])}`);
+      assert.equal(heard[r][0][0], 2);
+      assert.match(heard[r][0][1], /ended before it finalized/);
+    }
+    assert.equal(server.lostRanks, 1);
+  } finally {
+    for (const x of c) x.close();
+    await server.close();
+  }
+});
+
+test('a malformed event from the service ends the connection as lost (never a silent misreading)', async () => {
+  const { parseEvent } = await import('../../dist/boot/kv-wire.js');
+  assert.deepEqual(parseEvent('{"event":"lost","rank":3,"why":"x"}'), { event: 'lost', rank: 3, why: 'x' });
+  assert.equal(parseEvent('{"event":"lost","rank":-1}'), undefined);
+  assert.equal(parseEvent('{"event":"gone","rank":1}'), undefined);
+  assert.equal(parseEvent('not json'), undefined);
+});
