@@ -9,6 +9,7 @@ import { writeFileSync, readFileSync, readdirSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { startJob, shellQuote, DEFAULT_NODE_FLAGS } from '../../dist/cli/run.js';
 import { launchKit, alive, kvClientUrl, kvRankScript, waitFor } from '../helpers/launch-kit.mjs';
+import { need } from '../helpers/requires.mjs';
 
 const { dir, seenPids, script, launch } = launchKit('railcomm-launcher-');
 
@@ -271,7 +272,8 @@ function allowedCpus() {
 const cpus = allowedCpus();
 const hasTaskset = spawnSync('taskset', ['--version']).status === 0;
 
-test('ranks bound each to their own CPU still spin; a whole job bound to one CPU does not', { skip: cpus.length < 2 ? 'needs 2 CPUs' : !hasTaskset ? 'needs taskset' : false }, async () => {
+const bindable = need('taskset', cpus.length < 2 ? `this process may use ${cpus.length} CPU` : !hasTaskset ? 'taskset is not installed' : null);
+test('ranks bound each to their own CPU still spin; a whole job bound to one CPU does not', bindable, async () => {
   const job = script('spin-mode.mjs', `
 import { init } from '${new URL('../../dist/index.js', import.meta.url).href}';
 const comm = await init();

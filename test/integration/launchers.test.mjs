@@ -1,14 +1,15 @@
 // Jobs started by launchers other than railcomm run: env:// by hand, and Open
 // MPI's mpirun through PMIx and through MASTER_ADDR (skipped, with the reason
-// printed, where mpirun or railcomm's PMIx module is missing).
+// printed, where mpirun or railcomm's PMIx module is missing; under CI=true,
+// failed: helpers/requires.mjs).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { readFileSync, readdirSync } from 'node:fs';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { jobScript, caseResults, CLI } from './jobs.mjs';
-import { loadPmix, pmixWhy } from '../../dist/boot/pmix.js';
+import { need, needAll, needPmix, report, which } from '../helpers/requires.mjs';
 
 async function freePort() {
   const s = net.createServer();
@@ -59,13 +60,13 @@ test('env:// with RAILCOMM_JOB_KEY: no warning; a rank with another key cannot j
   assert.notEqual(first.code, 0, 'rank 0 alone cannot finish the job either');
 });
 
-const mpirun = spawnSync('which', ['mpirun'], { encoding: 'utf8' }).stdout.trim();
-const noMpirun = mpirun ? false : 'mpirun is not installed (Debian openmpi-bin)';
-const noPmix = noMpirun || (loadPmix() === null ? `railcomm's PMIx module is unavailable: ${pmixWhy()}` : false);
-if (noPmix) console.log(`# mpirun PMIx tests skipped: ${noPmix}`);
+const mpirun = which('mpirun');
+const mpirunThere = need('mpirun', mpirun ? null : 'mpirun is not on PATH');
+const mpirunPmix = needAll(mpirunThere, needPmix());
+report('mpirun PMIx tests', mpirunPmix);
 const wireupLines = (stdout, prefix) => stdout.trim().split('\n').filter((l) => l.startsWith(prefix)).sort();
 
-test("Open MPI's mpirun -n 4 with -x MASTER_ADDR -x MASTER_PORT (PMIx disabled)", { skip: noMpirun }, async () => {
+test("Open MPI's mpirun -n 4 with -x MASTER_ADDR -x MASTER_PORT (PMIx disabled)", mpirunThere, async () => {
   const port = await freePort();
   const r = await run(mpirun, ['--allow-run-as-root', '--oversubscribe', '-n', '4', '-x', 'MASTER_ADDR=127.0.0.1', '-x', `MASTER_PORT=${port}`, '-x', 'RAILCOMM_NO_PMIX=1',
     process.execPath, jobScript('wireup-check.mjs')], clean, 120_000);
@@ -74,7 +75,7 @@ test("Open MPI's mpirun -n 4 with -x MASTER_ADDR -x MASTER_PORT (PMIx disabled)"
   for (const l of wireupLines(r.stdout, 'WIREUP-VIA')) assert.match(l, new RegExp(`rank 0's service at 127.0.0.1:${port} \\(PMIx unavailable: disabled by RAILCOMM_NO_PMIX=1\\)`));
 });
 
-test("Open MPI's mpirun -n 4 without MASTER_ADDR: wire-up through PMIx, no job key warning", { skip: noPmix }, async () => {
+test("Open MPI's mpirun -n 4 without MASTER_ADDR: wire-up through PMIx, no job key warning", mpirunPmix, async () => {
   // Over tcp, whose handshake proves every rank holds the job key rank 0 shared through PMIx.
   const r = await run(mpirun, ['--allow-run-as-root', '--oversubscribe', '-n', '4', '-x', 'RAILCOMM_RAILS=tcp', process.execPath, jobScript('wireup-check.mjs')], clean, 120_000);
   assert.equal(r.code, 0, r.stderr);
@@ -85,14 +86,14 @@ test("Open MPI's mpirun -n 4 without MASTER_ADDR: wire-up through PMIx, no job k
   assert.doesNotMatch(r.stderr, /no RAILCOMM_JOB_KEY/, 'the job key travelled through PMIx');
 });
 
-test("railcomm info under mpirun says it connected to the PMIx server", { skip: noPmix }, async () => {
+test("railcomm info under mpirun says it connected to the PMIx server", mpirunPmix, async () => {
   const r = await run(mpirun, ['--allow-run-as-root', '-n', '1', process.execPath, CLI, 'info'], clean, 60_000);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /^pmix: available \(PMIx module loaded .*\); started under PMIx: connected to the launcher's server \(namespace \S+, rank 0 of 1/m);
   assert.match(r.stdout, /wire-up: PMIx \(namespace /);
 });
 
-test("Open MPI's mpirun -n 4 through PMIx: the point-to-point suite", { skip: noPmix }, async () => {
+test("Open MPI's mpirun -n 4 through PMIx: the point-to-point suite", mpirunPmix, async () => {
   const r = await run(mpirun, ['--allow-run-as-root', '--oversubscribe', '-n', '4', '--tag-output', process.execPath, jobScript('p2p-suite.mjs')], clean, 120_000);
   // --tag-output prefixes lines with "[jobid,r]<stdout>:"; make them look like railcomm run's "[r] ".
   const res = caseResults(r.stdout.replace(/^\[\d+,(\d+)\]<stdout>:\s?/gm, '[$1] '));
@@ -101,7 +102,7 @@ test("Open MPI's mpirun -n 4 through PMIx: the point-to-point suite", { skip: no
   assert.equal(r.code, 0);
 });
 
-test("mpirun killed mid-job: ranks wired up through PMIx exit, none is left behind", { skip: noPmix }, async () => {
+test("mpirun killed mid-job: ranks wired up through PMIx exit, none is left behind", mpirunPmix, async () => {
   const child = spawn(mpirun, ['--allow-run-as-root', '--oversubscribe', '-n', '2', process.execPath, jobScript('wait-after-init.mjs')],
     { env: { ...process.env, ...clean }, stdio: ['ignore', 'pipe', 'pipe'] });
   const pids = [];
@@ -128,7 +129,7 @@ test("mpirun killed mid-job: ranks wired up through PMIx exit, none is left behi
   }
 });
 
-test('mpirun through PMIx: a rank that never calls init() fails the others within RAILCOMM_CONNECT_TIMEOUT', { skip: noPmix }, async () => {
+test('mpirun through PMIx: a rank that never calls init() fails the others within RAILCOMM_CONNECT_TIMEOUT', mpirunPmix, async () => {
   const r = await run(mpirun, ['--allow-run-as-root', '--oversubscribe', '-n', '2', '-x', 'RAILCOMM_CONNECT_TIMEOUT=2000', process.execPath, jobScript('late-rank.mjs')], clean, 60_000);
   assert.notEqual(r.code, 0);
   const m = /^LATE rank 0 failed after (\d+) ms: ERR_TIMEOUT: .*not all 2 ranks arrived within 2000 ms/m.exec(r.stdout);
@@ -136,7 +137,7 @@ test('mpirun through PMIx: a rank that never calls init() fails the others withi
   assert.ok(Number(m[1]) < 10_000, `took ${m[1]} ms`);
 });
 
-test("Open MPI's mpirun without PMIx module and without MASTER_ADDR: a clear ERR_BOOT, no hang", { skip: noMpirun }, async () => {
+test("Open MPI's mpirun without PMIx module and without MASTER_ADDR: a clear ERR_BOOT, no hang", mpirunThere, async () => {
   const r = await run(mpirun, ['--allow-run-as-root', '--oversubscribe', '-n', '2', '-x', 'RAILCOMM_NO_PMIX=1', process.execPath, jobScript('wireup-check.mjs')], clean, 60_000);
   assert.notEqual(r.code, 0);
   assert.match(r.stderr, /ERR_BOOT/);

@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { railcomm, jobScript, caseResults, linesWith } from './jobs.mjs';
+import { needAddon } from '../helpers/requires.mjs';
 
 const CASES = 17;
 
@@ -28,9 +29,7 @@ test('windows: 4 processes over tcp (emulated by active messages)', async () => 
   assert.ok(stats.every((s) => s.emulated > 100), JSON.stringify(stats));
 });
 
-test('windows: 4 processes on one host (shm: allocated windows are mapped by every rank, operations go straight to memory)', async (t) => {
-  const { loadNative, nativeWhy } = await import('../../dist/native/addon.js');
-  if (loadNative() === null) { t.skip(`native addon unavailable: ${nativeWhy()}`); return; }
+test('windows: 4 processes on one host (shm: allocated windows are mapped by every rank, operations go straight to memory)', needAddon(), async () => {
   const before = new Set(readdirSync('/dev/shm'));
   const stats = await suite(['-n', '4'], 4);
   assert.ok(stats.every((s) => s.native > 3 * s.emulated), JSON.stringify(stats));

@@ -6,6 +6,8 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { railcomm, jobScript, caseResults, linesWith } from './jobs.mjs';
+import { need, notRoot, report, which } from '../helpers/requires.mjs';
+import { MARGIN_MS, within } from '../helpers/promises.mjs';
 
 const UDP = { RAILCOMM_RAILS: 'udp,self' };
 const FAULTS = 'drop=0.05,dup=0.02,reorder=0.1,corrupt=0.001';
@@ -39,31 +41,32 @@ test('collective suite over udp,self, 4 ranks', async () => {
 // ---- real packet loss: nftables drops 5% of UDP datagrams inside a namespace
 
 const ns = `rcudp${process.pid % 100000}`;
+/** null, or [part, why]: the part (network namespaces, nftables) that is missing. */
 function lossSetup() {
-  if (process.platform !== 'linux') return 'network namespaces need Linux';
-  if (typeof process.getuid === 'function' && process.getuid() !== 0) return 'creating network namespaces needs root';
-  const has = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
-  if (!has('ip')) return 'iproute2 (ip) is not installed';
-  if (!has('nft')) return 'nftables (nft) is not installed';
+  if (process.platform !== 'linux') return ['netns', 'network namespaces need Linux'];
+  if (notRoot()) return ['netns', 'creating network namespaces needs root'];
+  if (!which('ip')) return ['netns', 'iproute2 (ip) is not installed'];
+  if (!which('nft')) return ['nftables', 'nftables (nft) is not installed'];
   const run = (args) => spawnSync(args[0], args.slice(1), { encoding: 'utf8' });
   const steps = [
-    ['ip', 'netns', 'add', ns],
-    ['ip', '-n', ns, 'link', 'set', 'lo', 'up'],
-    ['ip', 'netns', 'exec', ns, 'nft', 'add', 'table', 'inet', 't'],
-    ['ip', 'netns', 'exec', ns, 'nft', 'add', 'chain', 'inet', 't', 'out', '{ type filter hook output priority 0; }'],
-    ['ip', 'netns', 'exec', ns, 'nft', 'add', 'rule', 'inet', 't', 'out', 'meta', 'l4proto', 'udp', 'numgen', 'random', 'mod', '100', '<', '5', 'counter', 'drop'],
+    ['netns', ['ip', 'netns', 'add', ns]],
+    ['netns', ['ip', '-n', ns, 'link', 'set', 'lo', 'up']],
+    ['nftables', ['ip', 'netns', 'exec', ns, 'nft', 'add', 'table', 'inet', 't']],
+    ['nftables', ['ip', 'netns', 'exec', ns, 'nft', 'add', 'chain', 'inet', 't', 'out', '{ type filter hook output priority 0; }']],
+    ['nftables', ['ip', 'netns', 'exec', ns, 'nft', 'add', 'rule', 'inet', 't', 'out', 'meta', 'l4proto', 'udp', 'numgen', 'random', 'mod', '100', '<', '5', 'counter', 'drop']],
   ];
-  for (const s of steps) {
+  for (const [part, s] of steps) {
     const r = run(s);
-    if (r.status !== 0) { spawnSync('ip', ['netns', 'del', ns]); return `'${s.join(' ')}' was refused: ${(r.stderr || r.error?.message || '').trim()}`; }
+    if (r.status !== 0) { spawnSync('ip', ['netns', 'del', ns]); return [part, `'${s.join(' ')}' was refused: ${(r.stderr || r.error?.message || '').trim()}`]; }
   }
   return null;
 }
-const lossSkip = lossSetup();
-if (lossSkip) console.log(`# udp kernel-loss test skipped: ${lossSkip}`);
-after(() => { if (!lossSkip) spawnSync('ip', ['netns', 'del', ns]); });
+const lossMissing = lossSetup();
+const kernelLoss = lossMissing === null ? need('nftables', null) : need(...lossMissing);
+report('udp kernel-loss test', kernelLoss);
+after(() => { if (lossMissing === null) spawnSync('ip', ['netns', 'del', ns]); });
 
-test('real kernel loss (nftables drops 5% of UDP): a 2-rank job completes with correct data and retransmits', { skip: lossSkip ?? false }, async () => {
+test('real kernel loss (nftables drops 5% of UDP): a 2-rank job completes with correct data and retransmits', kernelLoss, async () => {
   const job = await railcomm(['run', '-n', '2', '--timeout', '100', jobScript('udp-loss.mjs')], {
     limitMs: 120_000, env: { ...UDP, MESSAGES: '300' }, wrap: ['ip', 'netns', 'exec', ns],
   });
@@ -87,5 +90,13 @@ test('udp keepalive: a computing peer nobody waits on stays, an idle one answers
     assert.ok(results.includes(want), `missing '${want}' in:\n${job.stdout}\n${job.stderr}`);
   }
   assert.ok(results.some((r) => /^0 idle peer waited on: alive, probes sent [1-9]/.test(r)), results.join('\n'));
-  for (const { rest } of linesWith(job.stdout, 'ELAPSED')) assert.ok(Number(rest) < 4000, `took ${rest} ms`);
+  // README: a peer waited on fails after RAILCOMM_UDP_PEER_TIMEOUT (2 s here) of silence.
+  const elapsed = linesWith(job.stdout, 'ELAPSED');
+  assert.equal(elapsed.length, 1, job.stdout);
+  assert.ok(Number(elapsed[0].rest) < within(2000), `took ${elapsed[0].rest} ms, RAILCOMM_UDP_PEER_TIMEOUT is 2 s (+${MARGIN_MS} ms margin)`);
+  // (Rank 1 went silent about 0.1 s before rank 0's receive began: not much earlier than that.)
+  assert.ok(Number(elapsed[0].rest) >= 1700, `failed after ${elapsed[0].rest} ms, before the 2 s timeout`);
+  // Rank 0 ends the stopped rank 1 with SIGKILL once it has its result, then exits 0: the job's code is rank 1's.
+  assert.equal(job.code, 137, `exit ${job.code}\n${job.stderr.slice(-2000)}`);
+  assert.match(job.stderr, /rank 1 .*(SIGKILL|signal 9|137)/);
 });

@@ -45,5 +45,10 @@ try {
   console.log(`RESULT stopped peer: ${e.code}${/keepalive probes went unanswered/.test(e.message) ? ' (keepalive)' : ''}`);
   console.log(`ELAPSED ${Date.now() - t0}`);
 }
+// Rank 0 ends the stopped rank 1 and waits until the launcher has reaped it, so
+// the job's exit code is rank 1's (137), not a race with rank 0's own exit.
 process.kill(other[0], 'SIGKILL');
+for (let t = Date.now(); Date.now() - t < 5000; await sleep(20)) {
+  try { process.kill(other[0], 0); } catch { break; }
+}
 process.exit(0);

@@ -3,7 +3,7 @@
 // when it passes. Each rail supplies a factory that opens two rail instances
 // that reach each other (for self: one instance, talking to itself).
 
-import { test } from 'node:test';
+import { test as nodeTest } from 'node:test';
 import assert from 'node:assert/strict';
 import { selfComponent } from '../../dist/rail/self/component.js';
 import { tcpComponent } from '../../dist/rail/tcp/component.js';
@@ -17,6 +17,11 @@ import { resolveParams } from '../../dist/core/params.js';
 import { Logger } from '../../dist/core/log.js';
 import { endpointId } from '../../dist/core/ids.js';
 import { DONE, IN_PROGRESS, NO_RESOURCE } from '../../dist/rail/api.js';
+import { needAddon } from '../helpers/requires.mjs';
+import { PEER_GONE_MS, MARGIN_MS, within } from '../helpers/promises.mjs';
+
+/** node:test's test; the cases of a rail that cannot open here (shm without the addon) take that rail's need (helpers/requires.mjs). */
+const test = nodeTest;
 
 const JOB = 77;
 /** Polled rails (shared memory) deliver only when polled: the waits below poll them. */
@@ -112,19 +117,66 @@ const RAILS = [
   { name: 'udp', open: (params) => openPair(udpComponent, params, loopback, false) },
 ];
 
-// shm needs the native addon; without it the rail is skipped, saying why.
+// shm needs the native addon; without it each shm case skips, saying why (under CI=true, fails).
 const shmAvail = shmComponent.available();
-if (shmAvail.ok) {
-  // Two process ranks' rails; here both live in this process, which the rail does not mind.
-  RAILS.push({ name: 'shm', open: (params) => openPair(shmComponent, params, first, true) });
-} else {
-  test('shm: conformance', (t) => { t.skip(`shm unavailable: ${shmAvail.why}`); });
-}
+// Two process ranks' rails; here both live in this process, which the rail does not mind.
+RAILS.push({ name: 'shm', open: (params) => openPair(shmComponent, params, first, true), missing: needAddon() });
+if (!shmAvail.ok) assert.ok(RAILS.at(-1).missing.reason !== null, `shm is unavailable (${shmAvail.why}) although the addon loads`);
+
+/**
+ * What each rail must declare (its RailCaps flags) and offer (the optional
+ * parts of the rail interface), as they are today: a rail that loses one
+ * fails the first case below instead of quietly skipping the cases that use
+ * it. ipc: single-copy access to the peer's memory on its endpoints ('addon':
+ * where the native addon loads); allocShared: memory the peer can map;
+ * polled: poll/settle/sleep (the rail delivers only when polled); bell: its
+ * doorbell; reaches: Rail.reaches; peek: endpoints polled alone (peek,
+ * takePeeked, poll).
+ */
+const NET = { ipc: false, allocShared: false, polled: false, bell: false, peek: false };
+const RING = { polled: true, bell: true, reaches: true, peek: true };
+const MUST = {
+  self: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: false }, ...NET, reaches: false },
+  tbsm: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: true }, ...RING, ipc: 'addon', allocShared: false },
+  tcp: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: false }, ...NET, reaches: false },
+  udp: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: false }, ...NET, reaches: true },
+  shm: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: true }, ...RING, ipc: true, allocShared: true },
+};
+assert.deepEqual(RAILS.map((r) => r.name).sort(), Object.keys(MUST).sort(), 'every rail has its row');
 
 const hdrOf = (i) => { const h = new Uint8Array(8); new DataView(h.buffer).setUint32(0, i, true); return h; };
 const fill = (n, seed) => { const b = new Uint8Array(n); for (let i = 0; i < n; i++) b[i] = (i * 31 + seed) & 0xff; return b; };
 
 for (const R of RAILS) {
+  // The cases of a rail that cannot open here skip (or fail, under CI) with its reason.
+  const test = R.missing === undefined || R.missing.reason === null ? nodeTest : (name, fn) => nodeTest(name, R.missing, fn);
+  const must = MUST[R.name];
+
+  test(`${R.name}: declares the capabilities and offers the parts the conformance table says`, async () => {
+    const pair = await R.open(resolveParams());
+    try {
+      const caps = pair.a.rail.caps;
+      const declared = Object.fromEntries(Object.keys(must.caps).map((k) => [k, Boolean(caps[k])]));
+      assert.deepEqual(declared, must.caps, 'RailCaps flags');
+      // Sizes the protocol layer relies on: a short payload also fits a copy, a copy a zero-copy send.
+      assert.ok(caps.amHeaderMax >= 64 && caps.amShortMax <= caps.amCopyMax && caps.amCopyMax <= caps.amZcopyMax, JSON.stringify(caps));
+      const ep = pair.epAB();
+      const rail = pair.a.rail;
+      const offers = {
+        ipc: ep.ipc !== undefined && ep.ipc !== null,
+        allocShared: typeof rail.allocShared === 'function',
+        polled: typeof rail.poll === 'function' && typeof rail.settle === 'function' && typeof rail.sleep === 'function',
+        bell: rail.bell !== undefined,
+        reaches: typeof rail.reaches === 'function',
+        peek: typeof ep.peek === 'function' && typeof ep.takePeeked === 'function' && typeof ep.poll === 'function',
+      };
+      const want = { ...must };
+      delete want.caps;
+      if (want.ipc === 'addon') want.ipc = needAddon().reason === null;
+      assert.deepEqual(offers, want, 'the optional parts of the rail interface');
+    } finally { await pair.close(); }
+  });
+
   test(`${R.name}: active messages arrive once, in order, with header and payload intact`, async () => {
     const pair = await R.open(resolveParams());
     try {
@@ -223,7 +275,8 @@ for (const R of RAILS) {
     const pair = await R.open(resolveParams());
     try {
       const ep = pair.epAB();
-      if (ep.ipc === undefined || ep.ipc === null) { t.skip('this rail offers no single-copy access'); return; }
+      if (must.ipc === false) { assert.ok(ep.ipc === undefined || ep.ipc === null); t.skip('this rail offers no single-copy access (by design)'); return; }
+      if (must.ipc === 'addon' && needAddon().skipped(t)) return;
       const src = fill(1 << 20, 3);
       const dst = new Uint8Array(1 << 20);
       assert.equal(ep.ipc.read(dst, ep.ipc.addressOf(src)), 0);
@@ -245,7 +298,7 @@ for (const R of RAILS) {
   test(`${R.name}: memory a rail hands out for sharing is found by segment and read by the peer exactly; unknown or short segments are error codes`, async (t) => {
     const pair = await R.open(resolveParams());
     try {
-      if (typeof pair.a.rail.allocShared !== 'function' || pair.a === pair.b) { t.skip('this rail hands out no shared memory'); return; }
+      if (!must.allocShared) { t.skip('this rail hands out no shared memory (by design)'); return; }
       const seg = pair.a.rail.allocShared(5000);
       assert.ok(seg instanceof Uint8Array && seg.length === 5000);
       seg.set(fill(5000, 4));
@@ -265,7 +318,7 @@ for (const R of RAILS) {
   test(`${R.name}: a sleeping receiver is woken by a send; sleep() refuses when data already waits`, async (t) => {
     const pair = await R.open(resolveParams());
     try {
-      if (typeof pair.b.rail.sleep !== 'function' || pair.a === pair.b) { t.skip('not a polled rail between two sides'); return; }
+      if (!must.polled) { t.skip('not a polled rail (by design)'); return; }
       const ep = pair.epAB();
       ep.sendCopy(AM_MSG, hdrOf(0), 8, null);
       await pair.b.until(() => pair.b.got.length === 1, 'first message (the ring is handed over)');
@@ -297,7 +350,7 @@ for (const R of RAILS) {
   test(`${R.name}: a frame written without a ring, as the receiver went to sleep, still wakes it (the second look)`, async (t) => {
     const pair = await R.open(resolveParams());
     try {
-      if (typeof pair.b.rail.sleep !== 'function' || pair.a === pair.b || pair.b.rail.bell === undefined) { t.skip('not a polled rail with a doorbell between two sides'); return; }
+      if (!must.polled || !must.bell) { t.skip('not a polled rail with a doorbell (by design)'); return; }
       const ep = pair.epAB();
       ep.sendCopy(AM_MSG, hdrOf(0), 8, null);
       await pair.b.until(() => pair.b.got.length === 1, 'first message (the ring is handed over)');
@@ -318,7 +371,7 @@ for (const R of RAILS) {
   test(`${R.name}: room freed without a ring, as the blocked sender went to sleep, still wakes it (the second look)`, async (t) => {
     const pair = await R.open(resolveParams({ tbsmRing: 65536, shmRing: 65536 }));
     try {
-      if (typeof pair.a.rail.sleep !== 'function' || pair.a === pair.b || pair.a.rail.bell === undefined) { t.skip('not a polled rail with a doorbell between two sides'); return; }
+      if (!must.polled || !must.bell) { t.skip('not a polled rail with a doorbell (by design)'); return; }
       const ep = await fillUntilBlocked(pair);
       const w = wokenWithin(1000);
       assert.equal(pair.a.rail.sleep(w.wake), true, 'blocked, and nothing to read: the sender may sleep');
@@ -333,7 +386,7 @@ for (const R of RAILS) {
   test(`${R.name}: a sender blocked on a full rail may sleep; the receiver wakes it when it frees room`, async (t) => {
     const pair = await R.open(resolveParams({ tbsmRing: 65536, shmRing: 65536 }));
     try {
-      if (typeof pair.a.rail.sleep !== 'function' || pair.a === pair.b) { t.skip('not a polled rail between two sides'); return; }
+      if (!must.polled) { t.skip('not a polled rail (by design)'); return; }
       const ep = await fillUntilBlocked(pair);
       const w = wokenWithin(5000);
       assert.equal(pair.a.rail.sleep(w.wake), true, 'blocked, and nothing to read: the sender may sleep');
@@ -351,7 +404,7 @@ for (const R of RAILS) {
       ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
       await pair.b.until(() => pair.b.got.length === 1, 'first message (the ring is handed over)');
       const ba = pair.epBA?.();
-      if (ba === undefined || typeof ba.peek !== 'function' || typeof ba.takePeeked !== 'function' || typeof ba.poll !== 'function') { t.skip('this rail\'s endpoints are not polled alone'); return; }
+      if (!must.peek) { t.skip('this rail\'s endpoints are not polled alone (by design)'); return; }
       const rx = { buf: null, view: null, hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null };
       assert.equal(ba.peek(rx), -1, 'nothing waits');
       assert.equal(ba.poll(), false);
@@ -393,7 +446,7 @@ for (const R of RAILS) {
       }
       await pair.b.until(() => pair.b.got.length === 1, 'first message');
       const ba = pair.epBA?.();
-      if (ba === undefined || typeof ba.peek !== 'function' || typeof pair.b.rail.settle !== 'function' || typeof pair.a.rail.sleep !== 'function') { t.skip('not a polled rail between two sides'); return; }
+      if (!must.polled || !must.peek) { t.skip('not a polled rail (by design)'); return; }
       pair.b.rail.settle(); // the first message's room is back
       const big = fill(8000, 2);
       let n = 1;
@@ -416,7 +469,7 @@ for (const R of RAILS) {
     const pair = await R.open(resolveParams());
     try {
       const rail = pair.a.rail;
-      if (typeof rail.reaches !== 'function') { t.skip('this rail reaches every peer it is given (no reaches)'); return; }
+      if (!must.reaches) { t.skip('this rail reaches every peer it is given (no reaches, by design)'); return; }
       for (const bad of ['', 'garbage', '{"host":1}']) assert.equal(rail.reaches(bad), false, `address ${JSON.stringify(bad)}`);
       // shm is for other processes: a peer in this process goes over tbsm.
       const inProcess = R.name !== 'shm';
@@ -556,7 +609,7 @@ for (const R of RAILS) {
       } finally { await pair.close(); }
     });
 
-    test('shm: a peer whose process is gone fails within seconds', async () => {
+    test('shm: a peer whose process is gone fails within a second', async () => {
       const params = resolveParams();
       const pair = await R.open(params);
       try {
@@ -569,7 +622,9 @@ for (const R of RAILS) {
         ep.sendCopy(AM_MSG, hdrOf(0), 8, null);
         const t0 = Date.now();
         await pair.a.until(() => pair.a.failed.length === 1, 'the dead peer fails', 5000);
-        assert.ok(Date.now() - t0 < 3000);
+        // README: a rank whose process vanished fails the requests on it within a second.
+        const ms = Date.now() - t0;
+        assert.ok(ms < within(PEER_GONE_MS), `took ${ms} ms, README promises ${PEER_GONE_MS} (+${MARGIN_MS} margin)`);
         assert.match(pair.a.messages[0], new RegExp(`process ${pid} is gone`));
       } finally { await pair.close(); }
     });
@@ -728,7 +783,10 @@ test('udp: a peer that goes silent fails its endpoint with ERR_PEER_FAILED after
     assert.equal(pair.a.failed[0].code, 'ERR_PEER_FAILED');
     assert.equal(pair.a.failed[0].graceful, false);
     assert.match(pair.a.messages[0], /no sign of life for 1 s/);
-    assert.ok(Date.now() - t0 >= 900, 'not before the timeout');
+    const ms = Date.now() - t0;
+    assert.ok(ms >= 900, 'not before the timeout');
+    // b's silence began before t0: RAILCOMM_UDP_PEER_TIMEOUT (1 s) after it at the latest, plus the margin.
+    assert.ok(ms < within(1000), `failed after ${ms} ms, RAILCOMM_UDP_PEER_TIMEOUT is 1 s (+${MARGIN_MS} ms margin)`);
   } finally { await pair.a.rail.close(); }
 });
 
@@ -754,7 +812,9 @@ test('udp keepalive: a peer this rank waits on is probed while silent, answers w
     assert.equal(pair.a.failed[0].code, 'ERR_PEER_FAILED');
     assert.match(pair.a.messages[0], /keepalive probes went unanswered/);
     assert.equal(pair.a.rail.openPeers, 0, 'a failed peer no longer shares the receive budget (its credit went back to the others)');
-    assert.ok(Date.now() - t0 >= 600, 'not long before the timeout');
+    const ms = Date.now() - t0;
+    assert.ok(ms >= 600, 'not long before the timeout');
+    assert.ok(ms < within(1000), `failed after ${ms} ms, RAILCOMM_UDP_PEER_TIMEOUT is 1 s (+${MARGIN_MS} ms margin)`);
   } finally { await pair.a.rail.close(); }
 });
 
@@ -797,7 +857,8 @@ test('udp: malformed, foreign, corrupt and unknown-peer datagrams are counted an
 });
 
 test('udp: under injected faults (drop, dup, reorder, corrupt) every message arrives once, in order, intact', async () => {
-  const pair = await udpRail.open(resolveParams({ udpFaults: 'drop=0.05,dup=0.05,reorder=0.1,corrupt=0.01' }));
+  // corrupt=0.02: some 700 datagrams make about 14 corrupt ones (none at all: e^-14).
+  const pair = await udpRail.open(resolveParams({ udpFaults: 'drop=0.05,dup=0.05,reorder=0.1,corrupt=0.02' }));
   try {
     const ab = pair.epAB();
     const sizes = [0, 8, 700, 1400, 9000, 70000, 200000];
@@ -814,10 +875,16 @@ test('udp: under injected faults (drop, dup, reorder, corrupt) every message arr
       assert.equal(m.hdr.readUInt32LE(0), k, 'order');
       assert.deepEqual(new Uint8Array(m.payload), fill(sizes[k % sizes.length], k));
     });
+    // A datagram (a reordered one held 2 ms, an ACK) may still be on its way: let it land before counting.
+    await new Promise((r) => setTimeout(r, 50));
     const ca = pair.a.rail.counters.snapshot();
     const cb = pair.b.rail.counters.snapshot();
     assert.ok(ca.faultDrops > 0 && ca.retransmits > 0, 'faults were injected and repaired');
-    assert.ok(cb.dropCorrupt + ca.dropCorrupt >= 0);
+    // Corrupted datagrams (one flipped bit each) were injected and the checksum caught them. (That every
+    // flip is caught is udp-wire.test.mjs's, bit by bit: a flip in the type byte, outside the checksum, is not.)
+    const corrupted = ca.faultCorrupts + cb.faultCorrupts;
+    assert.ok(corrupted > 0, 'corrupt datagrams were injected');
+    assert.ok(ca.dropCorrupt + cb.dropCorrupt > 0, `the checksum caught corrupt datagrams: ${JSON.stringify({ corrupted, a: ca.dropCorrupt, b: cb.dropCorrupt })}`);
     assert.deepEqual(pair.b.failed, []);
   } finally { await pair.close(); }
 });

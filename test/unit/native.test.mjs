@@ -1,21 +1,23 @@
 // The native addon (native/): shared-memory segments, the futex doorbell
 // across processes, CMA reads, CRC32C, and the collectives' reductions and
-// copies. Skipped, saying why, when the addon did not build.
+// copies. Skipped, saying why, when the addon did not build (under CI=true,
+// failed: helpers/requires.mjs).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { randomFillSync } from 'node:crypto';
-import { loadNative, nativeWhy, removeJobSegments, shmJobPrefix, TYPE_CODES, OP_CODES } from '../../dist/native/addon.js';
+import { loadNative, removeJobSegments, shmJobPrefix, TYPE_CODES, OP_CODES } from '../../dist/native/addon.js';
+import { need, needAddon } from '../helpers/requires.mjs';
 
 const native = loadNative();
-const skip = native === null ? `native addon unavailable: ${nativeWhy()}` : false;
+const addon = needAddon();
 const JOB = 4242;
 const name = (s) => `${shmJobPrefix(JOB)}${s}`;
 const ADDON = new URL('../../dist/native/addon.js', import.meta.url).href;
 
-test('shmCreate / shmOpen / shmUnlink: shared, zero-filled, exclusive, gone when unlinked', { skip }, () => {
+test('shmCreate / shmOpen / shmUnlink: shared, zero-filled, exclusive, gone when unlinked', addon, () => {
   const a = native.shmCreate(name('t1'), 8192);
   try {
     assert.ok(a instanceof SharedArrayBuffer);
@@ -36,16 +38,16 @@ test('shmCreate / shmOpen / shmUnlink: shared, zero-filled, exclusive, gone when
   } finally { native.shmUnlink(name('t1')); }
 });
 
-test('shmCreate: a full /dev/shm is ERR_NO_RAIL at creation, not a SIGBUS later (1 MiB tmpfs in a mount namespace)', { skip }, (t) => {
+test('shmCreate: a full /dev/shm is ERR_NO_RAIL at creation, not a SIGBUS later (1 MiB tmpfs in a mount namespace)', addon, (t) => {
   const probe = spawnSync('unshare', ['-m', 'true']);
-  if (probe.status !== 0) { t.skip('cannot make a mount namespace here (unshare -m)'); return; }
+  if (need('mountns', probe.status !== 0 ? 'unshare -m was refused' : null).skipped(t)) return;
   const js = `import(${JSON.stringify(ADDON)}).then((m) => { try { m.loadNative().shmCreate('railcomm-1-x', 4 << 20); console.log('created'); } catch (e) { console.log(e.code); } })`;
   const r = spawnSync('unshare', ['-m', 'sh', '-c', `mount -t tmpfs -o size=1m tmpfs /dev/shm && exec "${process.execPath}" -e "$0"`, js], { encoding: 'utf8' });
-  if (r.status !== 0 && /mount/.test(r.stderr)) { t.skip(`cannot mount a tmpfs: ${r.stderr.trim()}`); return; }
+  if (need('mountns', r.status !== 0 && /mount/.test(r.stderr) ? `cannot mount a tmpfs: ${r.stderr.trim()}` : null).skipped(t)) return;
   assert.equal(r.stdout.trim(), 'ERR_NO_RAIL', r.stderr);
 });
 
-test('doorbell: another process rings a futex word and this one wakes, without keeping the loop alive', { skip }, async () => {
+test('doorbell: another process rings a futex word and this one wakes, without keeping the loop alive', addon, async () => {
   const sab = native.shmCreate(name('bell'), 4096);
   try {
     const w = new Int32Array(sab);
@@ -80,7 +82,7 @@ test('doorbell: another process rings a futex word and this one wakes, without k
   assert.equal(r.stdout.trim(), 'armed');
 });
 
-test('CMA: read another process\'s buffer in one copy; a dead pid answers -ESRCH', { skip }, async () => {
+test('CMA: read another process\'s buffer in one copy; a dead pid answers -ESRCH', addon, async () => {
   const child = spawn(process.execPath, ['-e', `
     const b = Buffer.alloc(1 << 20); for (let i = 0; i < b.length; i++) b[i] = (i * 7) & 255;
     const n = require(${JSON.stringify(new URL('../../native/build/Release/railcomm_native.node', import.meta.url).pathname)});
@@ -97,7 +99,7 @@ test('CMA: read another process\'s buffer in one copy; a dead pid answers -ESRCH
   assert.equal(native.cmaRead(child.pid, 4096n, new Uint8Array(8)), -3);
 });
 
-test('memRead / memWrite: copy to and from an address in this process; an unmapped range is -EFAULT, not a crash', { skip }, () => {
+test('memRead / memWrite: copy to and from an address in this process; an unmapped range is -EFAULT, not a crash', addon, () => {
   const src = new Uint8Array(1 << 20).map((_, i) => (i * 7) & 255);
   const dst = new Uint8Array(1 << 20);
   assert.equal(native.memRead(native.addressOf(src), dst), src.length);
@@ -112,7 +114,7 @@ test('memRead / memWrite: copy to and from an address in this process; an unmapp
   assert.equal(native.memRead(native.addressOf(src), new Uint8Array(0)), 0);
 });
 
-test('crc32c: the Castagnoli check value, chaining, and agreement with a bitwise reference', { skip }, () => {
+test('crc32c: the Castagnoli check value, chaining, and agreement with a bitwise reference', addon, () => {
   assert.equal(native.crc32c(Buffer.from('123456789')), 0xe3069283);
   const data = Buffer.from(Array.from({ length: 1000 }, (_, i) => (i * 13) & 255));
   assert.equal(native.crc32c(data.subarray(300), native.crc32c(data.subarray(0, 300))), native.crc32c(data));
@@ -121,7 +123,7 @@ test('crc32c: the Castagnoli check value, chaining, and agreement with a bitwise
   assert.equal(native.crc32c(data), (~c) >>> 0);
 });
 
-test('crc32c: lengths around the interleaved blocks (3 x 256 B, 3 x 4 KiB) and crc32cRange agree with the bitwise reference', { skip }, () => {
+test('crc32c: lengths around the interleaved blocks (3 x 256 B, 3 x 4 KiB) and crc32cRange agree with the bitwise reference', addon, () => {
   const ref = (b) => {
     let c = ~0 >>> 0;
     for (const x of b) { c ^= x; for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1; }
@@ -138,7 +140,7 @@ test('crc32c: lengths around the interleaved blocks (3 x 256 B, 3 x 4 KiB) and c
   assert.throws(() => native.crc32cRange(data, 69990, 11), TypeError);
 });
 
-test('udpSendBatch: one sendmmsg delivers each buffer\'s first bytes to its own address and port, in order', { skip }, async () => {
+test('udpSendBatch: one sendmmsg delivers each buffer\'s first bytes to its own address and port, in order', addon, async () => {
   const dgram = await import('node:dgram');
   const bound = (s) => new Promise((r) => s.bind(0, '127.0.0.1', () => r(s.address().port)));
   const rx1 = dgram.createSocket('udp4'), rx2 = dgram.createSocket('udp4'), tx = dgram.createSocket('udp4');
@@ -167,7 +169,7 @@ test('udpSendBatch: one sendmmsg delivers each buffer\'s first bytes to its own 
   }
 });
 
-test('removeJobSegments removes exactly one job\'s leftovers', { skip }, () => {
+test('removeJobSegments removes exactly one job\'s leftovers', addon, () => {
   native.shmCreate(name('left1'), 4096);
   native.shmCreate(name('left2'), 4096);
   const other = `${shmJobPrefix(JOB + 1)}keep`;
@@ -178,7 +180,7 @@ test('removeJobSegments removes exactly one job\'s leftovers', { skip }, () => {
   } finally { native.shmUnlink(other); }
 });
 
-test('reduce: the same bits as JavaScript on random operands (NaN op NaN aside), pairs it lacks answer false; copy', { skip }, () => {
+test('reduce: the same bits as JavaScript on random operands (NaN op NaN aside), pairs it lacks answer false; copy', addon, () => {
   const F = {
     sum: (u, v) => u + v, prod: (u, v) => u * v,
     min: (u, v) => (v < u || v !== v ? v : u), max: (u, v) => (v > u || v !== v ? v : u),
@@ -234,7 +236,7 @@ test('reduce: the same bits as JavaScript on random operands (NaN op NaN aside),
 
 const big = (T) => T === BigInt64Array || T === BigUint64Array;
 
-test('futexWait: returns at once when the word differs, after the timeout when nobody rings', { skip }, () => {
+test('futexWait: returns at once when the word differs, after the timeout when nobody rings', addon, () => {
   const sab = new SharedArrayBuffer(64);
   Atomics.store(new Int32Array(sab), 4, 7);
   let t0 = performance.now();
