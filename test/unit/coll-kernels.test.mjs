@@ -1,9 +1,11 @@
-// The collectives' element kernels against plain references: every type and
-// op on random data, and 32-bit products that overflow a double's mantissa.
+// The collectives' element kernels at the lengths the 8-way unrolling splits
+// (every type and op, against the model in test/helpers/reduce-model.mjs), and
+// 32-bit products that overflow a double's mantissa.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { kernel } from '../../dist/native/kernels.js';
+import { TYPES, OPS, defined, combine, isBig } from '../helpers/reduce-model.mjs';
 
 test('32-bit integer products wrap as the element does, also past 2^53', () => {
   for (const C of [Int32Array, Uint32Array]) {
@@ -11,28 +13,23 @@ test('32-bit integer products wrap as the element does, also past 2^53', () => {
     const b = C.from([987654321, 123456789, 2 ** 31 - 1, 2 ** 31 - 1, 65537, 5]);
     const out = new C(a.length);
     kernel('prod', a)(out, 0, a, 0, b, 0, a.length);
-    const want = C.from([...a].map((x, i) => Math.imul(x, b[i])));
-    assert.deepEqual(out, want, C.name);
+    assert.deepEqual(out, combine(C, 'prod', a, b), C.name);
   }
 });
 
-test('every kernel equals the element-wise reference, with offsets, for lengths around the unrolling', () => {
-  const ref = {
-    sum: (u, v) => u + v, prod: (u, v) => u * v, min: (u, v) => (v < u ? v : u), max: (u, v) => (v > u ? v : u),
-    band: (u, v) => u & v, bor: (u, v) => u | v, bxor: (u, v) => u ^ v,
-    land: (u, v) => (u && v ? 1 : 0), lor: (u, v) => (u || v ? 1 : 0),
-  };
-  for (const C of [Int8Array, Uint8Array, Int16Array, Uint16Array, Float32Array, Float64Array]) {
-    for (const op of Object.keys(ref)) {
-      if ((C === Float32Array || C === Float64Array) && ['band', 'bor', 'bxor'].includes(op)) continue;
-      for (const n of [0, 1, 7, 8, 9, 17]) {
-        const a = C.from({ length: n + 3 }, (_, i) => ((i * 37 + 11) % 23) - 5);
-        const b = C.from({ length: n + 2 }, (_, i) => ((i * 17 + 3) % 19) - 4);
-        const out = new C(n + 1);
+test('every kernel equals the model (test/helpers/reduce-model.mjs), with offsets, for lengths around the unrolling', () => {
+  for (const T of TYPES) {
+    for (const op of OPS) {
+      if (!defined(T, op)) continue;
+      for (const n of [0, 1, 7, 8, 9, 15, 16, 17]) {
+        const val = (x) => (isBig(T) ? BigInt(x) : x);
+        const a = T.from({ length: n + 3 }, (_, i) => val(((i * 37 + 11) % 23) - 5));
+        const b = T.from({ length: n + 2 }, (_, i) => val(((i * 17 + 3) % 19) - 4));
+        const out = new T(n + 1);
         kernel(op, a)(out, 1, a, 3, b, 2, n);
-        const want = new C(n + 1);
-        for (let i = 0; i < n; i++) want[1 + i] = ref[op](a[3 + i], b[2 + i]);
-        assert.deepEqual(out, want, `${C.name} ${op} n=${n}`);
+        const want = new T(n + 1);
+        want.set(combine(T, op, a.subarray(3, 3 + n), b.subarray(2, 2 + n)), 1);
+        assert.deepEqual(out, want, `${T.name} ${op} n=${n}`);
       }
     }
   }
