@@ -24,8 +24,12 @@ const failed = await runCases(comm, [
       const c = process.cpuUsage(c0);
       const ms = (c.user + c.system) / 1000;
       console.log(`IDLE rank ${rank} waited ${Date.now() - t0} ms, cpu ${ms.toFixed(1)} ms`);
-      // Per process: thread ranks share one, so its CPU is every thread's.
-      assert.ok(ms < 200, `${ms} ms of CPU while waiting 2 s`);
+      // Per process: thread ranks share one, so its CPU is every thread's (16
+      // waiting threads measured 25-80 ms); a process rank alone measured 5 ms.
+      // Oversubscribed ranks never spin (the normal path, which spins first, is
+      // test/integration/idle-cpu.test.mjs).
+      const bound = Number(process.env.RAILCOMM_THREADS ?? 1) > 1 ? 200 : 60;
+      assert.ok(ms < bound, `${ms} ms of CPU while waiting 2 s (bound ${bound} ms)`);
     }
   }],
   ['ring, 8 B to 1 MiB', async () => {
