@@ -2,7 +2,6 @@
 // write batch exactly; probes and object receives from a rank that finalized;
 // receives still posted at finalize fail with ERR_FINALIZED.
 import { init, ANY_SOURCE } from '../../dist/index.js';
-import assert from 'node:assert/strict';
 
 const comm = await init();
 const out = [];
@@ -32,6 +31,5 @@ if (comm.rank === 1) {
   await comm.finalize();
   try { await pending.wait(); out.push('pending receive at finalize: resolved (wrong)'); } catch (e) { out.push(`pending receive at finalize: ${e.code}`); }
   out.push(`pending probe at finalize: ${await probe}`);
-  assert.ok(true);
 }
 for (const l of out) console.log(`RESULT ${l}`);

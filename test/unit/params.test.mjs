@@ -3,6 +3,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { PARAMS, resolveParams, envName, describeParams } from '../../dist/core/params.js';
 import { parseSize, asBytes, isDetached } from '../../dist/core/bytes.js';
@@ -21,15 +22,54 @@ function throwsInvalid(fn, re) {
 
 // ---- resolveParams ---------------------------------------------------------
 
-test('resolveParams: every parameter gets its default with no options and an empty environment', () => {
+/**
+ * Every parameter's default, written out here (README's Parameters table where
+ * it lists one; 0 and '' mean "decided at run time": the layout, the device's
+ * MTU, each ring rail's crossover). A default that changes must change here and
+ * in README, on purpose.
+ */
+const DEFAULTS = {
+  rails: '', tcpDevices: '', tcpPort: 0,
+  eagerLimit: 16384, rndvThreshold: 65536, rndvChunk: 1 << 20, eagerCredits: 4 << 20,
+  tcpMaxFrame: 4 << 20, tcpRecvBuffer: 256 << 10, tcpSendHighWater: 16 << 20,
+  connectTimeout: 30000, handshakeTimeout: 10000,
+  udpMtu: 0, udpTinyMtu: 768, udpWindow: 4096, udpRtoMs: 100, udpAckDelay: 1, udpPeerTimeout: 300, udpFaults: '', udpChecksum: true, udpSocketBuffer: 4 << 20,
+  spinUs: 1000, hangTimeout: 0,
+  tbsmRing: 1 << 20, shmRing: 1 << 20, shmRndvThreshold: 0, shmSingleCopy: true,
+  collAllreduceRing: 256 << 10, collAllgatherRing: 64 << 10, collGatherBinomial: 4 << 10, collAlltoallPairwise: 32 << 10,
+  collSharedMax: 1 << 20, collSpinUs: 20000, collSharedSplit: 32 << 10, collSharedSlot: 256 << 10,
+  log: 'warn', protoInfo: false, stats: false, statsFormat: 'table',
+};
+
+test('resolveParams: every parameter gets the default written out here with no options and an empty environment', () => {
   const p = resolveParams({}, {});
-  for (const [key, spec] of Object.entries(PARAMS)) assert.equal(p[key], spec.def, key);
-  assert.equal(p.eagerLimit, 16384);
-  assert.equal(p.rndvThreshold, 65536);
-  assert.equal(p.log, 'warn');
-  assert.equal(p.protoInfo, false);
-  assert.equal(p.rails, '');
-  assert.deepEqual(Object.keys(p).sort(), Object.keys(PARAMS).sort());
+  assert.deepEqual(Object.keys(p).sort(), Object.keys(DEFAULTS).sort(), 'the parameters, no more and no fewer');
+  for (const [key, want] of Object.entries(DEFAULTS)) assert.equal(p[key], want, key);
+});
+
+test("README's Parameters table gives the same defaults and names only parameters that exist", () => {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const rows = [...readme.matchAll(/^\| `(RAILCOMM_[A-Z0-9_]+)` \| ([^|]+) \|/gm)].map((m) => [m[1], m[2].trim()]);
+  assert.ok(rows.length >= 30, `README's table has ${rows.length} rows`);
+  // Read by railcomm run or the rings themselves, not through resolveParams.
+  const elsewhere = new Set(['RAILCOMM_NODE_FLAGS', 'RAILCOMM_HOST_CPUS', 'RAILCOMM_PLAIN_SYNC']);
+  const byEnv = new Map(Object.keys(DEFAULTS).map((k) => [envName(k), k]));
+  const text = (t) => {
+    const size = /^(\d+) (KiB|MiB)$/.exec(t);
+    if (size) return Number(size[1]) * (size[2] === 'KiB' ? 1024 : 1 << 20);
+    if (/^\d+( \(off\))?$/.test(t)) return Number.parseInt(t, 10);
+    if (t === '(layout)' || t === '(none)' || t === 'lo on one host') return '';
+    if (t === 'device MTU - 28') return 0;
+    return t;
+  };
+  for (const [env, shown] of rows) {
+    if (elsewhere.has(env)) continue;
+    const key = byEnv.get(env);
+    assert.ok(key !== undefined, `README lists ${env}, which is no parameter`);
+    const want = DEFAULTS[key];
+    const got = text(shown);
+    assert.equal(typeof want === 'boolean' ? got === 1 : got, want, `${env}: README says '${shown}'`);
+  }
 });
 
 test('resolveParams: options beat the environment, which beats the default', () => {
@@ -51,7 +91,7 @@ test('resolveParams: precedence for any combination of option / environment / de
     (opt, envText) => {
       const env = envText === undefined ? {} : { RAILCOMM_EAGER_LIMIT: envText };
       const options = opt === undefined ? {} : { eagerLimit: opt };
-      const want = opt !== undefined ? opt : envText !== undefined && envText !== '' ? Number(envText) : PARAMS.eagerLimit.def;
+      const want = opt !== undefined ? opt : envText !== undefined && envText !== '' ? Number(envText) : DEFAULTS.eagerLimit;
       assert.equal(resolveParams(options, env).eagerLimit, want);
     },
   ), { numRuns: 200 });

@@ -59,6 +59,57 @@ test('udp checksum: any single flipped bit is caught, at any alignment', () => {
   }));
 });
 
+/** Sealed datagrams of each shape, both checksum kinds: an ACK, a FRAG of 88 bytes (a handshake's length), a CHUNK. */
+async function sealedDatagrams() {
+  const { markCrcSum } = await import('../../dist/rail/udp/wire.js');
+  const { datagramSum } = await import('../../dist/rail/udp/checksum.js');
+  const out = [];
+  for (const crc of [false, true]) {
+    const ack = Buffer.alloc(ACK_BYTES); encodeAck(new DataView(ack.buffer), 5, 1000, 4096, true, 1003, T_ACK);
+    const frag = Buffer.alloc(88); { const v = new DataView(frag.buffer); encodeCommon(v, T_FRAG, 7, 9); encodeFrag(v, 3, 0, 8, 88 - FRAG_BYTES - 8); }
+    const chunk = Buffer.alloc(CHUNK_BYTES + 100); { const v = new DataView(chunk.buffer); encodeCommon(v, T_CHUNK, 7, 10); encodeChunk(v, 3, 0, 8, 5000, 77, 0); }
+    for (const [name, b] of [['ACK', ack], ['FRAG', frag], ['CHUNK', chunk]]) {
+      const v = new DataView(b.buffer, b.byteOffset, b.length);
+      if (crc) markCrcSum(v);
+      setSum(v, datagramSum(v, b, b.length));
+      out.push({ name: `${name}${crc ? ' (CRC32C)' : ''}`, b });
+    }
+  }
+  return { out, accepts: (b) => { const v = new DataView(b.buffer, b.byteOffset, b.length); return checkDatagram(v, b.length, datagramSum(v, b, b.length), 64, 1 << 20) === Bad.OK; } };
+}
+
+/** The (byte, bit) flips of b that checkDatagram still accepts, among the bytes `where` selects. */
+function acceptedFlips(b, accepts, where) {
+  const missed = [];
+  for (let i = 0; i < b.length; i++) {
+    if (!where(i)) continue;
+    for (let bit = 0; bit < 8; bit++) {
+      const c = Buffer.from(b);
+      c[i] ^= 1 << bit;
+      if (accepts(c)) missed.push(`byte ${i} bit ${bit}`);
+    }
+  }
+  return missed;
+}
+
+test('udp wire: a datagram with any one bit flipped outside its type byte is refused (ACK, FRAG, CHUNK; both checksum kinds)', async () => {
+  const { out, accepts } = await sealedDatagrams();
+  for (const { name, b } of out) {
+    assert.equal(accepts(b), true, `${name} as sealed`);
+    assert.deepEqual(acceptedFlips(b, accepts, (i) => i !== 3), [], name);
+  }
+});
+
+// Byte 3 (type and checksum-kind bits) lies outside the checksum (bytes 8..end): a flipped
+// bit 2 turns an ACK (3) into a PROBE (7), both valid 24-byte datagrams, and a FRAG (1) of
+// 88 bytes into a CHALLENGE (5); bit 7 (header-only sum) changes nothing the sum covers in a
+// datagram of at most 40 bytes. Reported; fixing it changes the wire format.
+test('udp wire: a flipped bit in the type byte is refused too', { todo: 'the type byte is outside the checksum (ACK -> PROBE, 88-byte FRAG -> CHALLENGE pass checkDatagram)' }, async () => {
+  const { out, accepts } = await sealedDatagrams();
+  const missed = out.flatMap(({ name, b }) => acceptedFlips(b, accepts, (i) => i === 3).map((f) => `${name}: ${f}`));
+  assert.deepEqual(missed, []);
+});
+
 test('udp wire: handshakes round-trip', () => {
   const b = Buffer.alloc(HS_BYTES);
   const h = { type: T_HELLO, jobId: 9, token: 0xfeedbeef, from: (9n << 32n) | 1n, to: 9n << 32n, nonce: Buffer.alloc(16, 7), dataPort: 4000, prioPort: 4001, credit: 123456, mac: Buffer.alloc(32, 3) };
@@ -103,13 +154,53 @@ test('udp wire: ACK and PROBE (an ACK that asks for one back) are ACK_BYTES long
   }
 });
 
-test('udp checksum: read through the datagram\'s DataView (the receive path) it equals the word-array and byte-wise sums, at any alignment', () => {
+/**
+ * The word-wise checksum as checksum.ts describes it, written here without its
+ * code: two running 32-bit sums over the bytes read as little-endian int32
+ * words (a starts at the length; b adds a after every word), the bytes past
+ * the last whole word added one at a time, then both mixed through the
+ * multiply-xorshift finalizer.
+ */
+function referenceSum(bytes, off, len) {
+  const copy = Uint8Array.from(bytes.subarray(off, off + len)); // aligned, its own buffer
+  const dv = new DataView(copy.buffer);
+  let a = len | 0, b = 0, i = 0;
+  for (; i + 4 <= len; i += 4) { a = (a + dv.getInt32(i, true)) | 0; b = (b + a) | 0; }
+  for (; i < len; i++) { a = (a + copy[i]) | 0; b = (b + a) | 0; }
+  let h = Math.imul(a ^ (a >>> 16), 0x85ebca6b);
+  h ^= Math.imul(b ^ (b >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+test('udp checksum: the reference written from its description, through every read path (DataView, reused words, bytes), at any alignment', () => {
   fc.assert(fc.property(fc.uint8Array({ minLength: 0, maxLength: 300 }), fc.integer({ min: 0, max: 7 }), (data, skew) => {
     const carrier = new Uint8Array(data.length + 8);
     carrier.set(data, skew);
     const bytes = carrier.subarray(skew, skew + data.length);
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
     const off = Math.min(8, data.length);
-    assert.equal(checksum(bytes, off, data.length - off, undefined, view), checksum(bytes, off, data.length - off));
+    const want = referenceSum(bytes, off, data.length - off);
+    assert.equal(checksum(bytes, off, data.length - off, undefined, view), want, 'the receive path (DataView)');
+    assert.equal(checksum(bytes, off, data.length - off), want, 'word array or bytes, by alignment');
+    if ((bytes.byteOffset & 3) === 0) {
+      const words = new Int32Array(bytes.buffer, bytes.byteOffset, bytes.length >> 2);
+      assert.equal(checksum(bytes, off, data.length - off, words), want, 'the sender\'s reused word view');
+    }
   }));
+});
+
+/** The word-wise sum of '123456789', of nothing, of bytes 0..63, of bytes 8..44 (changing these breaks mixed jobs). */
+const PINNED = ['9f7236e1', '0', '29e9a02f', '6dade840'];
+
+test('udp checksum and CRC32C: pinned values (the wire format: peers of two builds must agree)', async () => {
+  const { crc32cTable } = await import('../../dist/rail/udp/checksum.js');
+  const nine = Buffer.from('123456789');
+  assert.equal(crc32cTable(nine, 0, 9), 0xe3069283, 'CRC32C check value (RFC 3720)');
+  assert.equal(crc32cTable(new Uint8Array(32), 0, 32), 0x8a9136aa, 'CRC32C of 32 zero bytes (RFC 3720 B.4)');
+  assert.equal(crc32cTable(new Uint8Array(32).fill(0xff), 0, 32), 0x62a8ab43, 'CRC32C of 32 0xff bytes (RFC 3720 B.4)');
+  const inc = Uint8Array.from({ length: 64 }, (_, i) => i);
+  for (const [bytes, off, len] of [[nine, 0, 9], [nine, 0, 0], [inc, 0, 64], [inc, 8, 37]]) {
+    assert.equal(checksum(bytes, off, len), referenceSum(bytes, off, len));
+  }
+  assert.deepEqual([checksum(nine, 0, 9), checksum(nine, 0, 0), checksum(inc, 0, 64), checksum(inc, 8, 37)].map((x) => x.toString(16)), PINNED);
 });
