@@ -19,7 +19,20 @@ export function checkRank(r: unknown, size: number, what: string, allowAny: bool
 }
 
 function badRank(r: unknown, size: number, what: string, allowAny: boolean, suffix: string): never {
-  throw new RailcommError(ErrorCode.RANK, `${what}${suffix} ${String(r)} is not a rank of this communicator (0..${size - 1}${allowAny ? ' or ANY_SOURCE' : ''})`);
+  const range = `0..${size - 1}${allowAny ? ' or ANY_SOURCE' : ''}`;
+  if (typeof r !== 'number' || !Number.isInteger(r)) throw new RailcommError(ErrorCode.RANK, `${what}${suffix} ${kindOf(r)}; pass a rank as an integer (${range})`);
+  throw new RailcommError(ErrorCode.RANK, `${what}${suffix} ${r} is not a rank of this communicator (${range})`);
+}
+
+/**
+ * What a value that should have been an integer is, for error messages:
+ * "'1' is a string, not an integer", "1.5 is not an integer".
+ */
+export function kindOf(v: unknown): string {
+  if (typeof v === 'string') return `'${v}' is a string, not an integer`;
+  if (typeof v === 'number') return `${v} is not an integer`;
+  if (typeof v === 'bigint') return `${v}n is a bigint, not a number`;
+  return `${v === null ? 'null' : v === undefined ? 'undefined' : describe(v)} is not an integer`;
 }
 
 export function checkTag(t: unknown, allowAny: boolean): number {
@@ -28,7 +41,9 @@ export function checkTag(t: unknown, allowAny: boolean): number {
 }
 
 function badTag(t: unknown, allowAny: boolean): never {
-  throw new RailcommError(ErrorCode.TAG, `tag ${String(t)} is not an integer in 0..${TAG_MAX}${allowAny ? ' or ANY_TAG' : ''}`);
+  const range = `0..${TAG_MAX}${allowAny ? ' or ANY_TAG' : ''}`;
+  if (typeof t !== 'number' || !Number.isInteger(t)) throw new RailcommError(ErrorCode.TAG, `tag ${kindOf(t)}; pass a tag as an integer (${range})`);
+  throw new RailcommError(ErrorCode.TAG, `tag ${t} is not an integer in ${range}`);
 }
 
 export function checkSignal(opts: unknown): AbortSignal | null {

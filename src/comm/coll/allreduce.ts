@@ -6,10 +6,10 @@
 // so every rank ends with the same bits.
 
 import { bytesOf, displacements, mod, sendrecv, type CollComm } from './engine.js';
-import { reduceInto, type Op, type ReduceArray } from './ops.js';
+import { reduceInto, type ReduceOp, type ReduceArray } from './ops.js';
 import { ringAllgatherv } from './allgather.js';
 
-export async function allreduceRecursiveDoubling(c: CollComm, send: ReduceArray, recv: ReduceArray, op: Op): Promise<void> {
+export async function allreduceRecursiveDoubling(c: CollComm, send: ReduceArray, recv: ReduceArray, op: ReduceOp): Promise<void> {
   const p = c.size, r = c.rank, n = send.length;
   let acc = c.scratch.take(send, n);
   acc.set(send as never);
@@ -56,7 +56,7 @@ export async function allreduceRecursiveDoubling(c: CollComm, send: ReduceArray,
  * block r (displacement disp[r]) on rank r holds the reduction over all ranks.
  * acc starts as this rank's contribution and is reduced in place.
  */
-export async function ringReduceScatter(c: CollComm, acc: ReduceArray, counts: readonly number[], op: Op): Promise<void> {
+export async function ringReduceScatter(c: CollComm, acc: ReduceArray, counts: readonly number[], op: ReduceOp): Promise<void> {
   const p = c.size, r = c.rank;
   if (p === 1) return;
   const disp = displacements(counts);
@@ -73,7 +73,7 @@ export async function ringReduceScatter(c: CollComm, acc: ReduceArray, counts: r
   c.scratch.give(tmp);
 }
 
-export async function allreduceRing(c: CollComm, send: ReduceArray, recv: ReduceArray, op: Op): Promise<void> {
+export async function allreduceRing(c: CollComm, send: ReduceArray, recv: ReduceArray, op: ReduceOp): Promise<void> {
   const p = c.size, n = send.length;
   const counts = Array.from({ length: p }, (_, i) => Math.floor(n / p) + (i < n % p ? 1 : 0));
   recv.set(send as never);
@@ -82,11 +82,27 @@ export async function allreduceRing(c: CollComm, send: ReduceArray, recv: Reduce
 }
 
 /** reduceScatter(send, recv, counts, op): rank r receives counts[r] elements of the reduction. */
-export async function reduceScatterRing(c: CollComm, send: ReduceArray, recv: ReduceArray, counts: readonly number[], op: Op): Promise<void> {
+export async function reduceScatterRing(c: CollComm, send: ReduceArray, recv: ReduceArray, counts: readonly number[], op: ReduceOp): Promise<void> {
   const acc = c.scratch.take(send, send.length);
   acc.set(send as never);
   await ringReduceScatter(c, acc, counts, op);
   const d = displacements(counts)[c.rank]!;
   recv.set(acc.subarray(d, d + counts[c.rank]!) as never);
   c.scratch.give(acc);
+}
+
+/**
+ * reduceScatter for an op that is not commutative: the ring combines blocks
+ * starting at different ranks, so reduce the whole vector in rank order
+ * (recursive doubling) and keep this rank's block.
+ */
+export async function reduceScatterRankOrder(c: CollComm, send: ReduceArray, recv: ReduceArray, counts: readonly number[], op: ReduceOp): Promise<void> {
+  const acc = c.scratch.take(send, send.length);
+  try {
+    await allreduceRecursiveDoubling(c, send, acc, op);
+    const d = displacements(counts)[c.rank]!;
+    recv.set(acc.subarray(d, d + counts[c.rank]!) as never);
+  } finally {
+    c.scratch.give(acc);
+  }
 }

@@ -3,9 +3,9 @@
 // and passes the new prefix on. p-1 rounds; results match a sequential loop.
 
 import { bytesOf, type CollComm } from './engine.js';
-import { reduceInto, type Op, type ReduceArray } from './ops.js';
+import { reduceInto, type ReduceOp, type ReduceArray } from './ops.js';
 
-export async function scanChain(c: CollComm, send: ReduceArray, recv: ReduceArray, op: Op, exclusive: boolean): Promise<void> {
+export async function scanChain(c: CollComm, send: ReduceArray, recv: ReduceArray, op: ReduceOp, exclusive: boolean): Promise<void> {
   const r = c.rank, p = c.size, n = send.length;
   const prefix = c.scratch.take(send, n);
   if (r > 0) {

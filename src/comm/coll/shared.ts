@@ -11,8 +11,8 @@
 // copied by the others: every rank gets the same bits.
 
 import { RailcommError, ErrorCode } from '../../core/errors.js';
-import { builtInOf, type Op, type ReduceArray } from './ops.js';
-import { copyInto, kernel, type Kernel } from '../../native/kernels.js';
+import { builtInOf, kernelOf, type ReduceOp, type ReduceArray } from './ops.js';
+import { copyInto, type Kernel } from '../../native/kernels.js';
 import { copyElements } from '../../native/copy.js';
 import type { CollComm } from './engine.js';
 import { LINE, Phases } from './shared-phase.js';
@@ -122,7 +122,7 @@ export class SharedCollectives {
    * without the closures: a blocking allreduce's whole path (the plan and its
    * closures were a third of an 8-byte allreduce, 0.15 of 0.45 us).
    */
-  allreduceNow(send: ReduceArray, recv: ReduceArray, op: Op): Promise<void> {
+  allreduceNow(send: ReduceArray, recv: ReduceArray, op: ReduceOp): Promise<void> {
     let w: Promise<void> | null;
     try { w = this.reduce(send, recv, op, -1); } catch (e) { return Promise.reject(e); }
     return w === null ? DONE : this.hold(w);
@@ -225,11 +225,11 @@ export class SharedCollectives {
   }
 
   /** Reduce send into recv on every rank (allreduce) or on root only (reduce, root >= 0). */
-  reduce(send: ReduceArray, recv: ReduceArray | null, op: Op, root: number): Promise<void> | null {
+  reduce(send: ReduceArray, recv: ReduceArray | null, op: ReduceOp, root: number): Promise<void> | null {
     const per = Math.max(1, Math.floor(this.host.slotBytes / send.BYTES_PER_ELEMENT));
     const total = send.length;
     const out = root < 0 || root === this.rank ? recv : null;
-    const k = kernel(op, send);
+    const k = kernelOf(op, send);
     // Every rank takes the same branch: it depends only on the call's arguments and parameters.
     const split = total * send.BYTES_PER_ELEMENT >= this.host.splitBytes;
     if (!split && total <= per) return this.reduceWhole(k, send, out, 0, total);

@@ -3,7 +3,7 @@
 // v-variants (direct: every rank to or from the root).
 
 import { bytesOf, displacements, mod, waitAllOrCancel, type CollComm } from './engine.js';
-import { reduceInto, type Op, type ReduceArray } from './ops.js';
+import { reduceInto, type ReduceOp, type ReduceArray } from './ops.js';
 import type { Request } from '../../proto/request.js';
 
 /** Binomial broadcast of `bytes` from root. */
@@ -26,7 +26,7 @@ export async function bcastBinomial(c: CollComm, bytes: Uint8Array, root: number
  * Binomial reduce to root. Partials are always combined as (lower virtual
  * rank) op (higher virtual rank), so the result does not depend on timing.
  */
-export async function reduceBinomial(c: CollComm, send: ReduceArray, recv: ReduceArray | null, op: Op, root: number): Promise<void> {
+export async function reduceBinomial(c: CollComm, send: ReduceArray, recv: ReduceArray | null, op: ReduceOp, root: number): Promise<void> {
   const p = c.size;
   const vr = mod(c.rank - root, p);
   const n = send.length;
@@ -51,6 +51,28 @@ export async function reduceBinomial(c: CollComm, send: ReduceArray, recv: Reduc
     c.scratch.give(acc);
     c.scratch.give(tmp);
   }
+}
+
+/**
+ * Reduce for an op that is not commutative: the binomial tree rooted at rank 0
+ * combines operands in rank order (a tree rooted elsewhere would start at the
+ * root's rank), then rank 0 hands the result to the root.
+ */
+export async function reduceRankOrder(c: CollComm, send: ReduceArray, recv: ReduceArray | null, op: ReduceOp, root: number): Promise<void> {
+  if (root === 0) return reduceBinomial(c, send, recv, op, 0);
+  if (c.rank === 0) {
+    const acc = c.scratch.take(send, send.length);
+    try {
+      await reduceBinomial(c, send, acc, op, 0);
+      await c.send(bytesOf(acc), root).wait();
+    } finally {
+      c.scratch.give(acc);
+    }
+    return;
+  }
+  await reduceBinomial(c, send, null, op, 0);
+  // Rank 0 sends nothing else to anyone on this collective's tag: this is the result.
+  if (c.rank === root) await c.recv(bytesOf(recv!), 0).wait();
 }
 
 /** Gather equal blocks to root: recv holds p blocks of send.length elements (root only). */
