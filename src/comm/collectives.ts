@@ -7,10 +7,12 @@ import { RailcommError, ErrorCode } from '../core/errors.js';
 import { describe } from '../core/bytes.js';
 import type { Params } from '../core/params.js';
 import type { Logger } from '../core/log.js';
-import { checkOp, isReduceArray, type Op, type ReduceArray } from './coll/ops.js';
+import { checkOp, isCommutative, isReduceArray, type ReduceOp, type ReduceArray } from './coll/ops.js';
 import { barrierDissemination, type CollComm } from './coll/engine.js';
-import { bcastBinomial, gatherBinomial, gatherDirect, reduceBinomial, scatterDirect } from './coll/tree.js';
-import { allreduceRecursiveDoubling, allreduceRing, reduceScatterRing } from './coll/allreduce.js';
+import { bcastBinomial, gatherBinomial, gatherDirect, reduceBinomial, reduceRankOrder, scatterDirect } from './coll/tree.js';
+import { allreduceRecursiveDoubling, allreduceRing, reduceScatterRankOrder, reduceScatterRing } from './coll/allreduce.js';
+import { countsHash, signature } from './coll/check.js';
+import { kindOf } from './checks.js';
 import { allgatherBruck, allgatherRing } from './coll/allgather.js';
 import { alltoallv } from './coll/alltoall.js';
 import { scanChain } from './coll/scan.js';
@@ -27,10 +29,11 @@ function sameType(a: ReduceArray, b: ReduceArray, what: string): void {
   if (a.constructor !== b.constructor) throw invalid(`${what}: send is ${a.constructor.name} but recv is ${b.constructor.name}; use one element type`);
 }
 
-function checkRoot(root: unknown, size: number, what: string): number {
-  if (typeof root !== 'number' || !Number.isInteger(root) || root < 0 || root >= size) {
-    throw new RailcommError(ErrorCode.RANK, `${what}: root ${String(root)} is not a rank of this communicator (0..${size - 1})`);
+export function checkRoot(root: unknown, size: number, what: string): number {
+  if (typeof root !== 'number' || !Number.isInteger(root)) {
+    throw new RailcommError(ErrorCode.RANK, `${what}: root ${kindOf(root)}; pass the root's rank as an integer (0..${size - 1})`);
   }
+  if (root < 0 || root >= size) throw new RailcommError(ErrorCode.RANK, `${what}: root ${root} is not a rank of this communicator (0..${size - 1})`);
   return root;
 }
 
@@ -52,6 +55,15 @@ export interface CollPlan {
   run: (c: CollComm) => Promise<void>;
   /** Runs through shared memory: a blocking call needs no Request (and no progress passes). */
   shared?: boolean;
+  /** For a shared-memory plan: what run() hands the segment's queue (the check runs it after agreeing, in the same turn). */
+  step?: () => Promise<void> | null;
+  /** With RAILCOMM_CHECK: what the ranks must agree on (coll/check.ts). */
+  sig?: Float64Array;
+}
+
+/** A plan through the shared segment: `step` runs in the segment's queue. */
+function sharedPlan(name: string, sh: SharedCollectives, step: () => Promise<void> | null): CollPlan {
+  return { name, algorithm: 'shared memory', shared: true, step, run: (c) => sh.run(c, step) };
 }
 
 export class CollectivePlanner {
@@ -62,12 +74,24 @@ export class CollectivePlanner {
   private readonly announced = new Set<string>();
   /** The shared-memory path, when every rank of the communicator maps one segment. */
   shared: SharedCollectives | null = null;
+  /** RAILCOMM_CHECK: plans carry the signature the ranks agree on before running. */
+  readonly checking: boolean;
+  /** allreduceNow() never applies: the algorithm is announced, or the call is checked first. */
+  private readonly noFastPath: boolean;
 
   constructor(rank: number, size: number, params: Params, log: Logger | null) {
     this.rank = rank;
     this.size = size;
     this.params = params;
     this.log = params.protoInfo ? log : null;
+    this.checking = params.check;
+    this.noFastPath = this.log !== null || this.checking;
+  }
+
+  /** plan with its signature when checking (no allocation otherwise). */
+  private signed(plan: CollPlan, kind: string, root: number, op: ReduceOp | null, view: ArrayBufferView | null, count: number, counts: readonly number[] | null, x1 = -1, x2 = -1): CollPlan {
+    if (this.checking) plan.sig = signature(kind, root, op, view, count, counts === null ? -1 : countsHash(counts), x1, x2);
+    return plan;
   }
 
   /** With RAILCOMM_PROTO_INFO, say once per collective which algorithm ran. */
@@ -84,20 +108,19 @@ export class CollectivePlanner {
     return this.shared !== null && this.size > 1 && bytes <= this.params.collSharedMax ? this.shared : null;
   }
 
-  barrier(): CollPlan {
+  barrier(name = 'barrier'): CollPlan {
     const sh = this.viaShared(0);
-    if (sh !== null) return { name: 'barrier', algorithm: 'shared memory', shared: true, run: (c) => sh.run(c, () => sh.barrier()) };
-    return { name: 'barrier', algorithm: 'dissemination', run: barrierDissemination };
+    const plan: CollPlan = sh !== null ? sharedPlan(name, sh, () => sh.barrier()) : { name, algorithm: 'dissemination', run: barrierDissemination };
+    return this.signed(plan, name, -1, null, null, -1, null);
   }
 
-
-  bcast(buf: unknown, root: unknown): CollPlan {
-    if (!ArrayBuffer.isView(buf)) throw invalid(`bcast: buf must be an ArrayBufferView, got ${describe(buf)}`);
-    const rt = checkRoot(root, this.size, 'bcast');
+  bcast(buf: unknown, root: unknown, name = 'bcast'): CollPlan {
+    if (!ArrayBuffer.isView(buf)) throw invalid(`${name}: buf must be an ArrayBufferView, got ${describe(buf)}`);
+    const rt = checkRoot(root, this.size, name);
     const bytes = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
     const sh = this.viaShared(bytes.length);
-    if (sh !== null) return { name: 'bcast', algorithm: 'shared memory', shared: true, run: (c) => sh.run(c, () => sh.bcast(bytes, rt)) };
-    return { name: 'bcast', algorithm: 'binomial tree', run: (c) => bcastBinomial(c, bytes, rt) };
+    const plan: CollPlan = sh !== null ? sharedPlan(name, sh, () => sh.bcast(bytes, rt)) : { name, algorithm: 'binomial tree', run: (c) => bcastBinomial(c, bytes, rt) };
+    return this.signed(plan, name, rt, null, buf, isReduceArray(buf) ? buf.length : buf.byteLength, null);
   }
 
   reduce(send: unknown, recv: unknown, op: unknown, root: unknown): CollPlan {
@@ -110,30 +133,35 @@ export class CollectivePlanner {
       sameType(s, r, 'reduce');
       if (r.length !== s.length) throw invalid(`reduce: recv has ${r.length} elements, send has ${s.length}; they must match`);
     }
+    const out = this.rank === rt ? r : null;
     const sh = this.viaShared(s.byteLength);
-    if (sh !== null) return { name: 'reduce', algorithm: 'shared memory', shared: true, run: (c) => sh.run(c, () => sh.reduce(s, this.rank === rt ? r : null, o, rt)) };
-    return { name: 'reduce', algorithm: 'binomial tree', run: (c) => reduceBinomial(c, s, this.rank === rt ? r : null, o, rt) };
+    // The shared path combines in rank order whatever the root; the tree does only from rank 0.
+    const plan: CollPlan = sh !== null ? sharedPlan('reduce', sh, () => sh.reduce(s, out, o, rt))
+      : isCommutative(o) ? { name: 'reduce', algorithm: 'binomial tree', run: (c) => reduceBinomial(c, s, out, o, rt) }
+        : { name: 'reduce', algorithm: 'binomial tree from rank 0 (op not commutative)', run: (c) => reduceRankOrder(c, s, out, o, rt) };
+    return this.signed(plan, 'reduce', rt, o, s, s.length, null);
   }
 
   /** Argument checks of allreduce (thrown at the call); the op, checked against the element type. */
-  private checkAllreduce(send: unknown, recv: unknown, op: unknown, what: string): Op {
+  private checkAllreduce(send: unknown, recv: unknown, op: unknown, what: string): ReduceOp {
     // Messages are built only for a bad argument: a string per call was garbage on the fast path.
     const s = isReduceArray(send) ? send : checkArray(send, `${what} send`);
     const r = isReduceArray(recv) ? recv : checkArray(recv, `${what} recv`);
     sameType(s, r, what);
-    const o: Op = checkOp(op, s, what);
+    const o: ReduceOp = checkOp(op, s, what);
     if (r.length !== s.length) throw invalid(`${what}: recv has ${r.length} elements, send has ${s.length}; they must match`);
     return o;
   }
 
   /**
    * A blocking allreduce started at once through shared memory, when that
-   * path applies and is idle (no plan built); undefined otherwise, and with
-   * RAILCOMM_PROTO_INFO (the general path says which algorithm ran).
+   * path applies and is idle (no plan built); undefined otherwise, with
+   * RAILCOMM_PROTO_INFO (the general path says which algorithm ran) and with
+   * RAILCOMM_CHECK (the call is agreed on first).
    */
   allreduceNow(send: unknown, recv: unknown, op: unknown): Promise<void> | undefined {
     const sh = this.shared;
-    if (sh === null || !sh.idle || this.log !== null) return undefined;
+    if (sh === null || !sh.idle || this.noFastPath) return undefined;
     const o = this.checkAllreduce(send, recv, op, 'allreduce');
     const s = send as ReduceArray;
     // length * element size: byteLength is a call of 10-20 ns on Node 20 (core/bytes.ts).
@@ -146,11 +174,13 @@ export class CollectivePlanner {
     const s = send as ReduceArray, r = recv as ReduceArray;
     const bytes = s.length * s.BYTES_PER_ELEMENT;
     const sh = this.viaShared(bytes);
-    if (sh !== null) return { name: what, algorithm: 'shared memory', shared: true, run: (c) => sh.run(c, () => sh.reduce(s, r, o, -1)) };
-    if (bytes >= this.params.collAllreduceRing && s.length >= this.size && this.size > 1) {
-      return { name: what, algorithm: 'ring reduce-scatter + ring allgather', run: (c) => allreduceRing(c, s, r, o) };
-    }
-    return { name: what, algorithm: 'recursive doubling', run: (c) => allreduceRecursiveDoubling(c, s, r, o) };
+    let plan: CollPlan;
+    if (sh !== null) plan = sharedPlan(what, sh, () => sh.reduce(s, r, o, -1));
+    // The ring starts each block at a different rank: only for ops that may combine in any order.
+    else if (bytes >= this.params.collAllreduceRing && s.length >= this.size && this.size > 1 && isCommutative(o)) {
+      plan = { name: what, algorithm: 'ring reduce-scatter + ring allgather', run: (c) => allreduceRing(c, s, r, o) };
+    } else plan = { name: what, algorithm: 'recursive doubling', run: (c) => allreduceRecursiveDoubling(c, s, r, o) };
+    return this.signed(plan, what, -1, o, s, s.length, null);
   }
 
   gather(send: unknown, recv: unknown, root: unknown): CollPlan {
@@ -162,22 +192,23 @@ export class CollectivePlanner {
       sameType(s, r, 'gather');
       if (r.length !== s.length * this.size) throw invalid(`gather: recv at the root needs ${s.length * this.size} elements (${this.size} x ${s.length}), has ${r.length}`);
     }
-    if (s.byteLength <= this.params.collGatherBinomial) return { name: 'gather', algorithm: 'binomial tree', run: (c) => gatherBinomial(c, s, r, rt) };
-    return { name: 'gather', algorithm: 'direct to root', run: (c) => gatherDirect(c, s, r, rt) };
+    const plan: CollPlan = s.byteLength <= this.params.collGatherBinomial ? { name: 'gather', algorithm: 'binomial tree', run: (c) => gatherBinomial(c, s, r, rt) }
+      : { name: 'gather', algorithm: 'direct to root', run: (c) => gatherDirect(c, s, r, rt) };
+    return this.signed(plan, 'gather', rt, null, s, s.length, null);
   }
 
-  gatherv(send: unknown, recv: unknown, counts: unknown, root: unknown): CollPlan {
-    const s = checkArray(send, 'gatherv send');
-    const rt = checkRoot(root, this.size, 'gatherv');
-    const cnt = checkCounts(counts, this.size, 'gatherv');
-    if (cnt[this.rank] !== s.length) throw invalid(`gatherv: counts[${this.rank}] is ${cnt[this.rank]} but this rank sends ${s.length} elements`);
+  gatherv(send: unknown, recv: unknown, counts: unknown, root: unknown, name = 'gatherv'): CollPlan {
+    const s = checkArray(send, `${name} send`);
+    const rt = checkRoot(root, this.size, name);
+    const cnt = checkCounts(counts, this.size, name);
+    if (cnt[this.rank] !== s.length) throw invalid(`${name}: counts[${this.rank}] is ${cnt[this.rank]} but this rank sends ${s.length} elements`);
     let r: ReduceArray | null = null;
     if (this.rank === rt) {
-      r = checkArray(recv, 'gatherv recv');
-      sameType(s, r, 'gatherv');
-      if (r.length < sum(cnt)) throw invalid(`gatherv: recv at the root has ${r.length} elements, counts add up to ${sum(cnt)}`);
+      r = checkArray(recv, `${name} recv`);
+      sameType(s, r, name);
+      if (r.length < sum(cnt)) throw invalid(`${name}: recv at the root has ${r.length} elements, counts add up to ${sum(cnt)}`);
     }
-    return { name: 'gatherv', algorithm: 'direct to root', run: (c) => gatherDirect(c, s, r, rt, cnt) };
+    return this.signed({ name, algorithm: 'direct to root', run: (c) => gatherDirect(c, s, r, rt, cnt) }, name, rt, null, s, sum(cnt), cnt);
   }
 
   scatter(send: unknown, recv: unknown, root: unknown): CollPlan {
@@ -189,7 +220,7 @@ export class CollectivePlanner {
       sameType(s, r, 'scatter');
       if (s.length !== r.length * this.size) throw invalid(`scatter: send at the root needs ${r.length * this.size} elements (${this.size} x ${r.length}), has ${s.length}`);
     }
-    return { name: 'scatter', algorithm: 'direct from root', run: (c) => scatterDirect(c, s, r, rt) };
+    return this.signed({ name: 'scatter', algorithm: 'direct from root', run: (c) => scatterDirect(c, s, r, rt) }, 'scatter', rt, null, r, r.length, null);
   }
 
   scatterv(send: unknown, counts: unknown, recv: unknown, root: unknown): CollPlan {
@@ -204,54 +235,56 @@ export class CollectivePlanner {
       if (s.length < sum(cnt)) throw invalid(`scatterv: send at the root has ${s.length} elements, counts add up to ${sum(cnt)}`);
     }
     const mine = r.subarray(0, cnt[this.rank]!) as ReduceArray;
-    return { name: 'scatterv', algorithm: 'direct from root', run: (c) => scatterDirect(c, s, mine, rt, cnt) };
+    return this.signed({ name: 'scatterv', algorithm: 'direct from root', run: (c) => scatterDirect(c, s, mine, rt, cnt) }, 'scatterv', rt, null, r, sum(cnt), cnt);
   }
 
-  allgather(send: unknown, recv: unknown): CollPlan {
-    const s = checkArray(send, 'allgather send');
-    const r = checkArray(recv, 'allgather recv');
-    sameType(s, r, 'allgather');
-    if (r.length !== s.length * this.size) throw invalid(`allgather: recv needs ${s.length * this.size} elements (${this.size} x ${s.length}), has ${r.length}`);
+  allgather(send: unknown, recv: unknown, name = 'allgather'): CollPlan {
+    const s = checkArray(send, `${name} send`);
+    const r = checkArray(recv, `${name} recv`);
+    sameType(s, r, name);
+    if (r.length !== s.length * this.size) throw invalid(`${name}: recv needs ${s.length * this.size} elements (${this.size} x ${s.length}), has ${r.length}`);
     const sh = this.viaShared(s.byteLength);
-    if (sh !== null) return { name: 'allgather', algorithm: 'shared memory', shared: true, run: (c) => sh.run(c, () => sh.allgather(s, r)) };
-    if (r.byteLength >= this.params.collAllgatherRing) {
+    let plan: CollPlan;
+    if (sh !== null) plan = sharedPlan(name, sh, () => sh.allgather(s, r));
+    else if (r.byteLength >= this.params.collAllgatherRing) {
       const counts = new Array<number>(this.size).fill(s.length);
-      return { name: 'allgather', algorithm: 'ring', run: (c) => allgatherRing(c, s, r, counts) };
-    }
-    return { name: 'allgather', algorithm: 'Bruck', run: (c) => allgatherBruck(c, s, r) };
+      plan = { name, algorithm: 'ring', run: (c) => allgatherRing(c, s, r, counts) };
+    } else plan = { name, algorithm: 'Bruck', run: (c) => allgatherBruck(c, s, r) };
+    return this.signed(plan, name, -1, null, s, s.length, null);
   }
 
-  allgatherv(send: unknown, recv: unknown, counts: unknown): CollPlan {
-    const s = checkArray(send, 'allgatherv send');
-    const r = checkArray(recv, 'allgatherv recv');
-    sameType(s, r, 'allgatherv');
-    const cnt = checkCounts(counts, this.size, 'allgatherv');
-    if (cnt[this.rank] !== s.length) throw invalid(`allgatherv: counts[${this.rank}] is ${cnt[this.rank]} but this rank sends ${s.length} elements`);
-    if (r.length < sum(cnt)) throw invalid(`allgatherv: recv has ${r.length} elements, counts add up to ${sum(cnt)}`);
-    return { name: 'allgatherv', algorithm: 'ring', run: (c) => allgatherRing(c, s, r, cnt) };
+  allgatherv(send: unknown, recv: unknown, counts: unknown, name = 'allgatherv'): CollPlan {
+    const s = checkArray(send, `${name} send`);
+    const r = checkArray(recv, `${name} recv`);
+    sameType(s, r, name);
+    const cnt = checkCounts(counts, this.size, name);
+    if (cnt[this.rank] !== s.length) throw invalid(`${name}: counts[${this.rank}] is ${cnt[this.rank]} but this rank sends ${s.length} elements`);
+    if (r.length < sum(cnt)) throw invalid(`${name}: recv has ${r.length} elements, counts add up to ${sum(cnt)}`);
+    return this.signed({ name, algorithm: 'ring', run: (c) => allgatherRing(c, s, r, cnt) }, name, -1, null, s, sum(cnt), cnt);
   }
 
-  alltoall(send: unknown, recv: unknown): CollPlan {
-    const s = checkArray(send, 'alltoall send');
-    const r = checkArray(recv, 'alltoall recv');
-    sameType(s, r, 'alltoall');
-    if (s.length % this.size !== 0 || r.length !== s.length) throw invalid(`alltoall: send and recv must both hold ${this.size} equal blocks (lengths ${s.length} and ${r.length})`);
+  alltoall(send: unknown, recv: unknown, name = 'alltoall'): CollPlan {
+    const s = checkArray(send, `${name} send`);
+    const r = checkArray(recv, `${name} recv`);
+    sameType(s, r, name);
+    if (s.length % this.size !== 0 || r.length !== s.length) throw invalid(`${name}: send and recv must both hold ${this.size} equal blocks (lengths ${s.length} and ${r.length})`);
     const blk = s.length / this.size;
     const counts = new Array<number>(this.size).fill(blk);
     const pairwise = blk * s.BYTES_PER_ELEMENT >= this.params.collAlltoallPairwise;
-    return { name: 'alltoall', algorithm: pairwise ? 'pairwise exchange' : 'all exchanges at once', run: (c) => alltoallv(c, s, counts, r, counts, pairwise) };
+    return this.signed({ name, algorithm: pairwise ? 'pairwise exchange' : 'all exchanges at once', run: (c) => alltoallv(c, s, counts, r, counts, pairwise) }, name, -1, null, s, s.length, null);
   }
 
-  alltoallv(send: unknown, sendCounts: unknown, recv: unknown, recvCounts: unknown): CollPlan {
-    const s = checkArray(send, 'alltoallv send');
-    const r = checkArray(recv, 'alltoallv recv');
-    sameType(s, r, 'alltoallv');
-    const sc = checkCounts(sendCounts, this.size, 'alltoallv sendCounts');
-    const rc = checkCounts(recvCounts, this.size, 'alltoallv recvCounts');
-    if (s.length < sum(sc)) throw invalid(`alltoallv: send has ${s.length} elements, sendCounts add up to ${sum(sc)}`);
-    if (r.length < sum(rc)) throw invalid(`alltoallv: recv has ${r.length} elements, recvCounts add up to ${sum(rc)}`);
+  alltoallv(send: unknown, sendCounts: unknown, recv: unknown, recvCounts: unknown, name = 'alltoallv'): CollPlan {
+    const s = checkArray(send, `${name} send`);
+    const r = checkArray(recv, `${name} recv`);
+    sameType(s, r, name);
+    const sc = checkCounts(sendCounts, this.size, `${name} sendCounts`);
+    const rc = checkCounts(recvCounts, this.size, `${name} recvCounts`);
+    if (s.length < sum(sc)) throw invalid(`${name}: send has ${s.length} elements, sendCounts add up to ${sum(sc)}`);
+    if (r.length < sum(rc)) throw invalid(`${name}: recv has ${r.length} elements, recvCounts add up to ${sum(rc)}`);
     const pairwise = Math.max(...sc) * s.BYTES_PER_ELEMENT >= this.params.collAlltoallPairwise;
-    return { name: 'alltoallv', algorithm: pairwise ? 'pairwise exchange' : 'all exchanges at once', run: (c) => alltoallv(c, s, sc, r, rc, pairwise) };
+    // Counts differ from rank to rank: only the element type must agree, and the totals add up.
+    return this.signed({ name, algorithm: pairwise ? 'pairwise exchange' : 'all exchanges at once', run: (c) => alltoallv(c, s, sc, r, rc, pairwise) }, name, -1, null, s, -1, null, sum(sc), sum(rc));
   }
 
   reduceScatter(send: unknown, recv: unknown, counts: unknown, op: unknown): CollPlan {
@@ -262,7 +295,9 @@ export class CollectivePlanner {
     const cnt = checkCounts(counts, this.size, 'reduceScatter');
     if (s.length !== sum(cnt)) throw invalid(`reduceScatter: send has ${s.length} elements, counts add up to ${sum(cnt)}`);
     if (r.length < cnt[this.rank]!) throw invalid(`reduceScatter: recv has ${r.length} elements but counts[${this.rank}] is ${cnt[this.rank]}`);
-    return { name: 'reduceScatter', algorithm: 'ring', run: (c) => reduceScatterRing(c, s, r, cnt, o) };
+    const plan: CollPlan = isCommutative(o) ? { name: 'reduceScatter', algorithm: 'ring', run: (c) => reduceScatterRing(c, s, r, cnt, o) }
+      : { name: 'reduceScatter', algorithm: 'recursive doubling, then this rank\'s block (op not commutative)', run: (c) => reduceScatterRankOrder(c, s, r, cnt, o) };
+    return this.signed(plan, 'reduceScatter', -1, o, s, s.length, cnt);
   }
 
   scan(send: unknown, recv: unknown, op: unknown, exclusive: boolean): CollPlan {
@@ -273,6 +308,6 @@ export class CollectivePlanner {
     sameType(s, r, what);
     const o = checkOp(op, s, what);
     if (r.length !== s.length) throw invalid(`${what}: recv has ${r.length} elements, send has ${s.length}; they must match`);
-    return { name: what, algorithm: 'chain', run: (c) => scanChain(c, s, r, o, exclusive) };
+    return this.signed({ name: what, algorithm: 'chain', run: (c) => scanChain(c, s, r, o, exclusive) }, what, -1, o, s, s.length, null);
   }
 }

@@ -1,6 +1,7 @@
-// The Communicator: MPI-style point-to-point on a group of ranks (DESIGN
-// section 4). It checks arguments, translates communicator ranks to world
-// ranks, and hands the work to the protocol layer.
+// The Communicator: MPI-style point-to-point and collectives on a group of
+// ranks (DESIGN sections 4 and 4b). It checks arguments, translates
+// communicator ranks to world ranks, and hands the work to the protocol layer
+// and the collective algorithms (with RAILCOMM_CHECK, agreed on first).
 
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import { asBytes } from '../core/bytes.js';
@@ -8,6 +9,12 @@ import { ANY_SOURCE, ANY_TAG } from '../proto/matching.js';
 import { Request, KIND_COLL, KIND_PROBE, KIND_RECV, KIND_SEND, statusOf, type Status } from '../proto/request.js';
 import { CollectivePlanner, type CollPlan } from './collectives.js';
 import { ScratchPool, type CollComm } from './coll/engine.js';
+import { checkedRun } from './coll/checked.js';
+import { hash32, type ReduceArray, type ReduceOpName, type UserOp } from './coll/ops.js';
+import * as objects from './objects.js';
+import { CartTopology, checkGrid } from './cart.js';
+import type { CartCommunicator } from './cart-comm.js';
+import { abortJob, checkAbortCode } from './abort.js';
 import type { Unexpected } from '../proto/p2p.js';
 import { checkRank, checkSignal, checkTag } from './checks.js';
 import { Message, type ClaimedReceiver } from './message.js';
@@ -38,12 +45,15 @@ export class Communicator implements ClaimedReceiver {
   private readonly p2pCtx: number;
   private readonly collCtx: number;
   private collSeq = 0;
-  private readonly planner: CollectivePlanner;
+  /** @internal */ readonly planner: CollectivePlanner;
   private readonly scratch = new ScratchPool();
   /** The settled results of blocking sends and receives that completed at the call. */
   private readonly sentAtCall = new SettledStatus();
   /** Per source: a halo exchange alternates its sources, and one entry for all would miss every time. */
   private readonly receivedAtCall: SettledStatus[] = [];
+  /** RAILCOMM_CHECK: every collective is agreed on first; the number of checked calls so far. */
+  private readonly checking: boolean;
+  private checkedCalls = 0;
 
   /** @internal */
   constructor(world: World, group: readonly number[], rank: number, p2pCtx: number, collCtx: number) {
@@ -57,6 +67,7 @@ export class Communicator implements ClaimedReceiver {
     world.ctx.p2p.registerContext(collCtx, group, true);
     this.planner = new CollectivePlanner(rank, this.size, world.ctx.params, world.ctx.log);
     this.planner.shared = sharedPathFor(this, group, collCtx);
+    this.checking = this.planner.checking;
   }
 
   // ---- point-to-point ----------------------------------------------------
@@ -236,6 +247,10 @@ export class Communicator implements ClaimedReceiver {
   private collComm(): CollComm {
     const tag = this.collSeq;
     this.collSeq = (this.collSeq + 1) & 0x7fffffff;
+    return this.collCommAt(tag);
+  }
+
+  private collCommAt(tag: number): CollComm {
     return {
       rank: this.rank,
       size: this.size,
@@ -251,7 +266,7 @@ export class Communicator implements ClaimedReceiver {
     const r = new Request(KIND_COLL, EMPTY);
     this.world.track(r);
     this.planner.announce(p);
-    p.run(this.collComm()).then(
+    (this.checking ? this.checkedRun(p) : p.run(this.collComm())).then(
       () => r.complete(this.rank, 0, 0),
       (e: unknown) => r.fail(e instanceof RailcommError ? e : new RailcommError(ErrorCode.PROTOCOL, `${what} failed: ${(e as Error)?.message ?? String(e)}`, { cause: e })),
     );
@@ -266,6 +281,7 @@ export class Communicator implements ClaimedReceiver {
     const p = plan();
     if (p.shared !== true) return this.done(this.startColl(what, () => p));
     this.planner.announce(p);
+    if (this.checking) return this.checkedRun(p);
     // Once the segment is attached the point-to-point half of a CollComm is never
     // used: skip building one (an object and two closures per call).
     if (this.planner.shared?.attached === true) {
@@ -275,10 +291,27 @@ export class Communicator implements ClaimedReceiver {
     return p.run(this.collComm());
   }
 
+  /** @internal A blocking collective for the object collectives (objects.ts). */
+  runCollective(what: string, plan: () => CollPlan): Promise<void> {
+    return this.coll(what, plan);
+  }
+
+  /** With RAILCOMM_CHECK: agree on p's signature, then run it (coll/checked.ts). */
+  private checkedRun(p: CollPlan): Promise<void> {
+    return checkedRun(this, p, ++this.checkedCalls);
+  }
+
+  /** @internal The next collective tag, as a CollComm (null: the segment is attached and none is needed). */
+  takeTag(needed: boolean): CollComm {
+    if (needed) return this.collComm();
+    this.collSeq = (this.collSeq + 1) & 0x7fffffff;
+    return UNUSED_COMM;
+  }
+
   ibarrier(): Request { return this.startColl('barrier', () => this.planner.barrier()); }
   ibcast(buf: ArrayBufferView, root: number): Request { return this.startColl('bcast', () => this.planner.bcast(buf, root)); }
-  ireduce(send: ArrayBufferView, recv: ArrayBufferView | null, op: string, root: number): Request { return this.startColl('reduce', () => this.planner.reduce(send, recv, op, root)); }
-  iallreduce(send: ArrayBufferView, recv: ArrayBufferView, op: string): Request { return this.startColl('allreduce', () => this.planner.allreduce(send, recv, op)); }
+  ireduce<T extends ReduceArray>(send: T, recv: T | null, op: ReduceOpName | UserOp<T>, root: number): Request { return this.startColl('reduce', () => this.planner.reduce(send, recv, op, root)); }
+  iallreduce<T extends ReduceArray>(send: T, recv: T, op: ReduceOpName | UserOp<T>): Request { return this.startColl('allreduce', () => this.planner.allreduce(send, recv, op)); }
   igather(send: ArrayBufferView, recv: ArrayBufferView | null, root: number): Request { return this.startColl('gather', () => this.planner.gather(send, recv, root)); }
   igatherv(send: ArrayBufferView, recv: ArrayBufferView | null, counts: ArrayLike<number>, root: number): Request { return this.startColl('gatherv', () => this.planner.gatherv(send, recv, counts, root)); }
   iscatter(send: ArrayBufferView | null, recv: ArrayBufferView, root: number): Request { return this.startColl('scatter', () => this.planner.scatter(send, recv, root)); }
@@ -287,16 +320,16 @@ export class Communicator implements ClaimedReceiver {
   iallgatherv(send: ArrayBufferView, recv: ArrayBufferView, counts: ArrayLike<number>): Request { return this.startColl('allgatherv', () => this.planner.allgatherv(send, recv, counts)); }
   ialltoall(send: ArrayBufferView, recv: ArrayBufferView): Request { return this.startColl('alltoall', () => this.planner.alltoall(send, recv)); }
   ialltoallv(send: ArrayBufferView, sendCounts: ArrayLike<number>, recv: ArrayBufferView, recvCounts: ArrayLike<number>): Request { return this.startColl('alltoallv', () => this.planner.alltoallv(send, sendCounts, recv, recvCounts)); }
-  ireduceScatter(send: ArrayBufferView, recv: ArrayBufferView, counts: ArrayLike<number>, op: string): Request { return this.startColl('reduceScatter', () => this.planner.reduceScatter(send, recv, counts, op)); }
-  iscan(send: ArrayBufferView, recv: ArrayBufferView, op: string): Request { return this.startColl('scan', () => this.planner.scan(send, recv, op, false)); }
-  iexscan(send: ArrayBufferView, recv: ArrayBufferView, op: string): Request { return this.startColl('exscan', () => this.planner.scan(send, recv, op, true)); }
+  ireduceScatter<T extends ReduceArray>(send: T, recv: T, counts: ArrayLike<number>, op: ReduceOpName | UserOp<T>): Request { return this.startColl('reduceScatter', () => this.planner.reduceScatter(send, recv, counts, op)); }
+  iscan<T extends ReduceArray>(send: T, recv: T, op: ReduceOpName | UserOp<T>): Request { return this.startColl('scan', () => this.planner.scan(send, recv, op, false)); }
+  iexscan<T extends ReduceArray>(send: T, recv: T, op: ReduceOpName | UserOp<T>): Request { return this.startColl('exscan', () => this.planner.scan(send, recv, op, true)); }
 
   /** Every rank waits until all ranks of the communicator have entered. */
   barrier(): Promise<void> { return this.coll('barrier', () => this.planner.barrier()); }
   bcast(buf: ArrayBufferView, root: number): Promise<void> { return this.coll('bcast', () => this.planner.bcast(buf, root)); }
   /** recv matters at the root only (others may pass null). */
-  reduce(send: ArrayBufferView, recv: ArrayBufferView | null, op: string, root: number): Promise<void> { return this.coll('reduce', () => this.planner.reduce(send, recv, op, root)); }
-  allreduce(send: ArrayBufferView, recv: ArrayBufferView, op: string): Promise<void> {
+  reduce<T extends ReduceArray>(send: T, recv: T | null, op: ReduceOpName | UserOp<T>, root: number): Promise<void> { return this.coll('reduce', () => this.planner.reduce(send, recv, op, root)); }
+  allreduce<T extends ReduceArray>(send: T, recv: T, op: ReduceOpName | UserOp<T>): Promise<void> {
     this.world.check('allreduce');
     // The most frequent collective, through shared memory: no plan, no closures.
     const now = this.planner.allreduceNow(send, recv, op);
@@ -308,7 +341,7 @@ export class Communicator implements ClaimedReceiver {
   }
 
   /** Apart from allreduce(): its closure would cost a context on every call, fast path included. */
-  private allreduceByPlan(send: ArrayBufferView, recv: ArrayBufferView, op: string): Promise<void> {
+  private allreduceByPlan(send: ReduceArray, recv: ReduceArray, op: unknown): Promise<void> {
     return this.coll('allreduce', () => this.planner.allreduce(send, recv, op));
   }
   gather(send: ArrayBufferView, recv: ArrayBufferView | null, root: number): Promise<void> { return this.done(this.igather(send, recv, root)); }
@@ -319,11 +352,57 @@ export class Communicator implements ClaimedReceiver {
   allgatherv(send: ArrayBufferView, recv: ArrayBufferView, counts: ArrayLike<number>): Promise<void> { return this.done(this.iallgatherv(send, recv, counts)); }
   alltoall(send: ArrayBufferView, recv: ArrayBufferView): Promise<void> { return this.done(this.ialltoall(send, recv)); }
   alltoallv(send: ArrayBufferView, sendCounts: ArrayLike<number>, recv: ArrayBufferView, recvCounts: ArrayLike<number>): Promise<void> { return this.done(this.ialltoallv(send, sendCounts, recv, recvCounts)); }
-  reduceScatter(send: ArrayBufferView, recv: ArrayBufferView, counts: ArrayLike<number>, op: string): Promise<void> { return this.done(this.ireduceScatter(send, recv, counts, op)); }
+  reduceScatter<T extends ReduceArray>(send: T, recv: T, counts: ArrayLike<number>, op: ReduceOpName | UserOp<T>): Promise<void> { return this.done(this.ireduceScatter(send, recv, counts, op)); }
   /** Inclusive prefix reduction over ranks 0..rank. */
-  scan(send: ArrayBufferView, recv: ArrayBufferView, op: string): Promise<void> { return this.done(this.iscan(send, recv, op)); }
+  scan<T extends ReduceArray>(send: T, recv: T, op: ReduceOpName | UserOp<T>): Promise<void> { return this.done(this.iscan(send, recv, op)); }
   /** Exclusive prefix reduction over ranks 0..rank-1 (rank 0's recv is left as it is). */
-  exscan(send: ArrayBufferView, recv: ArrayBufferView, op: string): Promise<void> { return this.done(this.iexscan(send, recv, op)); }
+  exscan<T extends ReduceArray>(send: T, recv: T, op: ReduceOpName | UserOp<T>): Promise<void> { return this.done(this.iexscan(send, recv, op)); }
+
+  // ---- collectives on JavaScript values (objects.ts) ---------------------
+
+  /** root's value on every rank (structured clone; the root gets its own value back). */
+  bcastObject<T>(value: T, root: number): Promise<T> {
+    this.world.check('bcastObject');
+    return objects.bcastObject(this, value, root);
+  }
+
+  /** Every rank's value in rank order at root; null on the other ranks. */
+  gatherObject<T>(value: T, root: number): Promise<T[] | null> {
+    this.world.check('gatherObject');
+    return objects.gatherObject(this, value, root);
+  }
+
+  /** Every rank's value in rank order, on every rank. */
+  allgatherObject<T>(value: T): Promise<T[]> {
+    this.world.check('allgatherObject');
+    return objects.allgatherObject(this, value);
+  }
+
+  /** values[j] goes to rank j; resolves with the values every rank sent this one, in rank order. */
+  alltoallObject<T>(values: readonly T[]): Promise<T[]> {
+    this.world.check('alltoallObject');
+    return objects.alltoallObject(this, values);
+  }
+
+  /** fn(fn(v0, v1), v2) ... over every rank's value, in rank order, at root; null on the other ranks. */
+  reduceObject<T>(value: T, fn: (a: T, b: T) => T, root: number): Promise<T | null> {
+    this.world.check('reduceObject');
+    return objects.reduceObject(this, value, fn, root);
+  }
+
+  /** fn(fn(v0, v1), v2) ... over every rank's value, in rank order, on every rank. */
+  allreduceObject<T>(value: T, fn: (a: T, b: T) => T): Promise<T> {
+    this.world.check('allreduceObject');
+    return objects.allreduceObject(this, value, fn);
+  }
+
+  /**
+   * End every rank of the job with exit code `code` (1..255), as MPI_Abort.
+   * The promise never settles: this rank exits (a thread rank: its thread).
+   */
+  abort(code = 1): Promise<never> {
+    return abortJob(this.world, this.world.ctx.worldRank, checkAbortCode(code));
+  }
 
   // ---- communicators -------------------------------------------------------
 
@@ -336,15 +415,26 @@ export class Communicator implements ClaimedReceiver {
     this.world.check('split');
     if (!Number.isSafeInteger(color)) throw new RailcommError(ErrorCode.INVALID_ARG, `split: color must be an integer (negative for none), got ${String(color)}`);
     if (!Number.isSafeInteger(key)) throw new RailcommError(ErrorCode.INVALID_ARG, `split: key must be an integer, got ${String(key)}`);
+    return this.splitWith('split', color, key, 0, (group, rank, ctx) => new Communicator(this.world, group, rank, ctx, ctx + 1));
+  }
+
+  /**
+   * split's agreement; `same` must be equal on every rank (a hash of
+   * arguments that must agree), else every rank throws ERR_INVALID_ARG.
+   */
+  private splitWith<C extends Communicator>(what: string, color: number, key: number, same: number, make: (group: number[], rank: number, ctx: number) => C): Promise<C | null> {
     return this.world.serialContext(async () => {
-      const all = new Float64Array(3 * this.size);
-      await this.allgather(new Float64Array([color < 0 ? -1 : color, key, this.world.nextContextId]), all);
-      const ctx = this.agreeContext(all, 3, 2);
+      const all = new Float64Array(4 * this.size);
+      await this.allgather(new Float64Array([color < 0 ? -1 : color, key, this.world.nextContextId, same]), all);
+      const ctx = this.agreeContext(all, 4, 2);
+      const odd: number[] = [];
+      for (let i = 0; i < this.size; i++) if (all[4 * i + 3] !== all[3]) odd.push(i);
+      if (odd.length > 0) throw new RailcommError(ErrorCode.INVALID_ARG, `${what}: rank${odd.length > 1 ? 's' : ''} ${odd.join(', ')} passed other arguments than rank 0; every rank must pass the same`);
       if (color < 0) return null;
       const members: number[] = [];
-      for (let i = 0; i < this.size; i++) if (all[3 * i] === color) members.push(i);
-      members.sort((a, b) => all[3 * a + 1]! - all[3 * b + 1]! || a - b);
-      return new Communicator(this.world, members.map((i) => this.group[i]!), members.indexOf(this.rank), ctx, ctx + 1);
+      for (let i = 0; i < this.size; i++) if (all[4 * i] === color) members.push(i);
+      members.sort((a, b) => all[4 * a + 1]! - all[4 * b + 1]! || a - b);
+      return make(members.map((i) => this.group[i]!), members.indexOf(this.rank), ctx);
     });
   }
 
@@ -355,8 +445,31 @@ export class Communicator implements ClaimedReceiver {
       const all = new Float64Array(this.size);
       await this.allgather(new Float64Array([this.world.nextContextId]), all);
       const ctx = this.agreeContext(all, 1, 0);
-      return new Communicator(this.world, this.group, this.rank, ctx, ctx + 1);
+      return this.twin(ctx);
     });
+  }
+
+  /** @internal This communicator's ranks on context ids ctx, ctx + 1 (a Cartesian one keeps its grid). */
+  protected twin(ctx: number): Communicator {
+    return new Communicator(this.world, this.group, this.rank, ctx, ctx + 1);
+  }
+
+  /**
+   * A Cartesian communicator over the first dims[0] x dims[1] x ... ranks
+   * (MPI_Cart_create), laid out in row-major order; ranks beyond the grid get
+   * null. periods: per dimension (or one boolean for all), whether it wraps
+   * around. reorder is accepted and ignored (ranks keep their order).
+   * Collective: every rank passes the same arguments.
+   */
+  async cartCreate(dims: readonly number[], periods: boolean | readonly boolean[] = false, reorder = false): Promise<CartCommunicator | null> {
+    this.world.check('cartCreate');
+    const g = checkGrid(dims, periods, this.size, 'cartCreate');
+    if (typeof reorder !== 'boolean') throw new RailcommError(ErrorCode.INVALID_ARG, `cartCreate: reorder must be true or false, got ${String(reorder)}`);
+    const topo = new CartTopology(g.dims, g.periods);
+    const same = hash32(`${g.dims.join('x')}/${g.periods.join(',')}`);
+    // Imported here: cart-comm.ts extends this module's class, so a static import would be a cycle.
+    const { CartCommunicator: Cart } = await import('./cart-comm.js');
+    return this.splitWith('cartCreate', this.rank < topo.cells ? 0 : -1, this.rank, same, (group, rank, ctx) => new Cart(this.world, group, rank, ctx, ctx + 1, topo));
   }
 
   /**
@@ -387,6 +500,11 @@ export class Communicator implements ClaimedReceiver {
     return allocateWindow(this, bytes);
   }
 
+  /** @internal World ranks of this communicator's ranks. */
+  protected groupOf(): readonly number[] {
+    return this.group;
+  }
+
   /** @internal World rank of a rank of this communicator. */
   worldRankOf(r: number): number {
     return this.group[r]!;
@@ -397,4 +515,5 @@ export class Communicator implements ClaimedReceiver {
     return this.world.ctx.stats();
   }
 }
+
 

@@ -20,16 +20,32 @@ import { World } from './world.js';
 export interface InitOptions {
   /** Parameters by name (eagerLimit or RAILCOMM_EAGER_LIMIT); they win over the environment. */
   params?: ParamOptions;
+  /**
+   * Check every collective against the other ranks' call before running it
+   * (RAILCOMM_CHECK): mismatches fail with ERR_COLLECTIVE_MISMATCH instead of
+   * wrong results or hangs. Every rank must choose alike.
+   */
+  check?: boolean;
 }
 
 let world: Promise<Communicator> | null = null;
+/** The world once started: init() after its finalize() is an error, not a second world. */
+let started: Communicator | null = null;
 
-/** The world communicator. Calling it again returns the same one. */
+/** The world communicator. Calling it again returns the same one; after finalize() it rejects with ERR_FINALIZED. */
 export function init(options: InitOptions = {}): Promise<Communicator> {
+  if (started !== null && started.world.isFinalized) {
+    return Promise.reject(new RailcommError(ErrorCode.FINALIZED, 'init() after finalize(): this rank already ended its world and railcomm cannot start another in the same process (nor can MPI); call init() once at the start and finalize() once at the end'));
+  }
+  if (options === null || typeof options !== 'object') {
+    return Promise.reject(new RailcommError(ErrorCode.INVALID_ARG, `init(options): options must be an object such as { params: { eagerLimit: 65536 }, check: true }, got ${options === null ? 'null' : typeof options}`));
+  }
+  if (options.check !== undefined && typeof options.check !== 'boolean') {
+    return Promise.reject(new RailcommError(ErrorCode.INVALID_ARG, `init({ check }): check must be true or false, got ${typeof options.check}`));
+  }
   if (world === null) {
-    world = start(options);
-    // A failed start may be retried (a fixed environment, a later rank 0).
-    world.catch(() => { world = null; });
+    world = start(options.check === undefined ? options : { params: { ...options.params, check: options.check } });
+    world.then((c) => { started = c; }, () => { world = null; });
   }
   return world;
 }

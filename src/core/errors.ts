@@ -13,6 +13,8 @@ export const ErrorCode = {
   NO_RAIL: 'ERR_NO_RAIL',
   PROTOCOL: 'ERR_PROTOCOL',
   BOOT: 'ERR_BOOT',
+  /** RAILCOMM_CHECK found ranks that called different collectives (or with different arguments) at the same point. */
+  COLLECTIVE_MISMATCH: 'ERR_COLLECTIVE_MISMATCH',
 } as const;
 
 export type ErrorCodeName = (typeof ErrorCode)[keyof typeof ErrorCode];
