@@ -6,6 +6,7 @@
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import { hostKey } from '../core/host.js';
 import { shmJobPrefix } from '../native/addon.js';
+import { cleanupOnSignal } from '../core/signal-cleanup.js';
 import { asBytes, describe } from '../core/bytes.js';
 import { checkRank } from './checks.js';
 import type { Communicator } from './communicator.js';
@@ -309,7 +310,13 @@ export async function allocateWindow(comm: Communicator, size: number): Promise<
   if (segs !== null && otherProcessesHere) {
     const name = `${shmJobPrefix(launch.jobId)}w${launch.rank}-${process.pid}-${nextSegment++}`;
     const sab = segs.shmCreate(name, Math.max(size, 8));
-    return createWindow(comm, { bytes: new Uint8Array(sab, 0, size), share: SHARE_HOST, segment: name });
+    // Until every rank mapped it (createWindow removes the name), a signal must not leave it behind.
+    const release = cleanupOnSignal(() => segs.shmUnlink(name));
+    try {
+      return await createWindow(comm, { bytes: new Uint8Array(sab, 0, size), share: SHARE_HOST, segment: name });
+    } finally {
+      release();
+    }
   }
   if (launch.threads >= 2) return createWindow(comm, { bytes: new Uint8Array(new SharedArrayBuffer(size)), share: SHARE_THREADS, segment: null });
   return createWindow(comm, { bytes: new Uint8Array(new ArrayBuffer(size)), share: SHARE_NONE, segment: null });

@@ -10,6 +10,7 @@ import { loadNative, shmJobPrefix, type DoorbellWaiter, type NativeAddon } from 
 import type { Context } from '../../proto/context.js';
 import type { Communicator } from '../communicator.js';
 import { barrierDissemination, type CollComm } from './engine.js';
+import { cleanupOnSignal } from '../../core/signal-cleanup.js';
 import { SharedCollectives, peerFailedError, type SharedHost } from './shared.js';
 
 export function sharedPathFor(comm: Communicator, group: readonly number[], collCtx: number): SharedCollectives | null {
@@ -115,15 +116,21 @@ class HostSegment extends SegmentHost {
 
   async attach(c: CollComm, bytes: number): Promise<Uint8Array> {
     let seg: Uint8Array | null = null;
-    if (c.rank === 0) seg = new Uint8Array(this.native.shmCreate(this.key, bytes));
-    await barrierDissemination(c);
-    if (c.rank !== 0) {
-      seg = new Uint8Array(this.native.shmOpen(this.key));
-      if (seg.byteLength < bytes) throw this.missing();
+    // Until every member mapped it, a signal must not leave the name behind.
+    const release = c.rank === 0 ? cleanupOnSignal(() => this.native.shmUnlink(this.key)) : null;
+    try {
+      if (c.rank === 0) seg = new Uint8Array(this.native.shmCreate(this.key, bytes));
+      await barrierDissemination(c);
+      if (c.rank !== 0) {
+        seg = new Uint8Array(this.native.shmOpen(this.key));
+        if (seg.byteLength < bytes) throw this.missing();
+      }
+      // Everyone mapped it: remove the name so nothing outlives the job.
+      await barrierDissemination(c);
+      if (c.rank === 0) this.native.shmUnlink(this.key);
+    } finally {
+      release?.();
     }
-    // Everyone mapped it: remove the name so nothing outlives the job.
-    await barrierDissemination(c);
-    if (c.rank === 0) this.native.shmUnlink(this.key);
     const waiter = this.native.doorbellWaiter(seg!.buffer as SharedArrayBuffer, seg!.byteOffset, () => {
       const w = this.woken;
       this.woken = null;

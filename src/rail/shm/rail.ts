@@ -9,6 +9,7 @@ import type { Device, Rail, RailCaps, RailEnv, RxFrame } from '../api.js';
 import { SummedTrafficCounters } from '../../core/counters.js';
 import { endpointId, jobOf, rankOf } from '../../core/ids.js';
 import { shmJobPrefix, type DoorbellWaiter, type NativeAddon } from '../../native/addon.js';
+import { cleanupOnSignal } from '../../core/signal-cleanup.js';
 import { Doorbell, Ring } from '../shared/ring.js';
 import { ringRailCaps } from '../shared/caps.js';
 import { deliverFrame } from '../shared/deliver.js';
@@ -88,7 +89,11 @@ export class ShmRail implements Rail {
     // A rank that exits without finalize (process.exit, an uncaught error)
     // still removes its names; only a killed one leaves them to the launcher.
     process.once('exit', this.onExit);
+    // Nor does one stopped by SIGINT/SIGTERM/SIGHUP, whoever launched it (core/signal-cleanup.ts).
+    this.releaseOnSignal = cleanupOnSignal(this.onExit);
   }
+
+  private readonly releaseOnSignal: () => void;
 
   private readonly onExit = (): void => {
     this.native.shmUnlink(this.inboxName);
@@ -256,6 +261,7 @@ export class ShmRail implements Rail {
     this.sleeper.close();
     clearInterval(this.liveness);
     process.off('exit', this.onExit);
+    this.releaseOnSignal();
     this.native.doorbellClose(this.waiter);
     for (const name of this.segmentNames.values()) this.native.shmUnlink(name);
     this.segmentNames.clear();
