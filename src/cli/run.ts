@@ -12,8 +12,10 @@ import { invalidArg } from '../core/errors.js';
 import { ENV } from '../boot/launch-env.js';
 import { KvServer } from '../boot/kv-server.js';
 import os from 'node:os';
-import { readFileSync } from 'node:fs';
-import { resolve as resolvePath } from 'node:path';
+import { readFileSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join as joinPath, resolve as resolvePath } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { LineCutter, MAX_HELD_LINE, NL, OutputGate, parseRankPrefix, rankPrefix } from './line-io.js';
 import { THREAD_ENV } from './thread-host.js';
 import { removeJobSegments } from '../native/addon.js';
@@ -106,7 +108,9 @@ const LAST_WORDS_MS = 250;
 const MAX_HELD_HOST_LINE = 2 * MAX_HELD_LINE;
 /** Runs thread ranks; next to this file in dist/. */
 const THREAD_HOST = fileURLToPath(new URL('./thread-host.js', import.meta.url));
-const SCRIPT_RE = /\.(m|c)?js$/i;
+/** Scripts this node runs (TypeScript through type stripping or a loader, typeScriptFlags). */
+const SCRIPT_RE = /\.(m|c)?[jt]s$/i;
+const TS_RE = /\.(m|c)?ts$/i;
 /** The thread host writes "<rank> <code>" lines here as its thread ranks exit. */
 const REPORT_FD = 3;
 
@@ -118,7 +122,7 @@ export function usage(): string {
 Start N ranks of a program on this host (or on --hosts), wired up through a key-value service.
 
 options:
-  -n, --np N        number of ranks (positive integer; with --hosts, default all slots)
+  -n, -np, --np N   number of ranks (positive integer; with --hosts, default all slots)
   --hosts LIST      hosts and slots, e.g. nodeA:2,nodeB:2; ranks fill them in order
   --hostfile F      the same from a file in Open MPI's format (host slots=N per line)
   --rsh PREFIX      command that runs a command on a host (default ssh; e.g. 'ip netns exec')
@@ -135,8 +139,10 @@ options:
   -x NAME=VALUE     set an environment variable for every rank (repeatable)
   -h, --help        show this help
 
-A script ending in .js, .mjs or .cjs runs with this node; anything else runs as a
-program. Thread ranks need such a script, run on this host only (not with --hosts),
+A script ending in .js, .mjs or .cjs runs with this node, one in .ts, .mts or .cts
+too (Node's type stripping from 22.6, else tsx installed in the project); the
+script must exist before any rank starts. Anything else runs as a program.
+Thread ranks need such a script, run on this host only (not with --hosts),
 and see the same process.argv and environment as a process rank, plus
 RAILCOMM_THREAD_BASE and RAILCOMM_THREADS. Output lines are prefixed with [rank].
 The exit code is that of the first rank that failed (128+signal number if killed;
@@ -262,10 +268,60 @@ export function parseHostfile(text: string): HostSlots[] {
 }
 
 /** The program to start and its arguments; scriptAt: where the script is among them (-1: not a script). */
-function resolveProgram(command: string[], env: NodeJS.ProcessEnv): { file: string; args: string[]; scriptAt: number } {
+function resolveProgram(command: string[], env: NodeJS.ProcessEnv, cwd: string): { file: string; args: string[]; scriptAt: number } {
   const first = command[0] ?? '';
-  if (SCRIPT_RE.test(first)) { const flags = nodeFlags(env); return { file: process.execPath, args: [...flags, ...command], scriptAt: flags.length }; }
+  if (SCRIPT_RE.test(first)) {
+    const flags = [...nodeFlags(env), ...scriptFlags(first, cwd)];
+    return { file: process.execPath, args: [...flags, ...command], scriptAt: flags.length };
+  }
   return { file: first, args: command.slice(1), scriptAt: -1 };
+}
+
+/**
+ * Why a script cannot run, in one line, or undefined when it can: it must
+ * exist (checked before any rank starts, instead of one stack per rank), and
+ * a TypeScript one needs a way to run (typeScriptFlags). Programs are left to
+ * spawn (127 when missing). Ranks only on remote hosts find their script there.
+ */
+export function scriptProblem(command: readonly string[], cwd: string, anyLocal = true): string | undefined {
+  const first = command[0] ?? '';
+  if (!SCRIPT_RE.test(first) || !anyLocal) return undefined;
+  const full = resolvePath(cwd, first);
+  let isFile = false;
+  try { isFile = statSync(full).isFile(); } catch { return `script '${first}' not found (there is no ${full}); check the path and the working directory`; }
+  if (!isFile) return `script '${first}' is not a file (${full})`;
+  const ts = typeScriptFlags(full);
+  return typeof ts === 'string' ? ts : undefined;
+}
+
+/** Node flags a script needs beyond nodeFlags(): a TypeScript script's type stripping or loader. */
+function scriptFlags(script: string, cwd: string): string[] {
+  const ts = TS_RE.test(script) ? typeScriptFlags(resolvePath(cwd, script)) : [];
+  if (typeof ts === 'string') throw invalidArg(ts);
+  return ts;
+}
+
+/**
+ * How this node runs a TypeScript script: nothing where it strips types by
+ * default (Node 23.6+, 22.18+), --experimental-strip-types from 22.6, else
+ * tsx as a loader when the script's project (or the working directory) has
+ * it installed; else a message saying what to install. JavaScript: [].
+ */
+export function typeScriptFlags(script: string): string[] | string {
+  if (!TS_RE.test(script)) return [];
+  const features = process.features as { typescript?: string | false };
+  if (features.typescript) return [];
+  const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+  if (major > 22 || (major === 22 && minor >= 6)) return ['--experimental-strip-types'];
+  for (const from of [dirname(script), process.cwd()]) {
+    try {
+      const entry = createRequire(joinPath(from, 'noop.js')).resolve('tsx');
+      return ['--import', pathToFileURL(entry).href];
+    } catch {
+      // not installed there
+    }
+  }
+  return `script '${script}' is TypeScript and Node ${process.version} cannot run it by itself (Node 22.6 and later strip types): install tsx in its project (npm install --save-dev tsx), run a newer Node, or compile it to JavaScript`;
 }
 
 /**
@@ -296,12 +352,14 @@ export async function startJob(opts: JobOptions): Promise<Job> {
       throw invalidArg(`startJob: threadsPerProcess must be a positive integer that divides np (${np}), got ${perProc}`);
     }
     if (opts.hosts !== undefined && opts.hosts.length > 0) throw invalidArg('startJob: thread ranks run on this host only; drop hosts or threadsPerProcess');
-    if (!SCRIPT_RE.test(opts.command[0])) throw invalidArg(`startJob: thread ranks need a .js, .mjs or .cjs script, got '${opts.command[0]}'`);
+    if (!SCRIPT_RE.test(opts.command[0])) throw invalidArg(`startJob: thread ranks need a script (.js, .mjs, .cjs, .ts, .mts, .cts), got '${opts.command[0]}'`);
   }
   const graceMs = Math.max(0, (opts.graceSec ?? DEFAULT_GRACE_SEC) * 1000);
   const jobKey = newJobKey();
   const jobId = randomBytes(4).readUInt32BE(0);
   const placement = placeRanks(np, opts.hosts);
+  const problem = scriptProblem(opts.command, opts.cwd ?? process.cwd(), placement.some((p) => p.local));
+  if (problem !== undefined) throw invalidArg(problem);
   const remote = placement.some((p) => !p.local);
   const kv = await KvServer.start(remote ? { size: np, jobKey, host: '0.0.0.0' } : { size: np, jobKey });
   const kvAddr = remote ? { host: opts.kvHost ?? routableAddress(), port: kv.address().port } : kv.address();
@@ -320,8 +378,9 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   });
   const { file, args, scriptAt } = threads
     // The host takes the grace time as an argument, not from the environment its threads inherit.
-    ? { file: process.execPath, args: [...nodeFlags(baseEnv), THREAD_HOST, `--grace-ms=${graceMs}`, `--report-fd=${REPORT_FD}`, '--', ...opts.command], scriptAt: -1 }
-    : resolveProgram(opts.command, baseEnv);
+    // Its worker threads inherit the host's node flags (a TypeScript loader's included).
+    ? { file: process.execPath, args: [...nodeFlags(baseEnv), ...scriptFlags(opts.command[0]!, opts.cwd ?? process.cwd()), THREAD_HOST, `--grace-ms=${graceMs}`, `--report-fd=${REPORT_FD}`, '--', ...opts.command], scriptAt: -1 }
+    : resolveProgram(opts.command, baseEnv, opts.cwd ?? process.cwd());
   // Identity variables inherited from a launcher around this one would mislead a rank that is not given its own.
   for (const k of Object.values(THREAD_ENV)) delete baseEnv[k];
 
@@ -666,6 +725,7 @@ function parseRunArgs(argv: string[]): ParsedRun | 'help' {
       case '--help':
         return 'help';
       case '-n':
+      case '-np':
       case '--np': {
         const v = valueOf(name, inline);
         if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < 1) {
@@ -742,7 +802,7 @@ function parseRunArgs(argv: string[]): ParsedRun | 'help' {
   if (threads !== undefined) {
     if (hosts !== undefined) throw new UsageError('--threads and --threads-per-process run ranks on this host only; they do not combine with --hosts or --hostfile');
     if (typeof threads === 'number' && np % threads !== 0) throw new UsageError(`-n ${np} is not a multiple of --threads-per-process ${threads}`);
-    if (!SCRIPT_RE.test(command[0])) throw new UsageError(`thread ranks run a JavaScript script (.js, .mjs or .cjs), not '${command[0]}'`);
+    if (!SCRIPT_RE.test(command[0])) throw new UsageError(`thread ranks run a script (.js, .mjs, .cjs, .ts, .mts, .cts), not '${command[0]}'`);
   }
   const opts: JobOptions = { np, command, stats, env };
   if (threads !== undefined) opts.threadsPerProcess = threads === 'all' ? np : threads;
@@ -768,6 +828,18 @@ export async function runCommand(argv: string[]): Promise<number> {
   if (parsed === 'help') {
     process.stdout.write(usage());
     return 0;
+  }
+  // A script that cannot run stops here, in one line, before any rank starts.
+  const o = parsed.opts;
+  let problem: string | undefined;
+  try {
+    problem = scriptProblem(o.command, o.cwd ?? process.cwd(), placeRanks(o.np, o.hosts).some((p) => p.local));
+  } catch {
+    problem = undefined; // startJob says what is wrong with the placement
+  }
+  if (problem !== undefined) {
+    process.stderr.write(`railcomm run: ${problem}\n`);
+    return 2;
   }
   let job: Job;
   try {
