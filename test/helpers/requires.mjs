@@ -20,6 +20,8 @@ export const PARTS = {
   ofi: "libfabric's rail (Debian libfabric-dev)",
   taskset: 'taskset and 2 CPUs',
   mountns: 'a mount namespace with its own tmpfs (unshare -m)',
+  userns: 'a user namespace for one rank (unshare --user --map-root-user)',
+  sshd: 'a local sshd started by the test (Debian openssh-server)',
 };
 
 /**
@@ -27,7 +29,7 @@ export const PARTS = {
  * them). RAILCOMM_CI_REQUIRE overrides it for a CI that lacks some on purpose
  * (comma-separated part names, or `none`). libfabric's rail joins once it exists.
  */
-export const CI_REQUIRES = ['addon', 'pmix', 'mpirun', 'slurm', 'netns', 'nftables'];
+export const CI_REQUIRES = ['addon', 'pmix', 'mpirun', 'slurm', 'netns', 'nftables', 'userns', 'sshd'];
 
 export const ON_CI = process.env.CI === 'true' || process.env.CI === '1';
 
