@@ -7,8 +7,9 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { railcomm, jobScript, caseResults, linesWith } from './jobs.mjs';
-import { needAddon } from '../helpers/requires.mjs';
+import { need, needAddon, needAll } from '../helpers/requires.mjs';
 import { PEER_GONE_MS, MARGIN_MS, within } from '../helpers/promises.mjs';
 
 const shm = needAddon();
@@ -80,7 +81,26 @@ test('a rank killed mid-transfer: the receiver fails within a second, survivors 
   assert.deepEqual(segments().filter((n) => n.startsWith(`railcomm-${id}-`)), []);
 });
 
-test('single copy refused (EPERM) or half refused (no write): ring fallback, data intact, no hang', shm, () => suite(['-n', '3'], 'shm-fallback.mjs', 3, 2));
+/** Rank 1 of the fallback job runs in a user namespace of its own: whether this machine allows one. */
+const userns = need('userns', (() => {
+  const r = spawnSync('unshare', ['--user', '--map-root-user', 'true'], { encoding: 'utf8' });
+  if (r.error) return `unshare cannot run: ${r.error.message}`;
+  return r.status === 0 ? null : `unshare --user --map-root-user fails here: ${r.stderr.trim() || `exit ${r.status}`}`;
+})());
+
+test('single copy refused by the kernel (EPERM: rank 1 in a user namespace of its own), one way only, and a refused write (simulated): ring fallback, data intact, no hang', needAll(shm, userns), async () => {
+  // Rank 1 alone starts through unshare: the kernel then refuses its
+  // process_vm_readv/writev into ranks 0 and 2 (it has no CAP_SYS_PTRACE in
+  // their namespace), not theirs into it (they own its namespace).
+  const wrap = ['sh', '-c', '[ "$RAILCOMM_RANK" = 1 ] && exec unshare --user --map-root-user "$@"; exec "$@"', 'sh', process.execPath];
+  const job = await railcomm(['run', '-n', '3', '--timeout', '60', '--', ...wrap, jobScript('shm-fallback.mjs')], { limitMs: 90_000, env: SHM });
+  const res = caseResults(job.stdout);
+  assert.ok(res.size >= 4, `cases reported: ${[...res.keys()].join(', ')}\n${job.stderr.slice(-2000)}`);
+  for (const [name, byRank] of res) for (let r = 0; r < 3; r++) assert.equal(byRank.get(r), 'ok', `${name}, rank ${r}: ${byRank.get(r)}`);
+  assert.equal(job.code, 0, job.stderr.slice(-2000));
+  const ns = new Map(linesWith(job.stdout, 'USERNS').map((l) => [l.rank, l.rest]));
+  assert.ok(ns.get(0) === ns.get(2) && ns.get(1) !== ns.get(0), `rank 1 alone in its own user namespace: ${JSON.stringify([...ns])}`);
+});
 
 test('comm.alloc: large sends read from the sender\'s registered segment (LRU cache), invalidated when it is freed', shm, async () => {
   const job = await railcomm(['run', '-n', '2', '--timeout', '60', process.execPath, '--expose-gc', jobScript('shm-alloc.mjs')], { limitMs: 90_000, env: SHM });
