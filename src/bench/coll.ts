@@ -3,6 +3,7 @@
 // rank times its own calls; rank 0 reports the mean of the ranks' averages).
 
 import { init } from '../index.js';
+import { tellProgress } from './progress.js';
 
 type Kind = 'allreduce' | 'bcast' | 'allgather' | 'alltoall';
 
@@ -34,8 +35,9 @@ async function main(): Promise<void> {
   const p = comm.size;
   const sizes = sizesText.split(',').filter(Boolean).map(Number);
   const rows: Array<{ size: number; usec: number; iters: number }> = [];
-  for (const size of sizes) {
+  for (const [k, size] of sizes.entries()) {
     const { iters, warmup } = iterations(size, Number(itersText));
+    tellProgress(comm.rank, { phase: 'start', size, index: k + 1, of: sizes.length });
     const n = Math.max(1, Math.floor(size / 8));
     const sendD = new Float64Array(n).fill(comm.rank + 1), recvD = new Float64Array(n);
     const bytes = new Uint8Array(size);
@@ -70,7 +72,9 @@ async function main(): Promise<void> {
     const mine = Number(process.hrtime.bigint() - t0) / 1000 / iters;
     const avg = new Float64Array(1);
     await comm.reduce(new Float64Array([mine]), comm.rank === 0 ? avg : null, 'sum', 0);
-    rows.push({ size, usec: Math.round((avg[0]! / p) * 100) / 100, iters });
+    const usec = Math.round((avg[0]! / p) * 100) / 100;
+    rows.push({ size, usec, iters });
+    tellProgress(comm.rank, { phase: 'done', size, index: k + 1, of: sizes.length, value: usec, unit: 'us' });
   }
   if (comm.rank === 0) {
     const lane = p > 1 ? comm.world.ctx.endpointFor(1).lane : null;

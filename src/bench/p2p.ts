@@ -3,6 +3,7 @@
 // and 1. Rank 0 prints one JSON line with the results.
 
 import { init, waitAll, type Communicator, type Request } from '../index.js';
+import { tellProgress } from './progress.js';
 
 interface Row { size: number; usec?: number; usec_median?: number; usec_batch?: number; usec_p90?: number; usec_p99?: number; mbps?: number; iters: number }
 
@@ -57,9 +58,10 @@ async function main(): Promise<void> {
   const buf = new Uint8Array(maxSize).fill(1);
   const ack = new Uint8Array(4);
   if (me <= 1) {
-    for (const size of sizes) {
+    for (const [k, size] of sizes.entries()) {
       const { iters, warmup } = iterations(size, base);
       const msg = buf.subarray(0, size);
+      tellProgress(me, { phase: 'start', size, index: k + 1, of: sizes.length });
       await comm.barrier();
       if (kind === 'latency') {
         // One round trip binds the lane; on a shared-memory rail a round trip
@@ -87,6 +89,7 @@ async function main(): Promise<void> {
           row.usec_batch = Math.round(batches[batches.length >> 1]! * 1000) / 1000;
         }
         rows.push(row);
+        tellProgress(me, { phase: 'done', size, index: k + 1, of: sizes.length, value: row.usec_median ?? 0, unit: 'us' });
       } else {
         const reqs: Request[] = new Array<Request>(window);
         let t0 = 0n;
@@ -103,7 +106,9 @@ async function main(): Promise<void> {
           }
         }
         const secs = Number(process.hrtime.bigint() - t0) / 1e9;
-        rows.push({ size, mbps: round((size * window * iters) / secs / 1e6), iters });
+        const mbps = round((size * window * iters) / secs / 1e6);
+        rows.push({ size, mbps, iters });
+        tellProgress(me, { phase: 'done', size, index: k + 1, of: sizes.length, value: mbps, unit: 'MB/s' });
       }
     }
   } else {

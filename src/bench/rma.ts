@@ -4,6 +4,7 @@
 // run; rank 1 waits in a barrier. Rank 0 prints one JSON line.
 
 import { init, type Window } from '../index.js';
+import { tellProgress } from './progress.js';
 
 interface Row { op?: string; size: number; usec: number; usec_median?: number; usec_median_flush?: number; usec_median_awaited?: number; mbps?: number; ops_per_sec?: number; iters: number }
 
@@ -67,10 +68,11 @@ async function main(): Promise<void> {
   if (comm.rank === 0) {
     const buf = new Uint8Array(maxSize).fill(3);
     await win.lock(1, 'shared');
-    for (const size of sizes) {
+    for (const [k, size] of sizes.entries()) {
       const { iters, warmup } = iterations(size, base);
       const msg = buf.subarray(0, size);
       const times: number[] = [];
+      tellProgress(comm.rank, { phase: 'start', size: kind === 'atomic' ? 'fetch-add' : size, index: k + 1, of: sizes.length });
       // Latency: one operation then its completion at the target; timed per
       // batch. The loop calls the API directly, as osu's C loop does: an async
       // wrapper per operation would add its own promise to every figure.
@@ -97,6 +99,7 @@ async function main(): Promise<void> {
         // The second row is compare-and-swap: its mean only (timed as one run, not in batches).
         row.op = 'fetch-add';
         rows.push(row, { op: 'compare-and-swap', size: 8, usec: round(cas / iters, 3), iters });
+        tellProgress(comm.rank, { phase: 'done', size: 'fetch-add', index: k + 1, of: sizes.length, value: row.usec_median ?? 0, unit: 'us' });
         continue;
       }
       // Bandwidth: a window of operations to distinct offsets, then one flush.
@@ -111,6 +114,7 @@ async function main(): Promise<void> {
       }
       row.mbps = round((size * WINDOW * bwIters) / (Number(process.hrtime.bigint() - t0) / 1e9) / 1e6);
       rows.push(row);
+      tellProgress(comm.rank, { phase: 'done', size, index: k + 1, of: sizes.length, value: row.usec_median ?? 0, unit: 'us' });
     }
     await win.unlock(1);
   }
