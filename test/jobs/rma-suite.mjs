@@ -4,6 +4,7 @@
 // alone. Results are exact: integer arithmetic, or sums of small integers.
 
 import fc from 'fast-check';
+import { randomInt } from 'node:crypto';
 import { init, ErrorCode } from '../../dist/index.js';
 import { runCases, assert, pattern, samePattern, rejectsWith, throwsWith } from './harness.mjs';
 
@@ -377,63 +378,75 @@ const cases = [
   }],
 
   ['random one-sided sequences with fences match a sequential model', async () => {
-    const BYTES = 512;
-    const seed = Number(process.env.RMA_SEED ?? 20261122);
-    // Every rank draws the same program from the same seed. Per epoch each
-    // rank writes only its own slice of each target (puts never overlap) and
-    // adds into shared counters (sums commute), so the model is exact.
-    const slice = Math.floor(BYTES / 2 / p) & ~7;
-    const opArb = fc.record({
-      kind: fc.constantFrom('put', 'acc', 'fadd', 'get'),
-      from: fc.integer({ min: 0, max: p - 1 }),
-      target: fc.integer({ min: 0, max: p - 1 }),
-      at: fc.integer({ min: 0, max: Math.max(0, slice / 8 - 1) }),
-      len: fc.integer({ min: 1, max: 8 }),
-      value: fc.integer({ min: -50, max: 50 }),
-      counter: fc.integer({ min: 0, max: 7 }),
-    });
-    const program = fc.sample(fc.array(fc.array(opArb, { maxLength: 12 }), { minLength: 3, maxLength: 8 }), { seed, numRuns: 1 })[0];
-    const model = Array.from({ length: p }, () => new Uint8Array(BYTES));
-    const w = await comm.allocWindow(BYTES);
-    await w.fence();
-    let ops = 0;
-    for (const epoch of program) {
-      const gets = [];
-      for (const o of epoch) {
-        const t = model[o.target];
-        const base = BYTES / 2;
-        if (o.kind === 'put') {
-          const off = o.from * slice + o.at * 8;
-          const len = Math.min(o.len * 8, slice - o.at * 8);
-          const bytes = new Uint8Array(len).fill((o.value + 256) & 0xff);
-          if (o.from === me) { await w.put(bytes, o.target, off); ops++; }
-          t.set(bytes, off);
-        } else if (o.kind === 'acc' || o.kind === 'fadd') {
-          const off = base + o.counter * 8;
-          if (o.from === me) {
-            if (o.kind === 'acc') await w.accumulate(new BigInt64Array([BigInt(o.value)]), o.target, off, 'sum');
-            else await w.fetchAndOp(BigInt(o.value), o.target, off, 'sum', 'i64');
-            ops++;
-          }
-          const v = new DataView(t.buffer);
-          v.setBigInt64(off, v.getBigInt64(off, true) + BigInt(o.value), true);
-        } else if (o.from === me) {
-          // A get reads the epoch's starting state of another rank's slice (nobody writes it this epoch).
-          const writer = (o.from + 1) % p;
-          if (epoch.some((x) => x.kind === 'put' && x.from === writer && x.target === o.target)) continue;
-          const off = writer * slice;
-          const dst = new Uint8Array(slice);
-          gets.push([w.get(dst, o.target, off), dst, model[o.target].slice(off, off + slice)]);
-          ops++;
-        }
-      }
-      await w.fence();
-      for (const [done, dst, expect] of gets) { await done; assert.deepEqual(dst, expect, 'get saw the epoch\'s start'); }
+    // A new seed every run (RMA_SEED=n replays one): rank 0 draws it and every
+    // rank draws the same programs from it. A failure names the seed.
+    const s = new Uint32Array([process.env.RMA_SEED !== undefined ? Number(process.env.RMA_SEED) : randomInt(2 ** 31)]);
+    await comm.bcast(s, 0);
+    for (let k = 0; k < 3; k++) {
+      const seed = s[0] + k;
+      try { await randomProgram(seed); } catch (e) { throw new Error(`seed ${seed} (replay: RMA_SEED=${seed}): ${e.message}`, { cause: e }); }
     }
-    assert.deepEqual(w.buffer, model[me], 'final window contents equal the model');
-    await w.free();
   }],
 ];
+
+/**
+ * One random program of epochs. Per epoch each rank writes only its own slice
+ * of each target (puts never overlap) and adds into shared counters (sums
+ * commute), so the model is exact.
+ */
+async function randomProgram(seed) {
+  const BYTES = 512;
+  const slice = Math.floor(BYTES / 2 / p) & ~7;
+  const opArb = fc.record({
+    kind: fc.constantFrom('put', 'acc', 'fadd', 'get'),
+    from: fc.integer({ min: 0, max: p - 1 }),
+    target: fc.integer({ min: 0, max: p - 1 }),
+    at: fc.integer({ min: 0, max: Math.max(0, slice / 8 - 1) }),
+    len: fc.integer({ min: 1, max: 8 }),
+    value: fc.integer({ min: -50, max: 50 }),
+    counter: fc.integer({ min: 0, max: 7 }),
+  });
+  const program = fc.sample(fc.array(fc.array(opArb, { maxLength: 12 }), { minLength: 3, maxLength: 8 }), { seed, numRuns: 1 })[0];
+  const model = Array.from({ length: p }, () => new Uint8Array(BYTES));
+  const w = await comm.allocWindow(BYTES);
+  await w.fence();
+  let ops = 0;
+  for (const epoch of program) {
+    const gets = [];
+    for (const o of epoch) {
+      const t = model[o.target];
+      const base = BYTES / 2;
+      if (o.kind === 'put') {
+        const off = o.from * slice + o.at * 8;
+        const len = Math.min(o.len * 8, slice - o.at * 8);
+        const bytes = new Uint8Array(len).fill((o.value + 256) & 0xff);
+        if (o.from === me) { await w.put(bytes, o.target, off); ops++; }
+        t.set(bytes, off);
+      } else if (o.kind === 'acc' || o.kind === 'fadd') {
+        const off = base + o.counter * 8;
+        if (o.from === me) {
+          if (o.kind === 'acc') await w.accumulate(new BigInt64Array([BigInt(o.value)]), o.target, off, 'sum');
+          else await w.fetchAndOp(BigInt(o.value), o.target, off, 'sum', 'i64');
+          ops++;
+        }
+        const v = new DataView(t.buffer);
+        v.setBigInt64(off, v.getBigInt64(off, true) + BigInt(o.value), true);
+      } else if (o.from === me) {
+        // A get reads the epoch's starting state of another rank's slice (nobody writes it this epoch).
+        const writer = (o.from + 1) % p;
+        if (epoch.some((x) => x.kind === 'put' && x.from === writer && x.target === o.target)) continue;
+        const off = writer * slice;
+        const dst = new Uint8Array(slice);
+        gets.push([w.get(dst, o.target, off), dst, model[o.target].slice(off, off + slice)]);
+        ops++;
+      }
+    }
+    await w.fence();
+    for (const [done, dst, expect] of gets) { await done; assert.deepEqual(dst, expect, 'get saw the epoch\'s start'); }
+  }
+  assert.deepEqual(w.buffer, model[me], 'final window contents equal the model');
+  await w.free();
+}
 
 const failed = await runCases(comm, cases, { timeoutMs: Number(process.env.CASE_TIMEOUT_MS ?? 60000) });
 if (process.env.RMA_STATS) console.log(`RMA native ${comm.world.ctx.rma.nativeOps} emulated ${comm.world.ctx.rma.emulatedOps}`);

@@ -1,6 +1,6 @@
-// The timer hotel (timing wheel): guests leave exactly when due, never early,
-// check-out is immediate, and timeouts longer than one turn of the wheel wait
-// the extra rounds.
+// The timer hotel (timing wheel): guests leave on time (at the first advance
+// that reaches their tick, never early, never late), check-out is immediate,
+// and timeouts longer than one turn of the wheel wait the extra rounds.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,6 +25,48 @@ test('hotel: guests expire at their due tick, in any order of check-in, across w
       assert.deepEqual([...out].sort((a, b) => a - b), expect, 'every guest that stayed left exactly once');
       assert.equal(h.guests, 0);
     }), { numRuns: 200 });
+});
+
+// The wheel's contract, as a model: a guest checked in for dueMs is due at tick
+// max(ceil(dueMs / tickMs), the hotel's current tick + 1), and leaves at the first
+// advance() whose tick reaches that: never earlier, never a tick (or a turn of
+// the wheel) later, whatever the check-ins, check-outs, wraps and long pauses.
+test('hotel: every guest leaves at the first advance that reaches its due tick, no earlier and no later (property)', () => {
+  const op = fc.oneof(
+    fc.record({ kind: fc.constant('in'), g: fc.nat(15), delay: fc.integer({ min: -5, max: 400 }) }),
+    fc.record({ kind: fc.constant('out'), g: fc.nat(15) }),
+    fc.record({ kind: fc.constant('advance'), step: fc.oneof(fc.integer({ min: 0, max: 6 }), fc.integer({ min: 0, max: 700 })) }),
+  );
+  fc.assert(fc.property(fc.integer({ min: 1, max: 4 }), fc.constantFrom(8, 16, 64), fc.integer({ min: 0, max: 100_000 }), fc.array(op, { maxLength: 150 }), (tickMs, slots, start, ops) => {
+    const h = new Hotel(start, tickMs, slots);
+    const gs = Array.from({ length: 16 }, (_, i) => guest(i));
+    const due = new Map(); // guest id -> due tick
+    let now = start;
+    let tick = Math.floor(start / tickMs);
+    const advance = (to) => {
+      now = to;
+      const left = [];
+      h.advance(now, { expired: (g) => left.push(g.id) });
+      const t = Math.floor(now / tickMs);
+      const want = t > tick ? [...due].filter(([, d]) => d <= t).map(([id]) => id) : [];
+      assert.deepEqual(left.sort((a, b) => a - b), want.sort((a, b) => a - b), `at ${now} ms (tick ${t}, ${tickMs} ms a tick, ${slots} slots)`);
+      for (const id of want) due.delete(id);
+      tick = Math.max(tick, t);
+      assert.equal(h.guests, due.size);
+    };
+    for (const o of ops) {
+      if (o.kind === 'in') {
+        h.checkIn(gs[o.g], now + o.delay);
+        due.set(o.g, Math.max(Math.ceil((now + o.delay) / tickMs), tick + 1));
+      } else if (o.kind === 'out') {
+        assert.equal(h.checkOut(gs[o.g]), due.delete(o.g), `check-out of guest ${o.g}`);
+      } else {
+        advance(now + o.step);
+      }
+    }
+    advance(now + 1000 * tickMs);
+    assert.equal(due.size, 0);
+  }), { numRuns: 300 });
 });
 
 test('hotel: check-out of a guest not in the hotel is refused; re-check-in moves a guest', () => {

@@ -9,6 +9,7 @@ import { LockTable } from '../../dist/proto/rma/locks.js';
 import { LOCK_EXCLUSIVE as X, LOCK_SHARED as S, encodeAtomic, atomicOp, atomicType, atomicOpId, tgtOffset, tgtRegion, encodeGet, getLength } from '../../dist/proto/rma/wire.js';
 import { applyAccumulate, applyAtomic, OP_CSWAP, T_I8, T_U8, T_I16, T_U16, T_I32, T_U32, T_F32, T_F64, T_I64, T_U64, TYPE_SIZE } from '../../dist/proto/rma/apply.js';
 import { Region, RegionTable, packRkey, unpackRkey, SHARE_HOST } from '../../dist/proto/rma/region.js';
+import { elementOp, defined, firstDifference, isBig, isFloat } from '../helpers/reduce-model.mjs';
 
 const ranks = (gs) => gs.map((g) => g.rank);
 
@@ -74,57 +75,106 @@ test('locks: property: never an exclusive holder together with another holder, a
   }));
 });
 
+// README: locks are granted first come first served, a shared request never
+// overtakes a queued exclusive one. As a model: one FIFO queue per region whose
+// head is granted as soon as it is compatible with the holders (exclusive: no
+// holder; shared: no exclusive holder), the next ones after it in turn.
+test('locks: property: grants come in request order, each as soon as the requests before it and the holders allow (FIFO model), dead ranks included', () => {
+  const step = fc.oneof(
+    { arbitrary: fc.record({ kind: fc.constant('request'), region: fc.nat(1), rank: fc.nat(5), mode: fc.constantFrom(X, S) }), weight: 3 },
+    { arbitrary: fc.record({ kind: fc.constant('release'), region: fc.nat(1), pick: fc.nat() }), weight: 2 },
+    { arbitrary: fc.record({ kind: fc.constant('die'), rank: fc.nat(5) }), weight: 1 },
+  );
+  fc.assert(fc.property(fc.array(step, { maxLength: 60 }), (steps) => {
+    const t = new LockTable();
+    const m = [0, 1].map(() => ({ x: -1, s: new Set(), queue: [] }));
+    const drain = (r) => {
+      const out = [];
+      while (r.queue.length > 0 && r.x < 0) {
+        const head = r.queue[0];
+        if (head.mode === X) { if (r.s.size > 0) break; r.x = head.rank; } else r.s.add(head.rank);
+        out.push(r.queue.shift());
+      }
+      return out;
+    };
+    const busy = (rank, region) => m[region].x === rank || m[region].s.has(rank) || m[region].queue.some((q) => q.rank === rank);
+    const ids = (gs) => gs.map((g) => g.opId);
+    const order = [[], []];
+    let opId = 0;
+    for (const st of steps) {
+      if (st.kind === 'request') {
+        if (busy(st.rank, st.region)) continue; // one lock per rank and target, as the window enforces
+        const req = { rank: st.rank, mode: st.mode, opId: opId++ };
+        m[st.region].queue.push(req);
+        const got = t.request(st.region, req);
+        assert.deepEqual(ids(got), ids(drain(m[st.region])), `request ${req.opId}`);
+        order[st.region].push(...ids(got));
+      } else if (st.kind === 'release') {
+        const r = m[st.region];
+        const held = r.x >= 0 ? [r.x] : [...r.s];
+        if (held.length === 0) { assert.equal(t.release(st.region, 0), null); continue; }
+        const who = held[st.pick % held.length];
+        if (r.x === who) r.x = -1; else r.s.delete(who);
+        const got = t.release(st.region, who);
+        assert.deepEqual(ids(got), ids(drain(r)), `release by ${who}`);
+        order[st.region].push(...ids(got));
+      } else {
+        const want = [];
+        for (const [region, r] of m.entries()) {
+          r.queue = r.queue.filter((q) => q.rank !== st.rank);
+          if (r.x === st.rank) r.x = -1;
+          r.s.delete(st.rank);
+          const g = drain(r);
+          if (g.length > 0) want.push([region, ids(g)]);
+          order[region].push(...ids(g));
+        }
+        assert.deepEqual(t.dropRank(st.rank).map((o) => [o.region, ids(o.granted)]), want, `rank ${st.rank} dies`);
+      }
+      for (const [region, r] of m.entries()) assert.deepEqual(t.holders(region), { exclusive: r.x, shared: [...r.s], queued: r.queue.length });
+    }
+    // First come, first served: within a region, grants follow request order.
+    for (const o of order) assert.deepEqual(o, [...o].sort((a, b) => a - b));
+  }), { numRuns: 300 });
+});
+
 const CTORS = { [T_I8]: Int8Array, [T_U8]: Uint8Array, [T_I16]: Int16Array, [T_U16]: Uint16Array, [T_I32]: Int32Array, [T_U32]: Uint32Array, [T_F32]: Float32Array, [T_F64]: Float64Array, [T_I64]: BigInt64Array, [T_U64]: BigUint64Array };
+// Accumulate's ops in their wire order (apply.ts OP_NAMES): the nine reduction ops, then replace.
 const OPS = ['sum', 'prod', 'min', 'max', 'band', 'bor', 'bxor', 'land', 'lor', 'replace'];
 
-function model(T, op, a, b) {
-  const big = typeof a === 'bigint';
-  const r = (() => {
-    switch (op) {
-      case 'sum': return a + b;
-      case 'prod': return big ? a * b : (T === Float32Array || T === Float64Array ? a * b : Number(BigInt.asIntN(64, BigInt(a) * BigInt(b))));
-      case 'min': return b < a ? b : a;
-      case 'max': return b > a ? b : a;
-      case 'band': return a & b;
-      case 'bor': return a | b;
-      case 'bxor': return a ^ b;
-      case 'land': return (big ? a !== 0n && b !== 0n : a !== 0 && b !== 0) ? 1 : 0;
-      case 'lor': return (big ? a !== 0n || b !== 0n : a !== 0 || b !== 0) ? 1 : 0;
-      default: return b;
-    }
-  })();
-  const out = new T(1);
-  out[0] = big && typeof r === 'number' ? BigInt(r) : r;
-  return out[0];
-}
+/** The element-wise model (test/helpers/reduce-model.mjs), plus replace. */
+const model = (T, op) => (op === 'replace' ? (_a, b) => b : elementOp(T, op));
 
-test('accumulate: shared (Atomics) and private memory both equal the element-wise model, any alignment of the operand', () => {
+test('accumulate: shared (Atomics) and private memory both equal the element-wise model, every type x op each run, any alignment of the operand', () => {
   const types = Object.keys(CTORS).map(Number);
-  fc.assert(fc.property(fc.constantFrom(...types), fc.integer({ min: 0, max: 9 }), fc.array(fc.integer({ min: -300, max: 300 }), { minLength: 1, maxLength: 9 }), fc.array(fc.integer({ min: -300, max: 300 }), { minLength: 9, maxLength: 9 }), fc.integer({ min: 0, max: 7 }), (type, opi, src, init, skew) => {
-    const T = CTORS[type];
-    const op = OPS[opi];
-    const float = T === Float32Array || T === Float64Array;
-    if (float && (op === 'band' || op === 'bor' || op === 'bxor')) return;
-    const conv = (v) => (T === BigInt64Array || T === BigUint64Array ? BigInt(v) : v);
-    const n = src.length;
-    const size = TYPE_SIZE[type];
-    const operand = new T(src.map(conv));
-    // The operand arrives at any byte alignment (inside a received frame).
-    const carrier = new Uint8Array(operand.byteLength + 8);
-    carrier.set(new Uint8Array(operand.buffer), skew);
-    const bytes = carrier.subarray(skew, skew + operand.byteLength);
-    for (const Buf of [ArrayBuffer, SharedArrayBuffer]) {
-      const region = new Uint8Array(new Buf(8 + 9 * size));
-      const target = new T(region.buffer, 8, 9);
-      for (let i = 0; i < 9; i++) target[i] = conv(init[i]);
-      const before = target.slice();
-      applyAccumulate(region, 8, bytes, type, opi === 9 ? 9 : opi);
-      for (let i = 0; i < 9; i++) {
-        const want = i < n ? model(T, op, before[i], operand[i]) : before[i];
-        assert.ok(Object.is(target[i], want) || target[i] === want, `${T.name} ${op} ${Buf.name} [${i}]: ${target[i]} vs ${want}`);
+  const int = fc.oneof(fc.integer({ min: -300, max: 300 }), fc.constantFrom(0, -1, 127, -128, 255, 32767, -32768, 65535, 2 ** 31 - 1, -(2 ** 31), 2 ** 32 - 1, 2 ** 53 - 1));
+  const dbl = fc.oneof(fc.integer({ min: -300, max: 300 }), fc.double(), fc.constantFrom(0, -0, NaN, Infinity, -Infinity, 0.5));
+  fc.assert(fc.property(fc.integer({ min: 1, max: 9 }), fc.array(int, { minLength: 18, maxLength: 18 }), fc.array(dbl, { minLength: 18, maxLength: 18 }), fc.integer({ min: 0, max: 7 }), (n, ints, dbls, skew) => {
+    for (const type of types) {
+      const T = CTORS[type];
+      const size = TYPE_SIZE[type];
+      const vals = isFloat(T) ? dbls : isBig(T) ? ints.map(BigInt) : ints;
+      // Stored through T: wrapped to the element as any value a program holds.
+      const operand = T.from(vals.slice(0, n));
+      const init = T.from(vals.slice(9, 18));
+      // The operand arrives at any byte alignment (inside a received frame).
+      const carrier = new Uint8Array(operand.byteLength + 8);
+      carrier.set(new Uint8Array(operand.buffer), skew);
+      const bytes = carrier.subarray(skew, skew + operand.byteLength);
+      for (const [code, op] of OPS.entries()) {
+        if (!defined(T, op) && op !== 'replace') continue;
+        const f = model(T, op);
+        for (const Buf of [ArrayBuffer, SharedArrayBuffer]) {
+          const region = new Uint8Array(new Buf(8 + 9 * size));
+          const target = new T(region.buffer, 8, 9);
+          target.set(init);
+          applyAccumulate(region, 8, bytes, type, code);
+          const want = T.from(init, (x, i) => (i < n ? f(x, operand[i]) : x));
+          const i = firstDifference(target, want);
+          if (i >= 0) assert.fail(`${T.name} ${op} ${Buf.name} [${i}]: ${init[i]} ${op} ${operand[i]} gave ${target[i]}, the model says ${want[i]}`);
+        }
       }
     }
-  }));
+  }), { numRuns: 60 });
 });
 
 test('atomics: fetch-and-op and compare-and-swap return the old value and store the model\'s', () => {
