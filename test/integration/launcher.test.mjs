@@ -8,7 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync, readFileSync, readdirSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { startJob, shellQuote, DEFAULT_NODE_FLAGS } from '../../dist/cli/run.js';
-import { launchKit, alive, kvClientUrl, kvRankScript, waitFor } from '../helpers/launch-kit.mjs';
+import { launchKit, alive, kvRankScript, waitFor } from '../helpers/launch-kit.mjs';
 import { need } from '../helpers/requires.mjs';
 
 const { dir, seenPids, script, launch } = launchKit('railcomm-launcher-');
@@ -152,21 +152,43 @@ ${sleeper}`);
   await waitFor(() => pids.every((p) => !alive(p)), 3000, 'every rank and grandchild to be gone');
 });
 
-test('ranks that wired up exit by themselves when the launcher is SIGKILLed (no orphans)', async () => {
-  const s = script('orphan.mjs', `${pidPrelude('orphan')}
-const { KvClient } = await import(${JSON.stringify(kvClientUrl)});
-const [host, port] = process.env.RAILCOMM_KV.split(':');
-const kv = await KvClient.connect({ host, port: Number(port) }, process.env.RAILCOMM_JOB_KEY, Number(rank));
-kv.onLost(() => process.exit(70));
-notePid('r' + rank, process.pid);
-${sleeper}`);
-  let launcher;
-  const done = launch(['-n', '2', s], { onSpawn: (c) => { launcher = c; } });
-  await waitFor(() => pidsIn('orphan').length === 2, 10_000, 'ranks to connect');
-  launcher.kill('SIGKILL');
-  await done;
-  const pids = pidsIn('orphan');
-  await waitFor(() => pids.every((p) => !alive(p)), 5000, 'ranks to notice the launcher is gone');
+// init()'s own handling (no handler of the test's): a rank on its event loop
+// sees the launcher's connection close and exits, running its exit handlers
+// (which remove its /dev/shm names), well before the native watch's 2 s
+// grace would kill it. The exit handler leaves a mark: a rank killed instead
+// (SIGKILL runs no handler) leaves none.
+test('ranks that wired up through init() exit on their own within the grace period when the launcher is SIGKILLed, leaving nothing in /dev/shm (processes and thread ranks)', async (t) => {
+  const GRACE_MS = 2000; // src/boot/launcher-tie.ts: after this the native watch kills a rank that did not exit
+  const noted = (sub, re) => { try { return readdirSync(join(dir, sub)).filter((n) => re.test(n)).sort(); } catch { return []; } };
+  for (const [sub, args] of [['orphan', ['--rails', 'shm,self']], ['orphan-threads', ['--threads']]]) {
+    const s = script(`${sub}.mjs`, `${pidPrelude(sub)}
+const { init } = await import(${JSON.stringify(new URL('../../dist/index.js', import.meta.url).href)});
+const comm = await init();
+// Ranks 0 and 1 talk (rings); rank 2 talks to nobody, so inboxes keep their /dev/shm names (a name goes once every peer mapped it).
+if (comm.rank < 2) await Promise.all([comm.send(new Uint8Array(64), 1 - comm.rank, 1), comm.recv(new Uint8Array(64), 1 - comm.rank, 1)]);
+process.on('exit', (code) => notePid('x' + comm.rank, 1000 + code));
+notePid('r' + comm.rank, process.pid);
+setInterval(() => {}, 1000); // on its event loop, no request outstanding`);
+    let launcher;
+    const done = launch(['-n', '3', ...args, s], { onSpawn: (c) => { launcher = c; } });
+    await waitFor(() => noted(sub, /^r\d+\.pid$/).length === 3, 15_000, `${sub}: ranks to wire up`);
+    const pids = pidsIn(sub);
+    const jobId = Number(readFileSync(`/proc/${pids[0]}/environ`, 'latin1').split('\0').find((v) => v.startsWith('RAILCOMM_JOB_ID='))?.slice(16));
+    const names = () => readdirSync('/dev/shm').filter((n) => n.startsWith(`railcomm-${jobId >>> 0}-`));
+    if (sub === 'orphan') assert.ok(names().length > 0, 'the process ranks have /dev/shm names');
+    const t0 = Date.now();
+    launcher.kill('SIGKILL');
+    await done;
+    await waitFor(() => pids.every((p) => !alive(p)), GRACE_MS, `${sub}: every rank to exit on its own within ${GRACE_MS} ms`);
+    const ms = Date.now() - t0;
+    // Each rank's exit handler ran (code 1: init() exits when it loses the launcher).
+    const marks = noted(sub, /^x\d+\.pid$/);
+    assert.deepEqual(marks, ['x0.pid', 'x1.pid', 'x2.pid'], `${sub}: every rank exited through its exit handlers`);
+    for (const m of marks) assert.equal(readFileSync(join(dir, sub, m), 'utf8'), '1001', `${sub} ${m}: exit code`);
+    assert.deepEqual(names(), [], `${sub}: no /dev/shm name left`);
+    assert.ok(ms < GRACE_MS, `${sub}: ${ms} ms`);
+    t.diagnostic(`${sub}: every rank gone ${ms} ms after the launcher was killed`);
+  }
 });
 
 test('ranks busy in a loop that never returns to the event loop end too when the launcher is SIGKILLed (processes and thread ranks)', async () => {
