@@ -4,6 +4,10 @@
 export const LogLevels = ['error', 'warn', 'info', 'debug', 'trace'] as const;
 export type LogLevel = (typeof LogLevels)[number];
 
+/** warnEvery: lines printed per reason before the rest are counted, and how often a count is printed. */
+const RATE_FIRST = 5;
+const RATE_EVERY_MS = 5000;
+
 export class Logger {
   private threshold: number;
   private prefix: string;
@@ -24,6 +28,26 @@ export class Logger {
   enabled(level: LogLevel): boolean {
     return LogLevels.indexOf(level) <= this.threshold;
   }
+
+  /**
+   * A warning that strangers or a flood can repeat without end (garbage
+   * datagrams, refused connections): the first few per reason are printed,
+   * then one line every few seconds says how many more there were.
+   */
+  warnEvery(reason: string, msg: string): void {
+    if (!this.enabled('warn')) return;
+    const now = Date.now();
+    let r = this.limited.get(reason);
+    if (r === undefined) { r = { shown: 0, held: 0, since: now }; this.limited.set(reason, r); }
+    if (r.shown < RATE_FIRST) { r.shown++; this.write('warn', msg); return; }
+    r.held++;
+    if (now - r.since >= RATE_EVERY_MS) {
+      this.write('warn', `${msg} (and ${r.held - 1} more like it in the last ${Math.round((now - r.since) / 1000)} s)`);
+      r.held = 0;
+      r.since = now;
+    }
+  }
+  private readonly limited = new Map<string, { shown: number; held: number; since: number }>();
 
   error(msg: string): void { this.write('error', msg); }
   warn(msg: string): void { this.write('warn', msg); }

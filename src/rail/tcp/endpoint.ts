@@ -39,8 +39,6 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
   private peerAddress: string;
   /** The other end of the open connection, for messages. */
   private remote = '';
-  /** A handshake the peer started towards us and we answered, not yet proven. */
-  incomingPending = false;
   private outgoing: net.Socket | null = null;
   private connectDeadline = 0;
   private connectTries = 0;
@@ -196,7 +194,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
 
   /** Called by the rail when the layer above first wants this peer. */
   startConnect(): void {
-    if (this.state !== State.IDLE || this.outgoing !== null || this.incomingPending) return;
+    if (this.state !== State.IDLE || this.outgoing !== null) return;
     this.state = State.CONNECTING;
     this.connectDeadline = Date.now() + this.rail.env.params.connectTimeout;
     this.connectTries = 0;
@@ -210,11 +208,11 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
 
   private tryConnect(): void {
     this.retryTimer = null;
-    if (this.state === State.CONNECTING && this.sock === null && !this.incomingPending && Date.now() >= this.connectDeadline) {
+    if (this.state === State.CONNECTING && this.sock === null && Date.now() >= this.connectDeadline) {
       this.fail(this.connError(`cannot connect to ${this.peerAddress} on device ${this.rail.device.name} after ${this.connectTries} tries: ${this.lastConnectError || 'no answer'}`), false);
       return;
     }
-    if (this.state !== State.CONNECTING || this.sock !== null || this.incomingPending) return;
+    if (this.state !== State.CONNECTING || this.sock !== null) return;
     const [host, portText] = splitAddress(this.peerAddress);
     if (this.outgoing !== null) return;
     const reader = new FrameReader(this.rail.env.params.tcpRecvBuffer, this.rail.caps.amHeaderMax, this.rail.env.params.tcpMaxFrame, this.rail.upcalls.activity);
@@ -237,7 +235,6 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
       abandon();
       if (this.sock !== null || this.state !== State.CONNECTING) return;
       this.lastConnectError = why;
-      if (this.incomingPending) return; // the peer's own connection may still win
       if (retry && Date.now() < this.connectDeadline) {
         this.retryIn(Math.min(1000, 20 * 2 ** Math.min(this.connectTries, 6)));
         return;
@@ -289,16 +286,19 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     const myNonce = nonce();
     const ids = idBytes(this.peer, env.self);
     const from = `${s.remoteAddress}:${s.remotePort}`;
-    this.incomingPending = true;
     const timer = setTimeout(() => { this.rail.counters.refused++; finish(false, 'handshake timed out'); }, env.params.handshakeTimeout);
     let done = false;
     const finish = (ok: boolean, why: string): void => {
       if (done) return;
       done = true;
       clearTimeout(timer);
-      this.incomingPending = false;
-      if (ok) { this.attach(s, reader); return; }
-      env.log.warn(`tcp: refused connection claiming to be peer ${formatId(this.peer)} from ${from}: ${why}`);
+      if (ok) {
+        // Proven: the peer's connection wins over ours (it has the lower id, or we had none).
+        if (this.outgoing !== null) this.yieldOutgoing();
+        this.attach(s, reader);
+        return;
+      }
+      env.log.warnEvery('tcp-refused', `tcp: refused connection claiming to be peer ${formatId(this.peer)} from ${from}: ${why}`);
       reader.stop();
       s.destroy();
       this.rail.handshakeDone(s);
@@ -443,7 +443,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     const p = new Promise<void>((resolve) => this.closeWaiters.push(resolve));
     if (this.state === State.OPEN) {
       this.beginClose();
-    } else if (this.state === State.IDLE && !this.incomingPending && this.staged.length === 0 && this.batchLen === 0) {
+    } else if (this.state === State.IDLE && this.staged.length === 0 && this.batchLen === 0) {
       this.state = State.CLOSING;
       this.finishClose();
     } else if (this.state !== State.CLOSING) {
@@ -451,7 +451,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
       // the user): deliver it first, then close. attach() or fail() continues,
       // and the connect deadline bounds the wait.
       this.closeWhenOpen = true;
-      if (this.state === State.IDLE && !this.incomingPending) this.startConnect();
+      if (this.state === State.IDLE) this.startConnect();
       if (this.closeDeadline === null) {
         this.closeDeadline = setTimeout(() => {
           if (this.state !== State.OPEN && this.state !== State.CLOSING) {

@@ -14,7 +14,11 @@ import { HELLO_BYTES, RejectReason, decodeHello } from './wire.js';
 
 /** Size of the write batches small frames are coalesced into. */
 const BATCH_BYTES = 65536;
-/** Connections still proving the job key; more are refused (bounds memory before auth). */
+/**
+ * Connections still proving the job key. Past this, the oldest is closed to
+ * make room (bounds memory before auth, and a crowd of idle strangers cannot
+ * keep a real peer out: its handshake takes milliseconds, theirs never ends).
+ */
 const MAX_HANDSHAKES = 256;
 
 export class TcpRail implements Rail {
@@ -108,17 +112,18 @@ export class TcpRail implements Rail {
 
   private onConnection(raw: net.Socket): void {
     if (this.handshaking.size >= MAX_HANDSHAKES) {
+      const oldest = this.handshaking.values().next().value as net.Socket;
+      this.handshaking.delete(oldest);
       this.counters.refused++;
-      this.env.log.warn(`tcp: refusing a connection from ${raw.remoteAddress}:${raw.remotePort}: ${MAX_HANDSHAKES} handshakes already under way`);
-      raw.destroy();
-      return;
+      this.env.log.warnEvery('tcp-evict', `tcp: ${MAX_HANDSHAKES} connections are still proving the job key; closing the oldest (${oldest.remoteAddress}:${oldest.remotePort}) to make room`);
+      oldest.destroy();
     }
     const reader = new FrameReader(this.env.params.tcpRecvBuffer, this.caps.amHeaderMax, this.env.params.tcpMaxFrame, this.upcalls.activity);
     const s = adoptWithOnread(raw, reader);
     this.handshaking.add(s);
     const timer = setTimeout(() => {
       this.counters.refused++;
-      this.env.log.warn(`tcp: closing a connection from ${s.remoteAddress}:${s.remotePort} that did not introduce itself in time`);
+      this.env.log.warnEvery('tcp-slow-hello', `tcp: closing a connection from ${s.remoteAddress}:${s.remotePort} that did not introduce itself in time`);
       s.destroy();
     }, this.env.params.handshakeTimeout);
     timer.unref();
@@ -130,19 +135,22 @@ export class TcpRail implements Rail {
       if (typeof hello === 'string') {
         this.counters.refused++;
         this.counters.badFrames++;
-        this.env.log.warn(`tcp: refused a connection from ${s.remoteAddress}:${s.remotePort}: ${hello}`);
+        this.env.log.warnEvery('tcp-bad-hello', `tcp: refused a connection from ${s.remoteAddress}:${s.remotePort}: ${hello}`);
         reader.stop();
         s.destroy();
         return;
       }
       if (hello.jobId !== this.env.jobId || hello.to !== this.env.self) {
         this.counters.refused++;
-        this.env.log.warn(`tcp: refused a connection from ${s.remoteAddress}:${s.remotePort}: it is for endpoint ${formatId(hello.to)}, this is endpoint ${formatId(this.env.self)} (job:rank)`);
+        this.env.log.warnEvery('tcp-wrong-peer', `tcp: refused a connection from ${s.remoteAddress}:${s.remotePort}: it is for endpoint ${formatId(hello.to)}, this is endpoint ${formatId(this.env.self)} (job:rank)`);
         reader.stop();
         this.handshakeDone(s);
         TcpEndpoint.reject(s, hello.jobId !== this.env.jobId ? RejectReason.WRONG_JOB : RejectReason.WRONG_PEER);
         return;
       }
+      // Only claims so far: nothing here may keep the real peer out. Several
+      // handshakes for one peer may run at once; the first that proves the
+      // key wins (acceptHandshake), and our own attempt to reach it goes on.
       const existing = this.endpoints.get(hello.from);
       if (this.closing && !(existing?.mustDeliver ?? false)) {
         // Finalizing: only a peer we still owe data to may connect.
@@ -151,7 +159,7 @@ export class TcpRail implements Rail {
         TcpEndpoint.reject(s, RejectReason.CLOSING);
         return;
       }
-      if (existing !== undefined && (existing.open || existing.incomingPending || (existing.connecting && this.env.self < hello.from))) {
+      if (existing !== undefined && (existing.open || (existing.connecting && this.env.self < hello.from))) {
         // Ours wins (lower id), or a connection already exists.
         reader.stop();
         this.handshakeDone(s);
@@ -159,7 +167,6 @@ export class TcpRail implements Rail {
         return;
       }
       const ep = existing ?? this.endpoint(hello.from, '');
-      if (ep.connecting) ep.yieldOutgoing();
       ep.acceptHandshake(s, reader, hello.nonce);
     });
     s.resume();

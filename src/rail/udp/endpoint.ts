@@ -193,7 +193,7 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
     const ctx = handshakeContext(env.self, this.peer, this.myToken, h.token);
     if (!macEquals(h.mac, mac(env.jobKey, 'railcomm-udp-B', this.myNonce, h.nonce, ctx))) {
       this.rail.counters.refused++;
-      env.log.warn(`udp: ignored an answer claiming to be peer ${formatId(this.peer)}: it does not know the job key`);
+      env.log.warnEvery('udp-bad-answer', `udp: ignored an answer claiming to be peer ${formatId(this.peer)}: it does not know the job key`);
       return;
     }
     this.peerToken = h.token;
@@ -209,7 +209,7 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
     const ctx = handshakeContext(this.peer, env.self, this.peerToken, this.myToken);
     if (!h.nonce.equals(this.peerNonce) || !macEquals(h.mac, mac(env.jobKey, 'railcomm-udp-A', this.myNonce, this.peerNonce, ctx))) {
       this.rail.counters.refused++;
-      env.log.warn(`udp: refused peer ${formatId(this.peer)} from ${this.ip}: it does not know the job key`);
+      env.log.warnEvery('udp-refused', `udp: refused peer ${formatId(this.peer)} from ${this.ip}: it does not know the job key`);
       return;
     }
     this.becomeOpen(this.peerCredit);
