@@ -6,7 +6,7 @@ import * as net from 'node:net';
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import type { KeyValueStore, PeerLostListener } from './kv.js';
 import {
-  MAX_LINE_BYTES, LineSplitter, authMac, encode, parseAuthOk, parseEvent, parseNonce, parseReply,
+  MAX_LINE_BYTES, LineSplitter, authMac, encode, parseAuthOk, parseEvent, parseNonce, parseRefused, parseReply,
   type KvOp, type KvReply, type KvRequest,
 } from './kv-wire.js';
 
@@ -43,6 +43,8 @@ export class KvClient implements KeyValueStore {
   private readonly lostListeners: LostListener[] = [];
   private readonly peerLostListeners: PeerLostListener[] = [];
   private closedByUs = false;
+  /** The service said no to our proof: asking again will not help. */
+  private refusedForGood = false;
   private lostError: RailcommError | undefined;
   private handshakeDone: ((err?: RailcommError) => void) | undefined;
   private jobKey = '';
@@ -82,6 +84,24 @@ export class KvClient implements KeyValueStore {
         resolve(client);
       };
     });
+  }
+
+  /**
+   * connect(), again with backoff until timeoutMs passed, unless the service
+   * refused this rank for good (wrong key, rank taken): a service crowded by
+   * strangers closes unproven connections to make room, so a try can fail.
+   */
+  static async connectRetrying(addr: { host: string; port: number }, jobKey: string, rank: number, timeoutMs: number): Promise<KvClient> {
+    const deadline = Date.now() + timeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await KvClient.connect(addr, jobKey, rank, { timeoutMs: Math.max(1000, Math.min(10_000, deadline - Date.now())) });
+      } catch (e) {
+        const err = e as RailcommError & { refusedForGood?: boolean };
+        if (err.refusedForGood === true || Date.now() >= deadline) throw err;
+        await new Promise((r) => setTimeout(r, Math.min(500, 20 * 2 ** Math.min(attempt, 5))));
+      }
+    }
   }
 
   put(key: string, value: string): Promise<void> {
@@ -190,7 +210,9 @@ export class KvClient implements KeyValueStore {
       }
       case 'auth':
         if (!parseAuthOk(line)) {
-          this.fail(`the key-value service at ${this.where()} refused rank ${this.rank}`);
+          const why = parseRefused(line);
+          this.refusedForGood = true;
+          this.fail(`the key-value service at ${this.where()} refused rank ${this.rank}${why !== undefined ? `: ${why}` : ''}`);
           return;
         }
         this.phase = 'ready';
@@ -233,8 +255,9 @@ export class KvClient implements KeyValueStore {
     this.socket.destroy();
     if (was !== 'ready') {
       // Closed right after our proof: the service refused it, almost always a wrong job key.
-      const hint = was === 'auth' && why.startsWith('lost') ? ' (refused: wrong RAILCOMM_JOB_KEY, or this rank is already connected)' : '';
-      this.handshakeDone?.(new RailcommError(ErrorCode.BOOT, `rank ${this.rank}: ${why}${hint}`));
+      const err = new RailcommError(ErrorCode.BOOT, `rank ${this.rank}: ${why}`);
+      if (this.refusedForGood) Object.defineProperty(err, 'refusedForGood', { value: true });
+      this.handshakeDone?.(err);
       return;
     }
     const err = new RailcommError(ErrorCode.BOOT, `rank ${this.rank}: ${why}`);

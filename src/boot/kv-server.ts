@@ -19,7 +19,7 @@ export interface KvLimits {
   maxTotalBytes: number;
   /** Unanswered gets one connection may hold, so a waiting loop cannot grow the server without bound. */
   maxPendingGets: number;
-  /** Connections still in the handshake at once; more are refused on arrival. */
+  /** Connections still in the handshake at once; past it, the oldest of them is closed to make room. */
   maxUnauthenticated: number;
 }
 
@@ -49,7 +49,7 @@ export interface KvServerOptions {
   host?: string;
   /** Default 0 (any free port). */
   port?: number;
-  /** Time a connection gets to authenticate, default 10 s. */
+  /** Time a connection gets to authenticate, default 5 s. */
   authTimeoutMs?: number;
   limits?: Partial<KvLimits>;
 }
@@ -90,6 +90,8 @@ export class KvServer {
 
   /** Connections closed for failing the handshake (bad MAC, garbage, too long, too slow, duplicate rank). */
   refused = 0;
+  /** Unproven connections closed to make room for new ones (also counted in refused when they close). */
+  evicted = 0;
   /** Authenticated connections closed for breaking the protocol afterwards. */
   dropped = 0;
 
@@ -104,7 +106,7 @@ export class KvServer {
     this.jobKey = opts.jobKey;
     this.host = opts.host ?? '127.0.0.1';
     this.port = opts.port ?? 0;
-    this.authTimeoutMs = opts.authTimeoutMs ?? 10_000;
+    this.authTimeoutMs = opts.authTimeoutMs ?? 5_000;
     this.limits = { ...DEFAULT_KV_LIMITS, ...opts.limits };
     this.limits.maxValueBytes = Math.min(this.limits.maxValueBytes, MAX_LINE_BYTES - REPLY_OVERHEAD);
     this.fenceCount = new Array<number>(this.size).fill(0);
@@ -189,10 +191,15 @@ export class KvServer {
   }
 
   private accept(socket: net.Socket): void {
-    if (this.closing || this.unauthenticated >= this.limits.maxUnauthenticated) {
+    if (this.closing) {
       this.refused++;
       socket.destroy();
       return;
+    }
+    if (this.unauthenticated >= this.limits.maxUnauthenticated) {
+      // Strangers that never answer must not keep a late rank out: their
+      // handshakes never end, a rank's takes a round trip. (Its 'close' counts it.)
+      for (const c of this.conns) if (c.rank < 0 && !c.socket.destroyed) { this.evicted++; c.socket.destroy(); break; }
     }
     this.unauthenticated++;
     const conn: Conn = { socket, rank: -1, pendingGets: 0 };
@@ -217,6 +224,8 @@ export class KvServer {
           const auth = parseAuth(line);
           if (!auth || auth.rank >= this.size || this.rankConn[auth.rank] !== undefined
               || !macEquals(auth.mac, authMac(this.jobKey, challenge, auth.rank))) {
+            // Said, so that the rank stops retrying: this will not change.
+            if (!socket.destroyed) socket.write(encode({ refused: auth && auth.rank < this.size && this.rankConn[auth.rank] !== undefined ? `rank ${auth.rank} is already connected` : 'wrong job key or rank' }));
             refuse();
             return;
           }

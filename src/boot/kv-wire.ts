@@ -15,8 +15,10 @@ export const KV_MAC_LABEL = 'railcomm-kv';
 export interface NonceMsg { nonce: string }
 /** Client -> server, answer to the nonce. */
 export interface AuthMsg { op: 'auth'; rank: number; mac: string }
-/** Server -> client after a good AuthMsg (a bad one just closes). */
+/** Server -> client after a good AuthMsg. */
 export interface AuthOkMsg { ok: true }
+/** Server -> client after a bad AuthMsg, then it closes: retrying will not help. */
+export interface RefusedMsg { refused: string }
 
 export interface PutReq { id: number; op: 'put'; key: string; value: string }
 export interface FenceReq { id: number; op: 'fence' }
@@ -47,7 +49,7 @@ export function authMac(jobKeyHex: string, nonceBytes: Uint8Array, rank: number)
   return mac(jobKeyHex, KV_MAC_LABEL, nonceBytes, String(rank));
 }
 
-export function encode(msg: NonceMsg | AuthMsg | AuthOkMsg | KvRequest | KvReply | LostEvent): string {
+export function encode(msg: NonceMsg | AuthMsg | AuthOkMsg | RefusedMsg | KvRequest | KvReply | LostEvent): string {
   return JSON.stringify(msg) + '\n';
 }
 
@@ -75,6 +77,12 @@ export function parseAuth(line: string): { rank: number; mac: Buffer } | undefin
   const o = parseObject(line);
   if (!o || o['op'] !== 'auth' || !isId(o['rank']) || !isHex(o['mac'])) return undefined;
   return { rank: o['rank'], mac: Buffer.from(o['mac'], 'hex') };
+}
+
+/** Why the service refused this rank for good, or undefined. */
+export function parseRefused(line: string): string | undefined {
+  const o = parseObject(line);
+  return o !== undefined && typeof o['refused'] === 'string' ? o['refused'] : undefined;
 }
 
 export function parseAuthOk(line: string): boolean {

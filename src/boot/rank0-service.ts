@@ -28,24 +28,24 @@ export class Rank0Store implements KeyValueStore {
   static async open(master: { host: string; port: number }, jobKey: string, rank: number, size: number, timeoutMs: number): Promise<Rank0Store> {
     let server: KvServer | null = null;
     if (rank === 0) {
-      const loopback = /^(127\.|localhost$|::1$)/.test(master.host);
+      // On MASTER_ADDR itself where it is this host's address (the ranks connect
+      // there); every interface only when it is not (a name for a NAT address).
       try {
-        server = await KvServer.start({ size, jobKey, host: loopback ? master.host : '0.0.0.0', port: master.port });
+        server = await KvServer.start({ size, jobKey, host: master.host, port: master.port })
+          .catch((e: NodeJS.ErrnoException) => {
+            if (e.code !== 'EADDRNOTAVAIL' && (e.cause as NodeJS.ErrnoException | undefined)?.code !== 'EADDRNOTAVAIL') throw e;
+            return KvServer.start({ size, jobKey, host: '0.0.0.0', port: master.port });
+          });
       } catch (e) {
         throw new RailcommError(ErrorCode.BOOT, `rank 0 cannot host the wire-up service on ${master.host}:${master.port} (MASTER_ADDR:MASTER_PORT): ${(e as Error).message}; choose a free port`, { cause: e });
       }
     }
-    const deadline = Date.now() + timeoutMs;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const client = await KvClient.connect(master, jobKey, rank, { timeoutMs: Math.max(1000, Math.min(10_000, deadline - Date.now())) });
-        return new Rank0Store(client, server, size, timeoutMs);
-      } catch (e) {
-        if (Date.now() >= deadline) {
-          throw new RailcommError(ErrorCode.BOOT, `rank ${rank}: cannot reach rank 0's wire-up service at ${master.host}:${master.port} within ${timeoutMs} ms (is rank 0 running, and MASTER_ADDR its address?): ${(e as Error).message}`, { cause: e });
-        }
-        await new Promise((r) => setTimeout(r, Math.min(500, 20 * 2 ** Math.min(attempt, 5))));
-      }
+    try {
+      const client = await KvClient.connectRetrying(master, jobKey, rank, timeoutMs);
+      return new Rank0Store(client, server, size, timeoutMs);
+    } catch (e) {
+      void server?.close();
+      throw new RailcommError(ErrorCode.BOOT, `rank ${rank}: cannot reach rank 0's wire-up service at ${master.host}:${master.port} within ${timeoutMs} ms (is rank 0 running, and MASTER_ADDR its address? do all ranks share RAILCOMM_JOB_KEY?): ${(e as Error).message}`, { cause: e });
     }
   }
 

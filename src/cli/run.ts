@@ -361,8 +361,12 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   const problem = scriptProblem(opts.command, opts.cwd ?? process.cwd(), placement.some((p) => p.local));
   if (problem !== undefined) throw invalidArg(problem);
   const remote = placement.some((p) => !p.local);
-  const kv = await KvServer.start(remote ? { size: np, jobKey, host: '0.0.0.0' } : { size: np, jobKey });
-  const kvAddr = remote ? { host: opts.kvHost ?? routableAddress(), port: kv.address().port } : kv.address();
+  // Across hosts the service listens on the one address the remote ranks are
+  // given, not on every interface (one that is not ours, behind NAT: all of them).
+  const kvHost = remote ? opts.kvHost ?? routableAddress() : undefined;
+  const kv = kvHost === undefined ? await KvServer.start({ size: np, jobKey })
+    : await KvServer.start({ size: np, jobKey, host: kvHost }).catch(() => KvServer.start({ size: np, jobKey, host: '0.0.0.0' })); // (port 0: only EADDRNOTAVAIL fails)
+  const kvAddr = kvHost !== undefined ? { host: kvHost, port: kv.address().port } : kv.address();
   const baseEnv: NodeJS.ProcessEnv = { ...process.env };
   // A count this launcher inherited (it runs inside another job) is not this job's.
   delete baseEnv[HOST_CPUS_VAR];

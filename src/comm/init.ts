@@ -58,7 +58,7 @@ async function start(options: InitOptions): Promise<Communicator> {
   if (launch.kv !== undefined) {
     let client: KvClient;
     try {
-      client = await KvClient.connect(launch.kv, launch.jobKey, launch.rank);
+      client = await KvClient.connectRetrying(launch.kv, launch.jobKey, launch.rank, resolveParams(options.params ?? {}).connectTimeout);
     } catch (e) {
       throw new RailcommError(ErrorCode.BOOT, `rank ${launch.rank}: cannot reach the launcher's wire-up service at ${launch.kv.host}:${launch.kv.port}: ${(e as Error).message}`, { cause: e });
     }
