@@ -203,15 +203,28 @@ export function shellQuote(w: string): string {
 export function remoteCommand(opts: JobOptions, host: string, env: NodeJS.ProcessEnv, file: string, args: string[], scriptAt: number): [string, string[]] {
   const rsh = opts.rsh ?? ['ssh'];
   const cwd = opts.cwd ?? process.cwd();
-  const vars = Object.entries(env).filter(([k, v]) => v !== undefined && (k.startsWith('RAILCOMM_') || k in (opts.env ?? {}))).map(([k, v]) => `${k}=${v}`);
+  const passed = Object.entries(env).filter(([k, v]) => v !== undefined && (k.startsWith('RAILCOMM_') || k in (opts.env ?? {})));
+  const vars = passed.filter(([k]) => !SECRET_VARS.includes(k)).map(([k, v]) => `${k}=${v}`);
+  // Secrets never go on a command line (any local user sees it with ps): the
+  // remote shell reads them from its standard input (secretInput) first.
+  const secrets = passed.filter(([k]) => SECRET_VARS.includes(k)).map(([k]) => `IFS= read -r ${k} && export ${k} && `).join('');
   // (A script's path is resolved here, where the rank starts: it comes after node's flags.)
   const prog = [file, ...args.map((a, i) => (i === scriptAt ? resolvePath(cwd, a) : a))];
   const agent = rsh[0]!;
   if (SHELL_AGENTS.has(agent.slice(agent.lastIndexOf('/') + 1))) {
-    const line = `cd ${shellQuote(cwd)} && exec env ${[...vars, ...prog].map(shellQuote).join(' ')}`;
+    const line = `cd ${shellQuote(cwd)} && ${secrets}exec env ${[...vars, ...prog].map(shellQuote).join(' ')}`;
     return [agent, [...rsh.slice(1), host, line]];
   }
-  return [agent, [...rsh.slice(1), host, 'env', ...vars, ...prog]];
+  const run = ['env', ...vars, ...prog];
+  return [agent, [...rsh.slice(1), host, ...(secrets === '' ? run : ['sh', '-c', `${secrets}exec "$@"`, 'sh', ...run])]];
+}
+
+/** Variables that must not appear on a command line: they reach remote ranks on standard input. */
+const SECRET_VARS: readonly string[] = ['RAILCOMM_JOB_KEY'];
+
+/** What a remote rank's command (remoteCommand) reads on its standard input: the secrets, one line each. */
+export function secretInput(env: NodeJS.ProcessEnv): string {
+  return SECRET_VARS.filter((k) => env[k] !== undefined).map((k) => `${env[k]!}\n`).join('');
 }
 
 const LOCAL_NAMES = new Set(['localhost', '127.0.0.1', '::1']);
@@ -645,7 +658,10 @@ export async function startJob(opts: JobOptions): Promise<Job> {
       } else {
         // PREFIX host env NAME=VALUE... program args: the remote side gets the
         // railcomm variables (and -x ones) explicitly, as ssh passes no environment.
-        child = spawn(...remoteCommand(opts, where.host, env, file, args, scriptAt), { env, cwd: opts.cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+        const secrets = secretInput(env);
+        child = spawn(...remoteCommand(opts, where.host, env, file, args, scriptAt), { env, cwd: opts.cwd, detached: true, stdio: [secrets === '' ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+        child.stdin?.on('error', () => { /* the rank's exit reports what went wrong */ });
+        child.stdin?.end(secrets);
       }
     } catch (err) {
       procExited(p, null, null, err instanceof Error ? err : new Error(String(err)));
