@@ -13,8 +13,9 @@ import { railcomm, jobScript, linesWith } from './jobs.mjs';
 test('railcomm run --hosts through ssh: the job key is on no process\'s command line', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'railcomm-ssh-'));
   const ssh = join(dir, 'ssh');
-  // ssh [options] host 'command line': run the line here.
-  writeFileSync(ssh, '#!/bin/sh\nfor line; do :; done\nexec sh -c "$line"\n');
+  // ssh [options] host 'command line': run the line here, staying alive (with
+  // its arguments) for the whole job as ssh does.
+  writeFileSync(ssh, '#!/bin/sh\nfor line; do :; done\nsh -c "$line"\n');
   chmodSync(ssh, 0o755);
   const seen = [];
   const watch = setInterval(() => { seen.push(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })); }, 50);
