@@ -87,3 +87,30 @@ test('hotel: check-out of a guest not in the hotel is refused; re-check-in moves
   assert.equal(l.shift(), g);
   assert.equal(l.size, 0);
 });
+
+test('hotel: the wheel must have a power-of-two number of slots', () => {
+  for (const slots of [0, -4, 3, 6, 4095]) assert.throws(() => new Hotel(0, 1, slots), { name: 'RangeError', message: 'hotel slots must be a power of two' }, String(slots));
+  for (const slots of [1, 2, 4096]) assert.equal(new Hotel(0, 1, slots).guests, 0);
+});
+
+test('hotel: a guest on another list (the retransmit list) checks in once, leaving that list; a list removes only its own guests', () => {
+  const h = new Hotel(0, 1, 8);
+  const retx = new GuestList('retx');
+  const g = guest(1), other = guest(2);
+  retx.push(g);
+  retx.push(other);
+  h.checkIn(g, 3);
+  assert.equal(h.guests, 1, 'the hotel counts it once');
+  assert.equal(retx.size, 1);
+  assert.equal(retx.head, other);
+  // Removing a guest that is not on this list changes nothing.
+  retx.remove(g);
+  assert.equal(retx.size, 1);
+  assert.equal(g.gList?.tag, h, 'still in the hotel');
+  const seen = [];
+  h.advance(3, { expired: (x) => seen.push(x.id) });
+  assert.deepEqual(seen, [1]);
+  assert.equal(h.guests, 0);
+  assert.equal(retx.shift(), other);
+  assert.equal(retx.shift(), null);
+});

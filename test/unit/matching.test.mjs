@@ -342,3 +342,15 @@ test('MatchQueues: many sources, each source strictly in arrival order for ANY_S
     },
   ), { numRuns: 100 });
 });
+
+test('MatchQueues: the wildcards are negative, so no real rank or tag (0 .. 2^31-1) acts as one', () => {
+  assert.ok(ANY_TAG < 0 && ANY_SOURCE < 0);
+  for (const t of [0, 1, 2 ** 31 - 1]) {
+    const q = new MatchQueues();
+    q.post(recv(1, t));
+    assert.equal(q.matchPosted(1, t === 0 ? 1 : 0), null, `a receive for tag ${t} takes no other tag`);
+    assert.equal(q.matchPosted(0, t), null, `a receive from rank 1 takes nothing from rank 0`);
+    assert.equal(arrive(q, msg(1, t === 2 ? 3 : 2)), null);
+    assert.equal(q.post(recv(1, t === 1 ? 5 : 1)), null, 'a posted receive for another tag leaves the message queued');
+  }
+});

@@ -163,6 +163,8 @@ test('CHALLENGE: encode/decode round trip (property)', () => {
 });
 
 test('CHALLENGE: a REJECT carries its reason (0 reads as -1: still a refusal)', () => {
+  // The reasons are wire values (peers of two builds must agree): pinned here.
+  assert.deepEqual({ ...RejectReason }, { WRONG_JOB: 1, WRONG_PEER: 2, DUPLICATE: 3, CLOSING: 4 });
   for (const reason of Object.values(RejectReason)) {
     const c = decodeChallenge(encodeChallenge(HS_REJECT, reason, Buffer.alloc(16), Buffer.alloc(32)));
     assert.equal(c.reject, reason);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { checksum } from '../../dist/rail/udp/checksum.js';
 import {
-  ACK_BYTES, Bad, CHUNK_BYTES, FRAG_BYTES, HS_BYTES, SUM_FROM, T_ACK, T_CHUNK, T_FRAG, T_HELLO, T_PROBE,
+  ACK_BYTES, Bad, CHUNK_BYTES, COMMON_BYTES, FRAG_BYTES, HS_BYTES, SUM_FROM, T_ACK, T_CHUNK, T_FRAG, T_HELLO, T_PROBE,
   checkDatagram, decodeHandshake, encodeAck, encodeChunk, encodeCommon, encodeFrag, encodeHandshake,
   getAck, getCredit, getFragId, getHdrLen, getHole, getOffset, getPayLen, getSeq, getToken, getType, setSum, stampAck,
 } from '../../dist/rail/udp/wire.js';
@@ -47,6 +47,63 @@ test('udp wire: each defect has its reason', () => {
   assert.equal(check(c), Bad.LENGTH);
   encodeChunk(cv, 3, 0, 0, 2 << 20, 1, 0); seal(c);
   assert.equal(check(c), Bad.LENGTH);
+});
+
+test('udp wire: each structural limit at its edge (short, header limit, fragment bound, empty chunk, chunk at offset 0, handshake length)', () => {
+  const HDR_MAX = 64, FRAG_MAX = 1 << 20;
+  const checkAt = (b) => checkDatagram(new DataView(b.buffer, b.byteOffset, b.length), b.length, checksum(b, SUM_FROM, b.length - SUM_FROM), HDR_MAX, FRAG_MAX);
+  const frag = (len, hdrLen, payLen) => { const b = Buffer.alloc(len); const v = new DataView(b.buffer); encodeCommon(v, T_FRAG, 1, 1); if (len >= FRAG_BYTES) encodeFrag(v, 3, 0, hdrLen, payLen); seal(b); return b; };
+  const chunk = (len, hdrLen, payLen, offset) => { const b = Buffer.alloc(len); const v = new DataView(b.buffer); encodeCommon(v, T_CHUNK, 1, 1); if (len >= CHUNK_BYTES) encodeChunk(v, 3, 0, hdrLen, payLen, 9, offset); seal(b); return b; };
+  // FRAG: shorter than its header; a header just within and just past the limit, lengths adding up.
+  assert.equal(checkAt(frag(FRAG_BYTES - 1, 0, 0)), Bad.SHORT);
+  assert.equal(checkAt(frag(FRAG_BYTES + HDR_MAX, HDR_MAX, 0)), Bad.OK);
+  assert.equal(checkAt(frag(FRAG_BYTES + HDR_MAX + 1, HDR_MAX + 1, 0)), Bad.LENGTH, 'header past the limit');
+  // CHUNK: shorter than its header; no data at all; at offset 0 the AM header comes first.
+  assert.equal(checkAt(chunk(CHUNK_BYTES - 1, 0, 0, 0)), Bad.SHORT);
+  assert.equal(checkAt(chunk(CHUNK_BYTES, 0, 100, 50)), Bad.LENGTH, 'a chunk that carries nothing');
+  assert.equal(checkAt(chunk(CHUNK_BYTES + 8 + 100, 8, 100, 0)), Bad.OK, 'offset 0: header, then the whole payload');
+  assert.equal(checkAt(chunk(CHUNK_BYTES + 8 + 101, 8, 100, 0)), Bad.LENGTH, 'one byte past the fragment');
+  assert.equal(checkAt(chunk(CHUNK_BYTES + 10, 8, 100, 90)), Bad.OK, 'a later chunk carries no header: the last 10 bytes');
+  assert.equal(checkAt(chunk(CHUNK_BYTES + HDR_MAX + 1, HDR_MAX, 100, 0)), Bad.OK, 'a header of exactly the limit');
+  assert.equal(checkAt(chunk(CHUNK_BYTES + HDR_MAX + 2, HDR_MAX + 1, 100, 0)), Bad.LENGTH, 'a header past the limit');
+  assert.equal(checkAt(chunk(CHUNK_BYTES + 10, 0, FRAG_MAX, FRAG_MAX - 10)), Bad.OK, 'a fragment of exactly the bound');
+  assert.equal(checkAt(chunk(CHUNK_BYTES + 10, 0, FRAG_MAX + 1, FRAG_MAX - 9)), Bad.LENGTH, 'a fragment past the bound');
+  // Handshakes are exactly HS_BYTES long.
+  for (const len of [HS_BYTES - 1, HS_BYTES + 1]) {
+    const b = Buffer.alloc(len); const v = new DataView(b.buffer); encodeCommon(v, T_HELLO, 0, 0); seal(b);
+    assert.equal(checkAt(b), len < COMMON_BYTES ? Bad.SHORT : Bad.LENGTH, `HELLO of ${len} bytes`);
+  }
+});
+
+test('udp wire: a header-only checksum covers the first CHUNK_BYTES: the payload may change, the header may not', async () => {
+  const { markHeaderSum, sumLength } = await import('../../dist/rail/udp/wire.js');
+  const { datagramSum } = await import('../../dist/rail/udp/checksum.js');
+  const b = Buffer.alloc(CHUNK_BYTES + 200);
+  const v = new DataView(b.buffer);
+  encodeCommon(v, T_CHUNK, 7, 3); encodeChunk(v, 3, 0, 0, 200, 1, 0);
+  assert.equal(sumLength(v, b.length), b.length - SUM_FROM, 'a whole-datagram sum by default');
+  markHeaderSum(v);
+  assert.equal(getType(v), T_CHUNK, 'the mark leaves the type');
+  assert.equal(sumLength(v, b.length), CHUNK_BYTES - SUM_FROM);
+  assert.equal(sumLength(v, 30), 30 - SUM_FROM, 'never past the datagram');
+  setSum(v, datagramSum(v, b, b.length));
+  const ok = (x) => { const w = new DataView(x.buffer, x.byteOffset, x.length); return checkDatagram(w, x.length, datagramSum(w, x, x.length), 64, 1 << 20); };
+  assert.equal(ok(b), Bad.OK);
+  const pay = Buffer.from(b); pay[CHUNK_BYTES + 50] ^= 1;
+  assert.equal(ok(pay), Bad.OK, 'the payload is the link\'s to check');
+  const hdr = Buffer.from(b); hdr[CHUNK_BYTES - 1] ^= 1;
+  assert.equal(ok(hdr), Bad.CORRUPT);
+});
+
+test('CRC32C through the addon where it loads, the table otherwise: the same values at any offset and length', async () => {
+  const { crc32c, crc32cTable, crcInHardware } = await import('../../dist/rail/udp/checksum.js');
+  const data = Uint8Array.from({ length: 5000 }, (_, i) => (i * 131 + 7) & 0xff);
+  for (const [off, len] of [[0, 0], [0, 9], [3, 1000], [17, 4096 + 5], [0, 5000]]) {
+    const want = crc32cTable(data, off, len);
+    assert.equal(crc32c(data, off, len), want, `offset ${off}, length ${len}`);
+    assert.equal(typeof crc32c(data, off, len), 'number');
+  }
+  assert.equal(typeof crcInHardware, 'boolean');
 });
 
 test('udp checksum: any single flipped bit is caught, at any alignment', () => {
