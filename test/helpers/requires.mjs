@@ -19,6 +19,7 @@ export const PARTS = {
   nftables: 'nftables in a network namespace (Debian nftables, root)',
   ofi: "libfabric's rail (Debian libfabric-dev)",
   taskset: 'taskset and 2 CPUs',
+  cpus: 'at least 2 CPUs',
   mountns: 'a mount namespace with its own tmpfs (unshare -m)',
   userns: 'a user namespace for one rank (unshare --user --map-root-user)',
   sshd: 'a local sshd started by the test (Debian openssh-server)',

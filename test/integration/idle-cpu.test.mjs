@@ -10,18 +10,19 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import os from 'node:os';
 import { railcomm, jobScript, linesWith } from './jobs.mjs';
-import { loadNative, nativeWhy } from '../../dist/native/addon.js';
+import { need, needAddon, needAll } from '../helpers/requires.mjs';
 
 const WAIT_S = 2;
 /** Of one core, over the wait: the process's CPU time (all its threads) / the time waited. */
 const BOUND_PERCENT = 3;
 const cpus = os.availableParallelism();
 
-for (const [what, args, env, rail, skip] of [
-  ['2 processes over shm', ['-n', '2'], { RAILCOMM_RAILS: 'shm,self' }, 'shm', loadNative() === null ? `shm unavailable: ${nativeWhy()}` : false],
-  ['2 thread ranks over tbsm', ['-n', '2', '--threads'], {}, 'tbsm', false],
+const twoCpus = need('cpus', cpus < 2 ? `this machine has ${cpus}: 2 ranks on 1 would be oversubscribed` : null);
+for (const [what, args, env, rail, needs] of [
+  ['2 processes over shm', ['-n', '2'], { RAILCOMM_RAILS: 'shm,self' }, 'shm', needAll(needAddon(), twoCpus)],
+  ['2 thread ranks over tbsm', ['-n', '2', '--threads'], {}, 'tbsm', twoCpus],
 ]) {
-  test(`${what}, not oversubscribed: a rank waiting ${WAIT_S} s in recv uses under ${BOUND_PERCENT}% of a core`, { skip: skip || (cpus < 2 ? `needs 2 CPUs (this machine has ${cpus}): 2 ranks on 1 would be oversubscribed` : false) }, async (t) => {
+  test(`${what}, not oversubscribed: a rank waiting ${WAIT_S} s in recv uses under ${BOUND_PERCENT}% of a core`, needs, async (t) => {
     const job = await railcomm(['run', ...args, '--timeout', '60', jobScript('idle-wait.mjs'), String(WAIT_S)], { limitMs: 90_000, env });
     assert.equal(job.code, 0, `${job.stdout}\n${job.stderr}`);
     const idle = linesWith(job.stdout, 'IDLE');
