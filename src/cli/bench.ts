@@ -214,7 +214,10 @@ export async function benchCommand(argv: string[]): Promise<number> {
   }
   if (p.plot !== undefined || p.html !== undefined) {
     const panels = panelsFor(named);
-    if (panels.length === 0) process.stderr.write('railcomm bench: nothing to plot (atomic and wireup have no size axis)\n');
+    if (panels.length === 0) {
+      process.stderr.write('railcomm bench: nothing to plot (atomic and wireup have no size axis); no file written\n');
+      return failed;
+    }
     const cpu = os.cpus()[0]?.model.trim() ?? process.arch;
     const opts = { title: `railcomm bench ${p.kinds.join(', ')}`, subtitle: [`${p.np} ranks, ${os.availableParallelism()} CPUs (${cpu}), Node ${process.version}, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`] };
     if (p.plot !== undefined) writeFileSync(p.plot, plotSvg(panels, opts));

@@ -1,13 +1,15 @@
 // railcomm bench as a user meets it: progress on stderr while it runs (never in
 // --json's stdout), a job per --rails, a raw Node baseline with --compare, the
-// picture --plot writes; and railcomm run --stats's table.
+// picture --plot writes; a one-row --report; and railcomm run --stats's table.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { railcomm } from './jobs.mjs';
+import { needAddon } from '../helpers/requires.mjs';
 
 test('railcomm bench: a job per --rails, --compare, progress on stderr, --plot writes an SVG with a line each', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'railcomm-plot-'));
@@ -48,5 +50,29 @@ test('railcomm run --stats prints a table per rank at finalize', async () => {
     assert.ok(Number(/^ {2}msgsSent\s+(\d+)$/.exec(mine[at + 2])?.[1]) >= 1, mine.join('\n'));
     assert.ok(mine.some((l) => /^peers\s+\d$/.test(l)), r.stderr);
     assert.ok(!r.stderr.includes('railcomm stats {'), 'the JSON line only with --stats=json');
+  }
+});
+
+// The idle row: a 1 s wait (--quick) over shm, the cheapest row with nothing spinning.
+test('railcomm bench --report writes the table, its JSON and an SVG, stating commit and machine', needAddon(), async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'railcomm-report-'));
+  try {
+    const out = join(dir, 'r');
+    const r = await railcomm(['bench', '--report', '--rounds', '1', '--quick', '--only', 'idle', '--no-mpi', '--quiet', '--out', out], { limitMs: 90_000 });
+    assert.equal(r.code, 0, r.stderr);
+    const md = readFileSync(`${out}.md`, 'utf8');
+    const json = JSON.parse(readFileSync(`${out}.json`, 'utf8'));
+    const head = spawnSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8' }).stdout.trim();
+    assert.equal(json.commit, head || json.commit);
+    assert.match(md, new RegExp(`^Commit ${json.commit.slice(0, 12)} `, 'm'));
+    assert.match(md, /^Machine: nproc \d+, .+; Node v\d+/m);
+    assert.match(md, /^\| CPU of a rank waiting in recv, shm \(% of a core\) \| [\d.]+ \|/m);
+    assert.equal(json.rounds, 1);
+    assert.equal(json.runs['rc-idle'].length, 1);
+    assert.equal(json.runs['rc-idle'][0][0].results[0].benchmark, 'idle-cpu');
+    assert.ok(r.stdout.startsWith('# railcomm performance report'));
+    assert.match(readFileSync(`${out}.svg`, 'utf8'), /^<\?xml/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
