@@ -10,11 +10,21 @@
 namespace railcomm {
 namespace {
 
+bool Address(napi_env env, napi_value v, uint64_t* out) {
+  bool lossless = false;
+  return napi_get_value_bigint_uint64(env, v, out, &lossless) == napi_ok && lossless;
+}
+
 /** addressOf(view) -> bigint: where the view's first byte lives in this process. */
-void AddressOf(const FunctionCallbackInfo<Value>& a) {
-  char* p = nullptr; size_t len = 0;
-  if (a.Length() < 1 || !BytesOf(a[0], &p, &len)) { ThrowType(a.GetIsolate(), "addressOf(view)"); return; }
-  a.GetReturnValue().Set(v8::BigInt::NewFromUnsigned(a.GetIsolate(), reinterpret_cast<uint64_t>(p)));
+napi_value AddressOf(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  Args(env, info, argv, 1);
+  char* p = nullptr;
+  size_t len = 0;
+  if (!BytesOf(env, argv[0], &p, &len)) { ThrowType(env, "addressOf(view)"); return nullptr; }
+  napi_value r;
+  napi_create_bigint_uint64(env, reinterpret_cast<uint64_t>(p), &r);
+  return r;
 }
 
 /**
@@ -23,25 +33,28 @@ void AddressOf(const FunctionCallbackInfo<Value>& a) {
  * One body for both directions: process_vm_readv and process_vm_writev take the same arguments.
  */
 template <bool kWrite>
-void Cma(const FunctionCallbackInfo<Value>& a) {
-  Isolate* iso = a.GetIsolate();
-  char* local = nullptr; size_t len = 0;
-  if (a.Length() < 3 || !a[0]->IsNumber() || !a[1]->IsBigInt() || !BytesOf(a[2], &local, &len)) {
-    ThrowType(iso, kWrite ? "cmaWrite(pid, address, src)" : "cmaRead(pid, address, dst)");
-    return;
+napi_value Cma(napi_env env, napi_callback_info info) {
+  napi_value argv[3];
+  Args(env, info, argv, 3);
+  char* local = nullptr;
+  size_t len = 0;
+  double pidArg = 0;
+  uint64_t remote = 0;
+  if (!Num(env, argv[0], &pidArg) || !Address(env, argv[1], &remote) || !BytesOf(env, argv[2], &local, &len)) {
+    ThrowType(env, kWrite ? "cmaWrite(pid, address, src)" : "cmaRead(pid, address, dst)");
+    return nullptr;
   }
-  pid_t pid = static_cast<pid_t>(a[0].As<v8::Number>()->Value());
-  uint64_t remote = a[1].As<v8::BigInt>()->Uint64Value();
+  const pid_t pid = static_cast<pid_t>(pidArg);
   size_t done = 0;
   while (done < len) {
     struct iovec l = {local + done, len - done};
     struct iovec r = {reinterpret_cast<void*>(remote + done), len - done};
-    ssize_t n = kWrite ? process_vm_writev(pid, &l, 1, &r, 1, 0) : process_vm_readv(pid, &l, 1, &r, 1, 0);
-    if (n < 0) { if (errno == EINTR) continue; a.GetReturnValue().Set(-errno); return; }
-    if (n == 0) { a.GetReturnValue().Set(-EFAULT); return; }
+    const ssize_t n = kWrite ? process_vm_writev(pid, &l, 1, &r, 1, 0) : process_vm_readv(pid, &l, 1, &r, 1, 0);
+    if (n < 0) { if (errno == EINTR) continue; return Int(env, -errno); }
+    if (n == 0) return Int(env, -EFAULT);
     done += static_cast<size_t>(n);
   }
-  a.GetReturnValue().Set(static_cast<double>(done));
+  return Double(env, static_cast<double>(done));
 }
 
 /**
@@ -55,7 +68,7 @@ void Cma(const FunctionCallbackInfo<Value>& a) {
 bool Mapped(uint64_t address, size_t len) {
   if (len == 0) return true;
   char probe;
-  pid_t self = getpid();
+  const pid_t self = getpid();
   for (uint64_t at : {address, address + len - 1}) {
     struct iovec l = {&probe, 1};
     struct iovec r = {reinterpret_cast<void*>(at), 1};
@@ -75,28 +88,31 @@ bool Mapped(uint64_t address, size_t len) {
  * freed under a send (a user error) gives EFAULT, as CMA would, not a crash.
  */
 template <bool kWrite>
-void Mem(const FunctionCallbackInfo<Value>& a) {
-  Isolate* iso = a.GetIsolate();
-  char* local = nullptr; size_t len = 0;
-  if (a.Length() < 2 || !a[0]->IsBigInt() || !BytesOf(a[1], &local, &len)) {
-    ThrowType(iso, kWrite ? "memWrite(address, src)" : "memRead(address, dst)");
-    return;
+napi_value Mem(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  Args(env, info, argv, 2);
+  char* local = nullptr;
+  size_t len = 0;
+  uint64_t address = 0;
+  if (!Address(env, argv[0], &address) || !BytesOf(env, argv[1], &local, &len)) {
+    ThrowType(env, kWrite ? "memWrite(address, src)" : "memRead(address, dst)");
+    return nullptr;
   }
-  char* address = reinterpret_cast<char*>(a[0].As<v8::BigInt>()->Uint64Value());
-  if (!Mapped(reinterpret_cast<uint64_t>(address), len)) { a.GetReturnValue().Set(-EFAULT); return; }
-  if (kWrite) memcpy(address, local, len);
-  else memcpy(local, address, len);
-  a.GetReturnValue().Set(static_cast<double>(len));
+  if (!Mapped(address, len)) return Int(env, -EFAULT);
+  char* at = reinterpret_cast<char*>(address);
+  if (kWrite) memcpy(at, local, len);
+  else memcpy(local, at, len);
+  return Double(env, static_cast<double>(len));
 }
 
 }  // namespace
 
-void InitCma(Local<v8::Object> exports, Local<v8::Context> ctx) {
-  SetFn(exports, ctx, "addressOf", AddressOf);
-  SetFn(exports, ctx, "cmaRead", Cma<false>);
-  SetFn(exports, ctx, "cmaWrite", Cma<true>);
-  SetFn(exports, ctx, "memRead", Mem<false>);
-  SetFn(exports, ctx, "memWrite", Mem<true>);
+void InitCma(Napi::Env env, Napi::Object exports) {
+  SetFn(env, exports, "addressOf", AddressOf);
+  SetFn(env, exports, "cmaRead", Cma<false>);
+  SetFn(env, exports, "cmaWrite", Cma<true>);
+  SetFn(env, exports, "memRead", Mem<false>);
+  SetFn(env, exports, "memWrite", Mem<true>);
 }
 
 }  // namespace railcomm

@@ -104,49 +104,59 @@ uint32_t Compute(uint32_t seed, const uint8_t* p, size_t len) {
 }
 
 /** crc32c(view, seed = 0) -> uint32, chainable: crc32c(b, crc32c(a)) === crc32c(a + b). */
-void Crc(const FunctionCallbackInfo<Value>& a) {
-  char* p = nullptr; size_t len = 0;
-  if (a.Length() < 1 || !BytesOf(a[0], &p, &len)) { ThrowType(a.GetIsolate(), "crc32c(view, seed)"); return; }
-  uint32_t seed = a.Length() > 1 && a[1]->IsNumber() ? a[1]->Uint32Value(a.GetIsolate()->GetCurrentContext()).FromMaybe(0) : 0;
-  a.GetReturnValue().Set(Compute(seed, reinterpret_cast<uint8_t*>(p), len));
+napi_value Crc(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  const size_t argc = Args(env, info, argv, 2);
+  char* p = nullptr;
+  size_t len = 0;
+  if (!BytesOf(env, argv[0], &p, &len)) { ThrowType(env, "crc32c(view, seed)"); return nullptr; }
+  uint32_t seed = 0;
+  if (argc > 1) napi_get_value_uint32(env, argv[1], &seed);  // not a number: seed 0
+  return Uint(env, Compute(seed, reinterpret_cast<uint8_t*>(p), len));
 }
 
 /**
  * crc32cRange(view, offset, length) -> uint32: the CRC32C of view[offset, offset + length)
  * without a subarray per call (the udp rail checks every datagram).
  */
-void CrcRange(const FunctionCallbackInfo<Value>& a) {
-  char* p = nullptr; size_t len = 0;
-  if (a.Length() < 3 || !a[1]->IsUint32() || !a[2]->IsUint32() || !BytesOf(a[0], &p, &len)) { ThrowType(a.GetIsolate(), "crc32cRange(view, offset, length)"); return; }
-  size_t off = a[1].As<v8::Uint32>()->Value(), n = a[2].As<v8::Uint32>()->Value();
-  if (off > len || n > len - off) { ThrowType(a.GetIsolate(), "crc32cRange: offset and length must lie inside the view"); return; }
-  a.GetReturnValue().Set(Compute(0, reinterpret_cast<uint8_t*>(p) + off, n));
+napi_value CrcRange(napi_env env, napi_callback_info info) {
+  napi_value argv[3];
+  Args(env, info, argv, 3);
+  char* p = nullptr;
+  size_t len = 0;
+  double off = 0, n = 0;
+  if (!BytesOf(env, argv[0], &p, &len) || !Num(env, argv[1], &off) || !Num(env, argv[2], &n) || !Whole(off, 4294967295.0) || !Whole(n, 4294967295.0)) {
+    ThrowType(env, "crc32cRange(view, offset, length)");
+    return nullptr;
+  }
+  if (off > static_cast<double>(len) || n > static_cast<double>(len) - off) { ThrowType(env, "crc32cRange: offset and length must lie inside the view"); return nullptr; }
+  return Uint(env, Compute(0, reinterpret_cast<uint8_t*>(p) + static_cast<size_t>(off), static_cast<size_t>(n)));
 }
 
-void Hardware(const FunctionCallbackInfo<Value>& a) {
+napi_value Hardware(napi_env env, napi_callback_info) {
 #if defined(__x86_64__)
-  a.GetReturnValue().Set(hard);
+  return Bool(env, hard);
 #else
-  a.GetReturnValue().Set(false);
+  return Bool(env, false);
 #endif
 }
 
 }  // namespace
 
-void InitCrc(Local<v8::Object> exports, Local<v8::Context> ctx) {
+void InitCrc(Napi::Env env, Napi::Object exports) {
   static std::once_flag once;  // worker threads may load the addon at the same moment
   std::call_once(once, [] {
     MakeTable();
     MakeShift(shiftLong, kLong);
     MakeShift(shiftShort, kShort);
-  });
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  hard = __builtin_cpu_supports("sse4.2");
+    __builtin_cpu_init();
+    hard = __builtin_cpu_supports("sse4.2");
 #endif
-  SetFn(exports, ctx, "crc32c", Crc);
-  SetFn(exports, ctx, "crc32cRange", CrcRange);
-  SetFn(exports, ctx, "crc32cHardware", Hardware);
+  });
+  SetFn(env, exports, "crc32c", Crc);
+  SetFn(env, exports, "crc32cRange", CrcRange);
+  SetFn(env, exports, "crc32cHardware", Hardware);
 }
 
 }  // namespace railcomm

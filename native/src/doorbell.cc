@@ -1,9 +1,9 @@
 // A doorbell that works across processes: a futex on a 32-bit word in shared
-// memory. One addon thread per waiter sleeps in FUTEX_WAIT and wakes the event
-// loop through an unref'd uv_async (a pending wait never keeps Node alive).
-// Atomics.wait/notify cannot do this: V8 keeps its waiters per process.
+// memory. One addon thread per waiter sleeps in FUTEX_WAIT and reaches the
+// event loop through an unref'd threadsafe function (a pending wait never
+// keeps Node alive). Atomics.wait/notify cannot do this: V8 keeps its waiters
+// per process.
 #include "common.h"
-#include <uv.h>
 #include <atomic>
 #include <climits>
 #include <condition_variable>
@@ -21,25 +21,24 @@ long Futex(int32_t* addr, int op, int32_t val, const struct timespec* ts) {
 }
 
 struct Waiter {
-  Isolate* iso = nullptr;
-  std::shared_ptr<v8::BackingStore> keep;  // the word stays mapped while we wait on it
+  napi_env env = nullptr;
+  napi_ref keep = nullptr;  // the view over the word: its memory stays mapped while we wait on it
   int32_t* word = nullptr;
-  uv_async_t* async = nullptr;
-  v8::Global<v8::Function> cb;
+  napi_threadsafe_function call = nullptr;
   std::thread th;
   std::mutex m;
   std::condition_variable cv;
   bool armed = false;
-  bool closing = false;
+  bool closing = false;   // Shutdown began (under m); the thread is gone once it returns
+  bool orphan = false;    // JavaScript dropped the waiter unclosed: the env cleanup frees it
   int32_t expected = 0;
-  std::atomic<int> fired{0};
 
   void Run() {
     std::unique_lock<std::mutex> lk(m);
     for (;;) {
       cv.wait(lk, [this] { return armed || closing; });
       if (closing) return;
-      int32_t exp = expected;
+      const int32_t exp = expected;
       lk.unlock();
       // Sleep while the word still holds what the caller saw. The timeout only
       // bounds how long a lost close could keep the thread (it costs nothing idle).
@@ -54,20 +53,17 @@ struct Waiter {
       lk.lock();
       armed = false;
       if (closing) return;
-      uv_async_send(async);
+      napi_call_threadsafe_function(call, nullptr, napi_tsfn_nonblocking);
     }
   }
 };
 
-void OnAsync(uv_async_t* h) {
-  Waiter* w = static_cast<Waiter*>(h->data);
-  if (w == nullptr || w->cb.IsEmpty()) return;
-  Isolate* iso = w->iso;
-  v8::HandleScope hs(iso);
-  Local<v8::Function> fn = w->cb.Get(iso);
-  Local<v8::Context> ctx = fn->GetCreationContextChecked();
-  v8::Context::Scope cs(ctx);
-  node::MakeCallback(iso, ctx->Global(), fn, 0, nullptr, node::async_context{0, 0});
+/** On the event loop: run the waiter's callback. env is null once the function is being torn down. */
+void CallJs(napi_env env, napi_value fn, void* /*context*/, void* /*data*/) {
+  if (env == nullptr || fn == nullptr) return;
+  napi_value undef;
+  napi_get_undefined(env, &undef);
+  napi_call_function(env, undef, fn, 0, nullptr, nullptr);
 }
 
 void Shutdown(Waiter* w) {
@@ -82,51 +78,71 @@ void Shutdown(Waiter* w) {
   __atomic_add_fetch(w->word, 1, __ATOMIC_SEQ_CST);
   Futex(w->word, FUTEX_WAKE, INT_MAX, nullptr);
   if (w->th.joinable()) w->th.join();
-  w->cb.Reset();
-  w->async->data = nullptr;
-  uv_close(reinterpret_cast<uv_handle_t*>(w->async), [](uv_handle_t* h) { delete reinterpret_cast<uv_async_t*>(h); });
-  w->keep.reset();
+  // Abort: a callback the thread queued before it stopped is dropped, not run.
+  napi_release_threadsafe_function(w->call, napi_tsfn_abort);
+  napi_delete_reference(w->env, w->keep);
 }
 
+/** Env teardown: stop the thread; the External's finalizer frees the waiter unless it already ran. */
 void Cleanup(void* arg) {
   Waiter* w = static_cast<Waiter*>(arg);
   Shutdown(w);
-  delete w;
+  if (w->orphan) delete w;
 }
 
-Waiter* WaiterArg(const FunctionCallbackInfo<Value>& a) {
-  if (a.Length() < 1 || !a[0]->IsExternal()) { ThrowType(a.GetIsolate(), "expected a doorbell waiter"); return nullptr; }
-  return static_cast<Waiter*>(a[0].As<v8::External>()->Value());
+/** The External was collected (or the env is going): free a closed waiter, else leave it to Cleanup. */
+void Collected(Napi::Env, Waiter* w) {
+  if (w->closing) delete w;
+  else w->orphan = true;
 }
 
-/** doorbellWaiter(sab, byteOffset, callback) -> waiter */
-void Create(const FunctionCallbackInfo<Value>& a) {
-  Isolate* iso = a.GetIsolate();
-  if (a.Length() < 3 || !a[0]->IsSharedArrayBuffer() || !a[1]->IsNumber() || !a[2]->IsFunction()) {
-    ThrowType(iso, "doorbellWaiter(sab, byteOffset, callback)"); return;
+Waiter* WaiterArg(const Napi::CallbackInfo& a) {
+  if (a.Length() < 1 || !a[0].IsExternal()) { ThrowType(a.Env(), "expected a doorbell waiter"); return nullptr; }
+  return a[0].As<Napi::External<Waiter>>().Data();
+}
+
+/** Checks (view, byteOffset) for a 32-bit word; its address, or null with a TypeError pending. */
+int32_t* WordArg(napi_env env, napi_value view, napi_value offset, const char* usage) {
+  char* p = nullptr;
+  size_t len = 0;
+  double off = 0;
+  if (!BytesOf(env, view, &p, &len) || !Num(env, offset, &off)) { ThrowType(env, usage); return nullptr; }
+  if (!Whole(off, static_cast<double>(len)) || static_cast<size_t>(off) + 4 > len || (reinterpret_cast<uintptr_t>(p) + static_cast<size_t>(off)) % 4 != 0) {
+    ThrowType(env, "futex word outside the buffer or misaligned");
+    return nullptr;
   }
-  std::shared_ptr<v8::BackingStore> bs = a[0].As<v8::SharedArrayBuffer>()->GetBackingStore();
-  double off = a[1].As<v8::Number>()->Value();
-  if (!(off >= 0) || static_cast<size_t>(off) + 4 > bs->ByteLength() || static_cast<size_t>(off) % 4 != 0) { ThrowType(iso, "doorbell word outside the buffer or misaligned"); return; }
+  return reinterpret_cast<int32_t*>(p + static_cast<size_t>(off));
+}
+
+/** doorbellWaiter(view, byteOffset, callback) -> waiter (the word at view's byteOffset) */
+Napi::Value Create(const Napi::CallbackInfo& a) {
+  napi_env env = a.Env();
+  if (a.Length() < 3 || !a[2].IsFunction()) { ThrowType(env, "doorbellWaiter(view, byteOffset, callback)"); return Napi::Value(); }
+  int32_t* word = WordArg(env, a[0], a[1], "doorbellWaiter(view, byteOffset, callback)");
+  if (word == nullptr) return Napi::Value();
   Waiter* w = new Waiter();
-  w->iso = iso;
-  w->keep = bs;
-  w->word = reinterpret_cast<int32_t*>(static_cast<char*>(bs->Data()) + static_cast<size_t>(off));
-  w->cb.Reset(iso, a[2].As<v8::Function>());
-  w->async = new uv_async_t();
-  uv_async_init(node::GetCurrentEventLoop(iso), w->async, OnAsync);
-  w->async->data = w;
-  uv_unref(reinterpret_cast<uv_handle_t*>(w->async));
+  w->env = env;
+  w->word = word;
+  napi_value name;
+  napi_create_string_utf8(env, "railcomm:doorbell", NAPI_AUTO_LENGTH, &name);
+  if (napi_create_threadsafe_function(env, a[2], nullptr, name, 0, 1, nullptr, nullptr, nullptr, CallJs, &w->call) != napi_ok) {
+    delete w;
+    Napi::Error::New(env, "cannot create the doorbell's callback").ThrowAsJavaScriptException();
+    return Napi::Value();
+  }
+  napi_unref_threadsafe_function(env, w->call);
+  napi_create_reference(env, a[0], 1, &w->keep);
   w->th = std::thread([w] { w->Run(); });
-  node::AddEnvironmentCleanupHook(iso, Cleanup, w);
-  a.GetReturnValue().Set(v8::External::New(iso, w));
+  napi_add_env_cleanup_hook(env, Cleanup, w);
+  return Napi::External<Waiter>::New(env, w, Collected);
 }
 
 /** doorbellArm(waiter, expected): call back once the word differs from expected. */
-void Arm(const FunctionCallbackInfo<Value>& a) {
+void Arm(const Napi::CallbackInfo& a) {
   Waiter* w = WaiterArg(a);
   if (w == nullptr) return;
-  int32_t exp = a[1]->Int32Value(a.GetIsolate()->GetCurrentContext()).FromMaybe(0);
+  int32_t exp = 0;
+  if (a.Length() > 1) napi_get_value_int32(a.Env(), a[1], &exp);
   {
     std::lock_guard<std::mutex> g(w->m);
     if (w->closing) return;
@@ -137,51 +153,55 @@ void Arm(const FunctionCallbackInfo<Value>& a) {
 }
 
 /** doorbellClose(waiter): stop its thread; no more callbacks. */
-void Close(const FunctionCallbackInfo<Value>& a) {
+void Close(const Napi::CallbackInfo& a) {
   Waiter* w = WaiterArg(a);
   if (w == nullptr) return;
-  node::RemoveEnvironmentCleanupHook(a.GetIsolate(), Cleanup, w);
-  Cleanup(w);
+  // The waiter lives until its External is collected: a second close finds it closed.
+  if (w->closing) return;
+  napi_remove_env_cleanup_hook(a.Env(), Cleanup, w);
+  Shutdown(w);
 }
 
-/** futexWake(sab, byteOffset): wake every process sleeping on that word. */
-void Wake(const FunctionCallbackInfo<Value>& a) {
-  Isolate* iso = a.GetIsolate();
-  if (a.Length() < 2 || !a[0]->IsSharedArrayBuffer() || !a[1]->IsNumber()) { ThrowType(iso, "futexWake(sab, byteOffset)"); return; }
-  std::shared_ptr<v8::BackingStore> bs = a[0].As<v8::SharedArrayBuffer>()->GetBackingStore();
-  size_t off = static_cast<size_t>(a[1].As<v8::Number>()->Value());
-  if (off + 4 > bs->ByteLength() || off % 4 != 0) { ThrowType(iso, "doorbell word outside the buffer or misaligned"); return; }
-  long n = Futex(reinterpret_cast<int32_t*>(static_cast<char*>(bs->Data()) + off), FUTEX_WAKE, INT_MAX, nullptr);
-  a.GetReturnValue().Set(static_cast<int32_t>(n));
+/** futexWake(view, byteOffset): wake every process sleeping on that word. */
+napi_value Wake(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  Args(env, info, argv, 2);
+  int32_t* word = WordArg(env, argv[0], argv[1], "futexWake(view, byteOffset)");
+  if (word == nullptr) return nullptr;
+  return Int(env, static_cast<int32_t>(Futex(word, FUTEX_WAKE, INT_MAX, nullptr)));
 }
 
 /**
- * futexWait(sab, byteOffset, expected, timeoutUs): block this thread until the
+ * futexWait(view, byteOffset, expected, timeoutUs): block this thread until the
  * word differs from expected, a wake, or the timeout. For ranks that outnumber
  * the cores: a peer's arrival reaches the waiting thread itself, without the
  * doorbell thread and the event-loop hop in between.
  */
-void WaitFn(const FunctionCallbackInfo<Value>& a) {
-  Isolate* iso = a.GetIsolate();
-  if (a.Length() < 4 || !a[0]->IsSharedArrayBuffer() || !a[1]->IsNumber() || !a[2]->IsInt32() || !a[3]->IsNumber()) { ThrowType(iso, "futexWait(sab, byteOffset, expected, timeoutUs)"); return; }
-  std::shared_ptr<v8::BackingStore> bs = a[0].As<v8::SharedArrayBuffer>()->GetBackingStore();
-  size_t off = static_cast<size_t>(a[1].As<v8::Number>()->Value());
-  if (off + 4 > bs->ByteLength() || off % 4 != 0) { ThrowType(iso, "futex word outside the buffer or misaligned"); return; }
-  double us = a[3].As<v8::Number>()->Value();
-  if (!(us >= 0) || us > 1e6) { ThrowType(iso, "futexWait: timeoutUs must be 0 .. 1e6"); return; }
-  long long ns = static_cast<long long>(us * 1000);
+napi_value WaitFn(napi_env env, napi_callback_info info) {
+  napi_value argv[4];
+  Args(env, info, argv, 4);
+  int32_t* word = WordArg(env, argv[0], argv[1], "futexWait(view, byteOffset, expected, timeoutUs)");
+  if (word == nullptr) return nullptr;
+  double expected = 0, us = 0;
+  if (!Num(env, argv[2], &expected) || expected != static_cast<double>(static_cast<int32_t>(expected)) || !Num(env, argv[3], &us)) {
+    ThrowType(env, "futexWait(view, byteOffset, expected, timeoutUs)");
+    return nullptr;
+  }
+  if (!(us >= 0) || us > 1e6) { ThrowType(env, "futexWait: timeoutUs must be 0 .. 1e6"); return nullptr; }
+  const long long ns = static_cast<long long>(us * 1000);
   struct timespec ts = {static_cast<time_t>(ns / 1000000000LL), static_cast<long>(ns % 1000000000LL)};
-  Futex(reinterpret_cast<int32_t*>(static_cast<char*>(bs->Data()) + off), FUTEX_WAIT, a[2].As<v8::Int32>()->Value(), &ts);
+  Futex(word, FUTEX_WAIT, static_cast<int32_t>(expected), &ts);
+  return nullptr;
 }
 
 }  // namespace
 
-void InitDoorbell(Local<v8::Object> exports, Local<v8::Context> ctx) {
-  SetFn(exports, ctx, "doorbellWaiter", Create);
-  SetFn(exports, ctx, "doorbellArm", Arm);
-  SetFn(exports, ctx, "doorbellClose", Close);
-  SetFn(exports, ctx, "futexWake", Wake);
-  SetFn(exports, ctx, "futexWait", WaitFn);
+void InitDoorbell(Napi::Env env, Napi::Object exports) {
+  exports.Set("doorbellWaiter", Napi::Function::New(env, Create, "doorbellWaiter"));
+  exports.Set("doorbellArm", Napi::Function::New(env, Arm, "doorbellArm"));
+  exports.Set("doorbellClose", Napi::Function::New(env, Close, "doorbellClose"));
+  SetFn(env, exports, "futexWake", Wake);
+  SetFn(env, exports, "futexWait", WaitFn);
 }
 
 }  // namespace railcomm

@@ -31,7 +31,6 @@ void WaitForParent(pid_t parent) {
 #endif
   while (getppid() == parent) usleep(250000);
 }
-}  // namespace
 
 /**
  * watchParent(graceMs): once the parent process ends, wait graceMs and, if
@@ -41,10 +40,10 @@ void WaitForParent(pid_t parent) {
  * parent is the one at the first call (a launcher that died before it leaves
  * the rank to init's wire-up failure, not to this watch).
  */
-static void WatchParent(const FunctionCallbackInfo<Value>& args) {
-  Isolate* iso = args.GetIsolate();
-  if (args.Length() < 1 || !args[0]->IsInt32()) { ThrowType(iso, "watchParent(graceMs)"); return; }
-  const int grace = args[0].As<v8::Int32>()->Value();
+Napi::Value WatchParent(const Napi::CallbackInfo& a) {
+  if (a.Length() < 1 || !a[0].IsNumber()) { ThrowType(a.Env(), "watchParent(graceMs)"); return Napi::Value(); }
+  const int grace = a[0].As<Napi::Number>().Int32Value();
+  if (grace < 0) { ThrowType(a.Env(), "watchParent(graceMs): graceMs must not be negative"); return Napi::Value(); }
   const pid_t parent = getppid();
   watching.store(true);
   if (!started.exchange(true)) {
@@ -54,17 +53,19 @@ static void WatchParent(const FunctionCallbackInfo<Value>& args) {
       if (watching.load()) kill(getpid(), SIGKILL);
     }).detach();
   }
-  args.GetReturnValue().Set(static_cast<int32_t>(parent));
+  return Napi::Number::New(a.Env(), parent);
 }
 
 /** stopWatchingParent(): the rank finished its part (finalize); it may outlive its launcher. */
-static void StopWatchingParent(const FunctionCallbackInfo<Value>& args) {
+void StopWatchingParent(const Napi::CallbackInfo&) {
   watching.store(false);
 }
 
-void InitProcess(Local<v8::Object> exports, Local<v8::Context> ctx) {
-  SetFn(exports, ctx, "watchParent", WatchParent);
-  SetFn(exports, ctx, "stopWatchingParent", StopWatchingParent);
+}  // namespace
+
+void InitProcess(Napi::Env env, Napi::Object exports) {
+  exports.Set("watchParent", Napi::Function::New(env, WatchParent, "watchParent"));
+  exports.Set("stopWatchingParent", Napi::Function::New(env, StopWatchingParent, "stopWatchingParent"));
 }
 
 }  // namespace railcomm

@@ -2,7 +2,7 @@
 // vector instructions: JavaScript has no SIMD, and V8 copies into a
 // SharedArrayBuffer a word at a time (1 MiB: 92 us for a JS sum loop, 37 us for
 // TypedArray.set, against about 34 and 20 here). Only (type, op) pairs whose
-// results are bit-identical to the JavaScript kernels (src/comm/coll/kernels.ts)
+// results are bit-identical to the JavaScript kernels (src/native/kernels.ts)
 // are here; the caller uses JavaScript for the others. One exception, measured
 // on random bit patterns: NaN op NaN may carry the other operand's payload
 // (V8's register allocator decides which one JavaScript keeps). Every rank
@@ -88,39 +88,44 @@ bool Inside(double off, double n, size_t el, size_t len) {
 }
 
 /** reduce(type, op, out, oo, a, ao, b, bo, n) -> false if this pair is not here (use JavaScript). Offsets in elements. */
-void ReduceFn(const FunctionCallbackInfo<Value>& a) {
-  Isolate* iso = a.GetIsolate();
+napi_value ReduceFn(napi_env env, napi_callback_info info) {
+  napi_value argv[9];
+  Args(env, info, argv, 9);
   char *o = nullptr, *p = nullptr, *q = nullptr;
   size_t lo = 0, lp = 0, lq = 0;
-  if (a.Length() < 9 || !a[0]->IsInt32() || !a[1]->IsInt32() || !BytesOf(a[2], &o, &lo) || !a[3]->IsNumber() || !BytesOf(a[4], &p, &lp) ||
-      !a[5]->IsNumber() || !BytesOf(a[6], &q, &lq) || !a[7]->IsNumber() || !a[8]->IsNumber()) {
-    ThrowType(iso, "reduce(type, op, out, oo, a, ao, b, bo, n)"); return;
+  double type = 0, op = 0, oo = 0, ao = 0, bo = 0, n = 0;
+  if (!Num(env, argv[0], &type) || !Num(env, argv[1], &op) || !BytesOf(env, argv[2], &o, &lo) || !Num(env, argv[3], &oo) || !BytesOf(env, argv[4], &p, &lp) ||
+      !Num(env, argv[5], &ao) || !BytesOf(env, argv[6], &q, &lq) || !Num(env, argv[7], &bo) || !Num(env, argv[8], &n)) {
+    ThrowType(env, "reduce(type, op, out, oo, a, ao, b, bo, n)");
+    return nullptr;
   }
-  int type = a[0].As<v8::Int32>()->Value(), op = a[1].As<v8::Int32>()->Value();
-  if (type < 0 || type > U64) { ThrowType(iso, "reduce: bad type"); return; }
-  size_t el = SIZES[type];
-  double oo = a[3].As<v8::Number>()->Value(), ao = a[5].As<v8::Number>()->Value(), bo = a[7].As<v8::Number>()->Value(), n = a[8].As<v8::Number>()->Value();
-  if (!Inside(oo, n, el, lo) || !Inside(ao, n, el, lp) || !Inside(bo, n, el, lq)) { ThrowType(iso, "reduce: a range runs past its view"); return; }
-  a.GetReturnValue().Set(Reduce(type, op, o + static_cast<size_t>(oo) * el, p + static_cast<size_t>(ao) * el, q + static_cast<size_t>(bo) * el, static_cast<size_t>(n)));
+  if (!Whole(type, U64) || !Whole(op, 255)) { ThrowType(env, "reduce: bad type or op"); return nullptr; }
+  const size_t el = SIZES[static_cast<int>(type)];
+  if (!Inside(oo, n, el, lo) || !Inside(ao, n, el, lp) || !Inside(bo, n, el, lq)) { ThrowType(env, "reduce: a range runs past its view"); return nullptr; }
+  return Bool(env, Reduce(static_cast<int>(type), static_cast<int>(op), o + static_cast<size_t>(oo) * el, p + static_cast<size_t>(ao) * el, q + static_cast<size_t>(bo) * el, static_cast<size_t>(n)));
 }
 
 /** copy(dst, dOff, src, sOff, bytes): memmove between two views, offsets in bytes. */
-void CopyFn(const FunctionCallbackInfo<Value>& a) {
+napi_value CopyFn(napi_env env, napi_callback_info info) {
+  napi_value argv[5];
+  Args(env, info, argv, 5);
   char *d = nullptr, *s = nullptr;
   size_t ld = 0, ls = 0;
-  if (a.Length() < 5 || !BytesOf(a[0], &d, &ld) || !a[1]->IsNumber() || !BytesOf(a[2], &s, &ls) || !a[3]->IsNumber() || !a[4]->IsNumber()) {
-    ThrowType(a.GetIsolate(), "copy(dst, dOff, src, sOff, bytes)"); return;
+  double dOff = 0, sOff = 0, n = 0;
+  if (!BytesOf(env, argv[0], &d, &ld) || !Num(env, argv[1], &dOff) || !BytesOf(env, argv[2], &s, &ls) || !Num(env, argv[3], &sOff) || !Num(env, argv[4], &n)) {
+    ThrowType(env, "copy(dst, dOff, src, sOff, bytes)");
+    return nullptr;
   }
-  double dOff = a[1].As<v8::Number>()->Value(), sOff = a[3].As<v8::Number>()->Value(), n = a[4].As<v8::Number>()->Value();
-  if (!Inside(dOff, n, 1, ld) || !Inside(sOff, n, 1, ls)) { ThrowType(a.GetIsolate(), "copy: a range runs past its view"); return; }
+  if (!Inside(dOff, n, 1, ld) || !Inside(sOff, n, 1, ls)) { ThrowType(env, "copy: a range runs past its view"); return nullptr; }
   std::memmove(d + static_cast<size_t>(dOff), s + static_cast<size_t>(sOff), static_cast<size_t>(n));
+  return nullptr;
 }
 
 }  // namespace
 
-void InitReduce(Local<v8::Object> exports, Local<v8::Context> ctx) {
-  SetFn(exports, ctx, "reduce", ReduceFn);
-  SetFn(exports, ctx, "copy", CopyFn);
+void InitReduce(Napi::Env env, Napi::Object exports) {
+  SetFn(env, exports, "reduce", ReduceFn);
+  SetFn(env, exports, "copy", CopyFn);
 }
 
 }  // namespace railcomm

@@ -19,29 +19,42 @@ constexpr unsigned kMaxBatch = 256;
  * order) : ports[i]. Never blocks; a short count means the socket buffer is
  * full (the caller sends the rest another way).
  */
-void SendBatch(const FunctionCallbackInfo<Value>& a) {
-  Isolate* iso = a.GetIsolate();
-  if (a.Length() < 6 || !a[0]->IsInt32() || !a[1]->IsArray() || !a[2]->IsUint32Array() || !a[3]->IsUint32Array() || !a[4]->IsUint32Array() || !a[5]->IsUint32()) {
-    ThrowType(iso, "udpSendBatch(fd, bufs, lens, ports, addrs, count)");
-    return;
+bool Uint32s(napi_env env, napi_value v, const uint32_t** out, size_t* n) {
+  napi_typedarray_type type;
+  void* p = nullptr;
+  if (napi_get_typedarray_info(env, v, &type, n, &p, nullptr, nullptr) != napi_ok || type != napi_uint32_array) return false;
+  *out = static_cast<const uint32_t*>(p);
+  return true;
+}
+
+napi_value SendBatch(napi_env env, napi_callback_info info) {
+  napi_value argv[6];
+  Args(env, info, argv, 6);
+  const char* usage = "udpSendBatch(fd, bufs, lens, ports, addrs, count)";
+  double fdArg = 0, countArg = 0;
+  bool isArray = false;
+  const uint32_t *lens, *ports, *addrs;
+  size_t ln = 0, pn = 0, an = 0;
+  uint32_t nbufs = 0;
+  if (!Num(env, argv[0], &fdArg) || fdArg != static_cast<double>(static_cast<int32_t>(fdArg)) || napi_is_array(env, argv[1], &isArray) != napi_ok || !isArray ||
+      !Uint32s(env, argv[2], &lens, &ln) || !Uint32s(env, argv[3], &ports, &pn) || !Uint32s(env, argv[4], &addrs, &an) ||
+      !Num(env, argv[5], &countArg) || !Whole(countArg, 4294967295.0)) {
+    ThrowType(env, usage);
+    return nullptr;
   }
-  Local<v8::Context> ctx = iso->GetCurrentContext();
-  int fd = a[0].As<v8::Int32>()->Value();
-  Local<v8::Array> bufs = a[1].As<v8::Array>();
-  char* lp; size_t ln; char* pp; size_t pn; char* ap; size_t an;
-  BytesOf(a[2], &lp, &ln); BytesOf(a[3], &pp, &pn); BytesOf(a[4], &ap, &an);
-  const uint32_t* lens = reinterpret_cast<const uint32_t*>(lp);
-  const uint32_t* ports = reinterpret_cast<const uint32_t*>(pp);
-  const uint32_t* addrs = reinterpret_cast<const uint32_t*>(ap);
-  unsigned count = a[5].As<v8::Uint32>()->Value();
-  if (count > kMaxBatch || count > bufs->Length() || count * 4 > ln || count * 4 > pn || count * 4 > an) { ThrowType(iso, "udpSendBatch: count exceeds the arrays (or 256)"); return; }
+  napi_get_array_length(env, argv[1], &nbufs);
+  const int fd = static_cast<int>(fdArg);
+  const double count = countArg;
+  if (count > kMaxBatch || count > nbufs || count > ln || count > pn || count > an) { ThrowType(env, "udpSendBatch: count exceeds the arrays (or 256)"); return nullptr; }
+  const unsigned n = static_cast<unsigned>(count);
   mmsghdr msgs[kMaxBatch];
   iovec iov[kMaxBatch];
   sockaddr_in to[kMaxBatch];
-  for (unsigned i = 0; i < count; i++) {
-    Local<Value> b;
-    char* p = nullptr; size_t n = 0;
-    if (!bufs->Get(ctx, i).ToLocal(&b) || !BytesOf(b, &p, &n) || lens[i] > n) { ThrowType(iso, "udpSendBatch: each buffer must hold its length"); return; }
+  for (unsigned i = 0; i < n; i++) {
+    napi_value b;
+    char* p = nullptr;
+    size_t len = 0;
+    if (napi_get_element(env, argv[1], i, &b) != napi_ok || !BytesOf(env, b, &p, &len) || lens[i] > len) { ThrowType(env, "udpSendBatch: each buffer must hold its length"); return nullptr; }
     iov[i].iov_base = p;
     iov[i].iov_len = lens[i];
     to[i] = sockaddr_in{};
@@ -56,23 +69,23 @@ void SendBatch(const FunctionCallbackInfo<Value>& a) {
     msgs[i].msg_len = 0;
   }
   unsigned done = 0;
-  while (done < count) {
-    int r = sendmmsg(fd, msgs + done, count - done, MSG_DONTWAIT);
+  while (done < n) {
+    const int r = sendmmsg(fd, msgs + done, n - done, MSG_DONTWAIT);
     if (r < 0) {
       if (errno == EINTR) continue;
-      if (done == 0) { a.GetReturnValue().Set(-errno); return; }
+      if (done == 0) return Int(env, -errno);
       break;
     }
     if (r == 0) break;
     done += static_cast<unsigned>(r);
   }
-  a.GetReturnValue().Set(done);
+  return Uint(env, done);
 }
 
 }  // namespace
 
-void InitUdp(Local<v8::Object> exports, Local<v8::Context> ctx) {
-  SetFn(exports, ctx, "udpSendBatch", SendBatch);
+void InitUdp(Napi::Env env, Napi::Object exports) {
+  SetFn(env, exports, "udpSendBatch", SendBatch);
 }
 
 }  // namespace railcomm

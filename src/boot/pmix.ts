@@ -1,11 +1,9 @@
-// Loader of railcomm's optional PMIx module (native/pmix/, built by npm install
-// where libpmix-dev is installed): a client of the launcher's PMIx server.
-// Returns null, with the reason, when it is absent; then wire-up falls back.
+// Loader of railcomm's PMIx client: part of the native addon (native/src/pmix.cc),
+// which opens the launcher's libpmix.so.2 at run time (no libpmix-dev needed).
+// Returns null, with the reason, when the addon or the library is absent; then
+// wire-up falls back to MASTER_ADDR:MASTER_PORT.
 
-import { createRequire } from 'node:module';
-import { existsSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import path from 'node:path';
+import { loadBinary, nativeDir } from '../native/addon.js';
 
 /** Who this process is, as the PMIx server knows it; -1 where the server does not say. */
 export interface PmixIdentity {
@@ -41,27 +39,25 @@ export interface PmixLoad {
   why: string;
 }
 
-function root(): string {
-  // dist/boot/pmix.js or src/boot/pmix.ts -> the package root
-  return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** The library to open: RAILCOMM_PMIX_LIB (a path or name) or libpmix.so.2 from the loader's search path. */
+export function pmixLibrary(): string {
+  const lib = process.env['RAILCOMM_PMIX_LIB'];
+  return lib !== undefined && lib !== '' ? lib : 'libpmix.so.2';
 }
 
-export function pmixModuleFile(): string {
-  return path.join(root(), 'native', 'pmix', 'build', 'Release', 'railcomm_pmix.node');
-}
+interface PmixBinary { pmix?(lib: string): PmixModule & { library(): string } }
 
-/** Load the module from `file`; `logFile` is the build log that says why it is missing. */
-export function loadPmixFrom(file: string, logFile = path.join(path.dirname(file), '..', '..', 'build-log.txt')): PmixLoad {
-  if (!existsSync(file)) {
-    let first = '';
-    try { first = readFileSync(logFile, 'utf8').split('\n')[0] ?? ''; } catch { /* never built */ }
-    return { mod: null, why: `PMIx module not built (${first || 'run npm install, or npm run build:native'}; needs libpmix-dev, pkg-config, node-gyp and a C++17 compiler)` };
-  }
+/** The PMIx client of the addon in `dir` (the package's native/ by default), over library `lib`. */
+export function loadPmixFrom(dir = nativeDir(), lib = pmixLibrary()): PmixLoad {
+  const bin = loadBinary(dir);
+  if (!bin.ok) return { mod: null, why: `PMIx module unavailable: ${bin.why}` };
+  const open = (bin.raw as PmixBinary).pmix;
+  if (typeof open !== 'function') return { mod: null, why: `PMIx module unavailable: the native addon (${bin.file}) predates it; rerun npm install` };
   try {
-    const mod = createRequire(import.meta.url)(file) as PmixModule;
-    return { mod, why: `PMIx module loaded (${mod.version().split(' (')[0]})` };
+    const mod = open(lib);
+    return { mod, why: `PMIx module loaded (${mod.version().split(' (')[0]} from ${mod.library()}; in the native addon, ${bin.from})` };
   } catch (e) {
-    return { mod: null, why: `PMIx module failed to load: ${(e as Error).message}` };
+    return { mod: null, why: `PMIx module unavailable: ${(e as Error).message}; mpirun and srun --mpi=pmix provide it (Open MPI's openmpi-bin installs libpmix.so.2), or set RAILCOMM_PMIX_LIB to its path` };
   }
 }
 
@@ -71,7 +67,7 @@ export function loadPmix(): PmixModule | null {
   if (cached === undefined) {
     if (process.env['RAILCOMM_NO_PMIX'] === '1') cached = { mod: null, why: 'disabled by RAILCOMM_NO_PMIX=1' };
     else if (process.platform !== 'linux') cached = { mod: null, why: `needs Linux (this is ${process.platform})` };
-    else cached = loadPmixFrom(pmixModuleFile());
+    else cached = loadPmixFrom();
   }
   return cached.mod;
 }

@@ -7,6 +7,7 @@ import { describeParams, resolveParams } from '../core/params.js';
 import { detectLaunch } from '../boot/launch-env.js';
 import type { LaunchInfo } from '../boot/launch-env.js';
 import { loadPmix, pmixWhy } from '../boot/pmix.js';
+import { loadNative, nativeOrigin, nativeWhy } from '../native/addon.js';
 
 interface PmixReport { available: boolean; why: string; launchedUnder: boolean; used: boolean; detail: string }
 
@@ -45,12 +46,14 @@ export async function infoCommand(argv: string[]): Promise<number> {
   const params = resolveParams();
   try {
     if (json) {
-      process.stdout.write(JSON.stringify({ launcher: { name: launch.launcher, why: launch.why }, pmix, steps: ctx.report, params: showParams ? describeParams(params) : undefined }, null, 2) + '\n');
+      const native = { available: loadNative() !== null, why: nativeWhy(), origin: nativeOrigin() };
+      process.stdout.write(JSON.stringify({ launcher: { name: launch.launcher, why: launch.why }, native, pmix, steps: ctx.report, params: showParams ? describeParams(params) : undefined }, null, 2) + '\n');
       return 0;
     }
     const out: string[] = [];
     out.push(`railcomm on node ${process.version}, ${process.platform}/${process.arch}`);
     out.push(`launcher: ${launch.launcher} (${launch.why})`);
+    out.push(`native: ${loadNative() !== null ? 'available' : 'unavailable'} (${nativeWhy()})`);
     out.push(`pmix: ${pmix.available ? 'available' : 'unavailable'} (${pmix.why}); ${pmix.detail}`);
     for (const s of ctx.report) {
       out.push('', `${s.step}. ${s.title}`);

@@ -1,7 +1,7 @@
-// Loader of railcomm's optional native addon (native/, built by npm install):
-// /dev/shm segments as SharedArrayBuffer, a cross-process futex doorbell, CMA
-// single-copy reads, CRC32C and batched datagram sends. Returns null, with the
-// reason, when it is absent.
+// Loader of railcomm's native addon (native/: Node-API, one binary for every
+// Node, a prebuild or built by npm install): /dev/shm segments as
+// SharedArrayBuffer, a cross-process futex doorbell, CMA single-copy reads,
+// CRC32C and batched datagram sends. Returns null, with the reason, when absent.
 
 import { createRequire } from 'node:module';
 import { existsSync, readFileSync, readdirSync, unlinkSync } from 'node:fs';
@@ -84,7 +84,37 @@ export function shmJobPrefix(jobId: number): string {
 
 interface RawError { code?: string; message?: string }
 
+/** The V8 shim's wrapMapping (native/sab/sab.cc): a mapping the addon made, as a SharedArrayBuffer that owns it. */
+type WrapMapping = (address: bigint, length: number) => SharedArrayBuffer;
+
+/**
+ * What the binary exports where it differs from NativeAddon: Node-API cannot
+ * read a SharedArrayBuffer before Node 24.9, so the futex calls take a view,
+ * and segments take the shim where Node-API cannot make them.
+ */
+interface RawAddon extends Omit<NativeAddon, 'shmCreate' | 'shmOpen' | 'doorbellWaiter' | 'futexWait' | 'futexWake' | 'addressOf'> {
+  shmCreate(name: string, bytes: number, wrap?: WrapMapping): SharedArrayBuffer;
+  shmOpen(name: string, wrap?: WrapMapping): SharedArrayBuffer;
+  doorbellWaiter(view: Uint8Array, byteOffset: number, wake: () => void): DoorbellWaiter;
+  futexWait(view: Uint8Array, byteOffset: number, expected: number, timeoutUs: number): void;
+  futexWake(view: Uint8Array, byteOffset: number): number;
+  addressOf(view: ArrayBufferView | ArrayBuffer): bigint;
+  /** Whether the running Node has node_api_create_external_sharedarraybuffer (else segments need the shim). */
+  externalSharedArrayBuffer(): boolean;
+}
+
+/** Where the loaded parts came from, for railcomm info and the install line. */
+export interface NativeOrigin {
+  /** The addon's file, and whether it is a shipped prebuild or built here from source. */
+  file: string;
+  from: 'prebuild' | 'source build';
+  /** How segments become SharedArrayBuffers: Node-API itself, or the V8 shim (its file). */
+  sab: 'node-api' | 'v8 shim';
+  shim?: { file: string; from: 'prebuild' | 'source build' };
+}
+
 let loaded: NativeAddon | null | undefined;
+let origin: NativeOrigin | null = null;
 let why = '';
 
 function root(): string {
@@ -92,19 +122,85 @@ function root(): string {
   return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 }
 
-/** Wrap the raw functions so that failures are RailcommErrors with codes. */
-function wrap(raw: NativeAddon): NativeAddon {
+/** The package's native folder (binding.gyp, build/, prebuilds/). */
+export function nativeDir(): string {
+  return path.join(root(), 'native');
+}
+
+const requireHere = createRequire(import.meta.url);
+
+/**
+ * The .node file node-gyp-build picks in dir: build/Release first (a source
+ * build), else prebuilds/<platform>-<arch>/ (node.napi.node, node.abi<N>.node);
+ * null when neither is there.
+ */
+export function resolveBinary(dir: string): { file: string; from: 'prebuild' | 'source build' } | null {
+  const gypBuild = requireHere('node-gyp-build') as { resolve(dir: string): string };
+  let file: string;
+  try { file = gypBuild.resolve(dir); } catch { return null; }
+  return { file, from: file.split(path.sep).includes('prebuilds') ? 'prebuild' : 'source build' };
+}
+
+/** First line of a build log (what npm install did), or ''. */
+function logLine(file: string): string {
+  try { return readFileSync(file, 'utf8').split('\n')[0] ?? ''; } catch { return ''; }
+}
+
+/**
+ * The shim's wrapMapping where this Node's Node-API cannot wrap a mapping
+ * (or RAILCOMM_SAB_SHIM=1 asks for the shim); null when not needed; a string
+ * saying why when needed and missing. A source build first (this machine's
+ * own), then the prebuild for this Node ABI: a source build left from another
+ * Node version does not load here, and the prebuild still can.
+ */
+function sabPath(raw: RawAddon): { wrap: WrapMapping; file: string; from: 'prebuild' | 'source build' } | null | string {
+  if (raw.externalSharedArrayBuffer() && process.env['RAILCOMM_SAB_SHIM'] !== '1') return null;
+  const dir = path.join(nativeDir(), 'sab');
+  const need = `node ${process.version} (ABI ${process.versions.modules}) lacks node_api_create_external_sharedarraybuffer, so the shm rail needs the V8 shim native/sab`;
+  const candidates: { file: string; from: 'prebuild' | 'source build' }[] = [
+    { file: path.join(dir, 'build', 'Release', 'railcomm_sab.node'), from: 'source build' },
+    { file: path.join(dir, 'prebuilds', `${process.platform}-${process.arch}`, `node.abi${process.versions.modules}.node`), from: 'prebuild' },
+  ];
+  const failed: string[] = [];
+  for (const c of candidates) {
+    if (!existsSync(c.file)) continue;
+    try {
+      const shim = requireHere(c.file) as { wrapMapping: WrapMapping };
+      return { wrap: shim.wrapMapping, ...c };
+    } catch (e) {
+      failed.push(`${path.relative(root(), c.file)}: ${(e as Error).message.split('\n')[0]}`);
+    }
+  }
+  if (failed.length > 0) return `${need}, which failed to load (${failed.join('; ')}); run npm rebuild railcomm`;
+  return `${need}, which is not built (${logLine(path.join(dir, 'build-log.txt')) || 'run npm rebuild railcomm'})`;
+}
+
+/** Wrap the raw functions: failures become RailcommErrors with codes, and SharedArrayBuffers go in as views. */
+function wrap(raw: RawAddon, wrapMapping: WrapMapping | undefined): NativeAddon {
   const fail = (what: string, e: unknown): never => {
     if (e instanceof TypeError) throw e; // a bad argument: a bug in the caller, not the system
     const r = e as RawError;
     const hint = r.code === 'ENOSPC' ? ' (/dev/shm is full: free space there, or raise its size, or run with RAILCOMM_RAILS without shm)' : '';
     throw new RailcommError(ErrorCode.NO_RAIL, `${what}: ${r.message ?? String(e)}${hint}`, { cause: e });
   };
+  // One byte view per buffer, made once: the futex calls pass it instead of the
+  // SharedArrayBuffer (a WeakMap lookup, about 10 ns, where a view per call would allocate).
+  const views = new WeakMap<SharedArrayBuffer, Uint8Array>();
+  const bytes = (sab: SharedArrayBuffer): Uint8Array => {
+    let v = views.get(sab);
+    if (v === undefined) { v = new Uint8Array(sab); views.set(sab, v); }
+    return v;
+  };
+  const { externalSharedArrayBuffer: _unused, ...rest } = raw;
   return {
-    ...raw,
-    shmCreate(name, bytes) { try { return raw.shmCreate(name, bytes); } catch (e) { return fail(`cannot create shared-memory segment ${name} of ${bytes} bytes`, e); } },
-    shmOpen(name) { try { return raw.shmOpen(name); } catch (e) { return fail(`cannot map shared-memory segment ${name}`, e); } },
+    ...rest,
+    shmCreate(name, bytes) { try { return raw.shmCreate(name, bytes, wrapMapping); } catch (e) { return fail(`cannot create shared-memory segment ${name} of ${bytes} bytes`, e); } },
+    shmOpen(name) { try { return raw.shmOpen(name, wrapMapping); } catch (e) { return fail(`cannot map shared-memory segment ${name}`, e); } },
     shmUnlink(name) { try { raw.shmUnlink(name); } catch (e) { fail(`cannot remove shared-memory segment ${name}`, e); } },
+    doorbellWaiter: (sab, byteOffset, wake) => raw.doorbellWaiter(bytes(sab), byteOffset, wake),
+    futexWait: (sab, byteOffset, expected, timeoutUs) => raw.futexWait(bytes(sab), byteOffset, expected, timeoutUs),
+    futexWake: (sab, byteOffset) => raw.futexWake(bytes(sab), byteOffset),
+    addressOf: (v) => raw.addressOf(v instanceof SharedArrayBuffer ? bytes(v) : v),
   };
 }
 
@@ -113,20 +209,25 @@ export function loadNative(): NativeAddon | null {
   loaded = null;
   if (process.env['RAILCOMM_NO_NATIVE'] === '1') { why = 'disabled by RAILCOMM_NO_NATIVE=1'; return null; }
   if (process.platform !== 'linux') { why = `needs Linux (this is ${process.platform})`; return null; }
-  const file = path.join(root(), 'native', 'build', 'Release', 'railcomm_native.node');
-  if (!existsSync(file)) {
-    let log = '';
-    try { log = readFileSync(path.join(root(), 'native', 'build-log.txt'), 'utf8').split('\n')[0] ?? ''; } catch { /* no log */ }
-    why = `native addon not built (${log || 'run npm install, or npm run build:native'}; needs node-gyp, a C++17 compiler, make and python3)`;
+  const bin = resolveBinary(nativeDir());
+  if (bin === null) {
+    const log = logLine(path.join(nativeDir(), 'build-log.txt'));
+    why = `native addon not built (${log || 'run npm install, or npm run build:native'}; building it needs node-gyp, a C++17 compiler, make and python3)`;
     return null;
   }
+  let raw: RawAddon;
   try {
-    const raw = createRequire(import.meta.url)(file) as NativeAddon;
-    loaded = wrap(raw);
-    why = `native addon loaded (${file}; crc32c ${raw.crc32cHardware() ? 'SSE4.2' : 'table'})`;
+    raw = requireHere(bin.file) as RawAddon;
   } catch (e) {
-    why = `native addon failed to load: ${(e as Error).message}`;
+    why = `native addon failed to load (${bin.file}): ${(e as Error).message}`;
+    return null;
   }
+  const sab = sabPath(raw);
+  if (typeof sab === 'string') { why = `native addon loaded from ${bin.from} (${bin.file}), but unusable: ${sab}`; return null; }
+  loaded = wrap(raw, sab?.wrap);
+  origin = { file: bin.file, from: bin.from, sab: sab === null ? 'node-api' : 'v8 shim', ...(sab === null ? {} : { shim: { file: sab.file, from: sab.from } }) };
+  const sabWhy = sab === null ? "segments through Node-API's node_api_create_external_sharedarraybuffer" : `segments through the V8 shim, ${sab.from} ${path.relative(root(), sab.file)}`;
+  why = `native addon loaded from ${bin.from} (${path.relative(root(), bin.file)}; crc32c ${raw.crc32cHardware() ? 'SSE4.2' : 'table'}; ${sabWhy})`;
   return loaded;
 }
 
@@ -134,6 +235,29 @@ export function loadNative(): NativeAddon | null {
 export function nativeWhy(): string {
   loadNative();
   return why;
+}
+
+/** Where the loaded addon (and shim) came from; null when it is not loaded. */
+export function nativeOrigin(): NativeOrigin | null {
+  loadNative();
+  return origin;
+}
+
+/**
+ * The addon's binary itself, loaded without RAILCOMM_NO_NATIVE's veto and
+ * without the shim: the PMIx client lives in it too (src/boot/pmix.ts).
+ */
+export function loadBinary(dir = nativeDir()): { ok: true; raw: unknown; file: string; from: 'prebuild' | 'source build' } | { ok: false; why: string } {
+  const bin = resolveBinary(dir);
+  if (bin === null) {
+    const log = logLine(path.join(dir, 'build-log.txt'));
+    return { ok: false, why: `native addon not built (${log || 'run npm install, or npm run build:native'})` };
+  }
+  try {
+    return { ok: true, raw: requireHere(bin.file) as unknown, file: bin.file, from: bin.from };
+  } catch (e) {
+    return { ok: false, why: `native addon failed to load (${bin.file}): ${(e as Error).message}` };
+  }
 }
 
 /**

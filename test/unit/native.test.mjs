@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { randomFillSync } from 'node:crypto';
-import { loadNative, removeJobSegments, shmJobPrefix, TYPE_CODES, OP_CODES } from '../../dist/native/addon.js';
+import { loadNative, nativeOrigin, nativeDir, resolveBinary, removeJobSegments, shmJobPrefix, TYPE_CODES, OP_CODES } from '../../dist/native/addon.js';
 import { need, needAddon } from '../helpers/requires.mjs';
 
 const native = loadNative();
@@ -85,7 +85,7 @@ test('doorbell: another process rings a futex word and this one wakes, without k
 test('CMA: read another process\'s buffer in one copy; a dead pid answers -ESRCH', addon, async () => {
   const child = spawn(process.execPath, ['-e', `
     const b = Buffer.alloc(1 << 20); for (let i = 0; i < b.length; i++) b[i] = (i * 7) & 255;
-    const n = require(${JSON.stringify(new URL('../../native/build/Release/railcomm_native.node', import.meta.url).pathname)});
+    const n = require(${JSON.stringify(resolveBinary(nativeDir())?.file ?? '')});
     process.stdout.write(n.addressOf(b) + '\\n'); setInterval(() => b[0], 1000);`], { stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise((r) => child.on('exit', r));
   try {
@@ -246,4 +246,76 @@ test('futexWait: returns at once when the word differs, after the timeout when n
   native.futexWait(sab, 16, 7, 20_000);
   assert.ok(performance.now() - t0 >= 15, 'waits until the timeout');
   assert.throws(() => native.futexWait(sab, 62, 0, 10), TypeError);
+});
+
+/** Runs `body` (an ES module's source, with n = the loaded addon) in a fresh node with env; its stdout. */
+function inChild(body, env = {}, args = []) {
+  const r = spawnSync(process.execPath, [...args, '--input-type=module', '-e', `
+    const m = await import(${JSON.stringify(ADDON)}); const n = m.loadNative();
+    if (n === null) { console.log('unavailable: ' + m.nativeWhy()); process.exit(0); }
+    ${body}`], { encoding: 'utf8', timeout: 30_000, env: { ...process.env, ...env } });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout.trim();
+}
+
+/** Whether a V8 shim for this Node ABI is there to force (a source build for another Node, or no prebuild, is not). */
+const shimHere = inChild('console.log("ok")', { RAILCOMM_SAB_SHIM: '1' }) === 'ok' ? false
+  : `no V8 shim for node ABI ${process.versions.modules} here (npm run prebuilds builds one per supported Node)`;
+
+test('segments are SharedArrayBuffers both ways: Node-API where this Node has it, the V8 shim otherwise (and when forced)', addon, (t) => {
+  const o = nativeOrigin();
+  assert.ok(o.sab === 'node-api' || o.sab === 'v8 shim');
+  if (o.sab === 'v8 shim') assert.ok(o.shim && /railcomm_sab\.node$|node\.abi\d+\.node$/.test(o.shim.file), JSON.stringify(o));
+  const body = `
+    const s = n.shmCreate(${JSON.stringify(name('both'))}, 8192); const t = n.shmOpen(${JSON.stringify(name('both'))});
+    n.shmUnlink(${JSON.stringify(name('both'))});
+    Atomics.store(new Int32Array(s), 9, 5); n.futexWake(t, 36);
+    console.log(m.nativeOrigin().sab, s instanceof SharedArrayBuffer, t.byteLength, Atomics.load(new Int32Array(t), 9));`;
+  assert.equal(inChild(body), `${o.sab} true 8192 5`);
+  if (shimHere) { t.skip(shimHere); return; }
+  assert.equal(inChild(body, { RAILCOMM_SAB_SHIM: '1' }), 'v8 shim true 8192 5');
+});
+
+test('a segment is unmapped once V8 frees its last SharedArrayBuffer (shim and Node-API alike)', addon, () => {
+  for (const env of shimHere ? [{}] : [{ RAILCOMM_SAB_SHIM: '1' }, {}]) {
+    const out = inChild(`
+      const fs = await import('node:fs');
+      const mapped = () => fs.readFileSync('/proc/self/maps', 'utf8').split('\\n').filter((l) => l.includes('railcomm-4242-gc')).length;
+      for (let i = 0; i < 20; i++) { n.shmCreate('railcomm-4242-gc' + i, 1 << 20); n.shmUnlink('railcomm-4242-gc' + i); }
+      const before = mapped();
+      for (let k = 0; k < 5 && mapped() > 0; k++) { globalThis.gc(); await new Promise((r) => setTimeout(r, 20)); }
+      console.log(before, mapped());`, env, ['--expose-gc']);
+    assert.equal(out, '20 0', `${JSON.stringify(env)}: mappings before and after collection`);
+  }
+});
+
+test('worker threads load the addon; their segments outlive them and are freed after (the library stays loaded)', addon, () => {
+  for (const env of shimHere ? [{}] : [{ RAILCOMM_SAB_SHIM: '1' }, {}]) {
+    const out = inChild(`
+      const { Worker } = await import('node:worker_threads');
+      const src = 'const { parentPort } = await import("node:worker_threads"); const m = await import(' + JSON.stringify(${JSON.stringify(ADDON)}) + '); const n = m.loadNative(); const s = n.shmCreate("railcomm-4242-w", 4096); n.shmUnlink("railcomm-4242-w"); new Int32Array(s)[0] = 7; parentPort.postMessage(s);';
+      let got = null;
+      for (let i = 0; i < 3; i++) {
+        const w = new Worker(src, { eval: true });
+        got = await new Promise((r) => w.once('message', r));
+        await w.terminate();
+      }
+      globalThis.gc(); await new Promise((r) => setTimeout(r, 20));
+      const v = Atomics.load(new Int32Array(got), 0);
+      got = null; globalThis.gc(); await new Promise((r) => setTimeout(r, 20)); globalThis.gc();
+      console.log(v);`, env, ['--expose-gc']);
+    assert.equal(out, '7', JSON.stringify(env));
+  }
+});
+
+test('doorbellClose twice is harmless; a closed waiter never calls back', addon, async () => {
+  const sab = new SharedArrayBuffer(64);
+  let calls = 0;
+  const w = native.doorbellWaiter(sab, 8, () => { calls++; });
+  native.doorbellArm(w, 0);
+  native.doorbellClose(w);
+  native.doorbellClose(w);
+  native.doorbellArm(w, 0);
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(calls, 0);
 });

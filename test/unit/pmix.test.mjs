@@ -1,29 +1,101 @@
-// PMIx wire-up without a PMIx server: the loader's fallback (module missing or
-// broken -> null and why), launcher detection of PMIx variables, and PmixStore
-// over a fake module (job key sharing, get retries and timeouts).
+// PMIx wire-up without a PMIx server: the loader's fallback (addon missing or
+// broken, libpmix.so.2 absent -> null and why), the declared PMIx ABI against
+// the real headers where they are installed, launcher detection of PMIx
+// variables, and PmixStore over a fake module (job key sharing, get retries
+// and timeouts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadPmixFrom } from '../../dist/boot/pmix.js';
+import { loadBinary } from '../../dist/native/addon.js';
 import { PmixStore, ownerOf, JOB_KEY_KEY } from '../../dist/boot/pmix-store.js';
 import { detectLaunch } from '../../dist/boot/launch-env.js';
 
-test('loader: a missing module gives null and says why (the build log first line when there is one)', () => {
+test('loader: no addon, a broken addon, or no libpmix gives null and says why (the build log first line when there is one)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'railcomm-pmix-'));
   try {
-    const file = join(dir, 'build', 'Release', 'railcomm_pmix.node');
-    const a = loadPmixFrom(file);
+    const a = loadPmixFrom(dir);
     assert.equal(a.mod, null);
-    assert.match(a.why, /PMIx module not built .*libpmix-dev/);
-    writeFileSync(join(dir, 'build-log.txt'), 'not built: pkg-config does not find pmix (install libpmix-dev and pkg-config)\n...');
-    assert.match(loadPmixFrom(file).why, /pkg-config does not find pmix/);
-    const junk = join(dir, 'junk.node');
-    writeFileSync(junk, 'not a shared object');
-    const b = loadPmixFrom(junk);
+    assert.match(a.why, /PMIx module unavailable: native addon not built/);
+    writeFileSync(join(dir, 'build-log.txt'), 'failed (exit 1): building from source needs node-gyp\n...');
+    assert.match(loadPmixFrom(dir).why, /failed \(exit 1\): building from source needs node-gyp/);
+    mkdirSync(join(dir, 'build', 'Release'), { recursive: true });
+    writeFileSync(join(dir, 'build', 'Release', 'junk.node'), 'not a shared object');
+    const b = loadPmixFrom(dir);
     assert.equal(b.mod, null);
-    assert.match(b.why, /PMIx module failed to load/);
+    assert.match(b.why, /native addon failed to load/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('loader: the addon opens libpmix.so.2 at run time; a library that is not there is named in the reason', { skip: loadBinary().ok ? false : 'native addon not built' }, () => {
+  // In a child: the first library the addon opens stays for the process.
+  const js = `import(${JSON.stringify(new URL('../../dist/boot/pmix.js', import.meta.url).href)}).then((m) => { m.loadPmix(); console.log(m.pmixWhy()); })`;
+  const run = (env) => spawnSync(process.execPath, ['-e', js], { encoding: 'utf8', env: { ...process.env, ...env } }).stdout.trim();
+  assert.match(run({ RAILCOMM_PMIX_LIB: 'libpmix-absent.so.2' }), /PMIx module unavailable: libpmix-absent\.so\.2 not found \(.*\); .*RAILCOMM_PMIX_LIB/);
+  assert.match(run({ RAILCOMM_PMIX_LIB: 'libc.so.6' }), /libc\.so\.6 lacks PMIx_Init/);
+  const here = ['/usr/lib/x86_64-linux-gnu/libpmix.so.2', '/usr/lib/aarch64-linux-gnu/libpmix.so.2', '/usr/lib64/libpmix.so.2'].some((f) => existsSync(f));
+  if (here) assert.match(run({ RAILCOMM_PMIX_LIB: '' }), /PMIx module loaded \(\S*PMIx [0-9.]+\S* from libpmix\.so\.2; in the native addon, (prebuild|source build)\)/);
+});
+
+/** Where Debian's libpmix-dev puts pmix_common.h (the ABI check needs it; building railcomm does not). */
+const PMIX_INCLUDE = ['/usr/lib/x86_64-linux-gnu/pmix2/include', '/usr/lib/aarch64-linux-gnu/pmix2/include', '/usr/include/pmix', '/usr/include'].find((d) => existsSync(join(d, 'pmix_common.h')));
+
+test('pmix-abi.h matches the installed PMIx headers: layouts, constants and key strings', { skip: PMIX_INCLUDE === undefined ? 'no pmix_common.h here (libpmix-dev); the check compiles against it' : spawnSync('g++', ['--version']).status !== 0 ? 'no g++' : false }, () => {
+  const abi = new URL('../../native/src/pmix-abi.h', import.meta.url).pathname;
+  const check = `
+#include <pmix.h>
+#include <cstddef>
+#include <string_view>
+#include <type_traits>
+#include "${abi}"
+namespace px = railcomm::pmix;
+#define SAME(a, b) static_assert(sizeof(a) == sizeof(b) && alignof(a) == alignof(b), #a)
+#define AT(a, b, f) static_assert(offsetof(a, f) == offsetof(b, f), #a "." #f)
+#define EQ(a, b) static_assert((a) == (b), #a)
+#define KEY(a, b) static_assert(std::string_view(a) == std::string_view(b), #a)
+SAME(px::Proc, pmix_proc_t); AT(px::Proc, pmix_proc_t, nspace); AT(px::Proc, pmix_proc_t, rank);
+SAME(px::ByteObject, pmix_byte_object_t); AT(px::ByteObject, pmix_byte_object_t, bytes); AT(px::ByteObject, pmix_byte_object_t, size);
+SAME(px::Envar, pmix_envar_t);
+SAME(px::Value, pmix_value_t); AT(px::Value, pmix_value_t, type); AT(px::Value, pmix_value_t, data);
+static_assert(sizeof(px::Value::data) == sizeof(pmix_value_t::data), "pmix_value_t.data");
+SAME(px::Info, pmix_info_t); AT(px::Info, pmix_info_t, key); AT(px::Info, pmix_info_t, flags); AT(px::Info, pmix_info_t, value);
+SAME(px::status_t, pmix_status_t); SAME(px::rank_t, pmix_rank_t); SAME(px::data_type_t, pmix_data_type_t);
+SAME(px::scope_t, pmix_scope_t); SAME(px::info_directives_t, pmix_info_directives_t);
+EQ(px::kMaxNsLen, PMIX_MAX_NSLEN); EQ(px::kMaxKeyLen, PMIX_MAX_KEYLEN);
+EQ(px::kSuccess, PMIX_SUCCESS); EQ(px::kErrTypeMismatch, PMIX_ERR_TYPE_MISMATCH); EQ(px::kErrTimeout, PMIX_ERR_TIMEOUT);
+EQ(px::kErrUnreach, PMIX_ERR_UNREACH); EQ(px::kErrBadParam, PMIX_ERR_BAD_PARAM); EQ(px::kErrInit, PMIX_ERR_INIT);
+EQ(px::kErrNotFound, PMIX_ERR_NOT_FOUND); EQ(px::kErrLostConnection, PMIX_ERR_LOST_CONNECTION); EQ(px::kEventActionComplete, PMIX_EVENT_ACTION_COMPLETE);
+EQ(px::kBool, PMIX_BOOL); EQ(px::kString, PMIX_STRING); EQ(px::kInt, PMIX_INT); EQ(px::kUint, PMIX_UINT);
+EQ(px::kUint16, PMIX_UINT16); EQ(px::kUint32, PMIX_UINT32); EQ(px::kByteObject, PMIX_BYTE_OBJECT); EQ(px::kProcRank, PMIX_PROC_RANK);
+EQ(px::kGlobal, PMIX_GLOBAL); EQ(px::kRankWildcard, PMIX_RANK_WILDCARD);
+KEY(px::kJobSize, PMIX_JOB_SIZE); KEY(px::kLocalRank, PMIX_LOCAL_RANK); KEY(px::kLocalSize, PMIX_LOCAL_SIZE);
+KEY(px::kCollectData, PMIX_COLLECT_DATA); KEY(px::kTimeout, PMIX_TIMEOUT);
+// The function types: ours with each struct replaced by PMIx's is exactly the declared one.
+template <class T> struct Map { using type = T; };
+template <class T> struct Map<T*> { using type = typename Map<T>::type*; };
+template <class T> struct Map<const T> { using type = const typename Map<T>::type; };
+template <class R, class... A> struct Map<R (*)(A...)> { using type = typename Map<R>::type (*)(typename Map<A>::type...); };
+template <> struct Map<px::Proc> { using type = pmix_proc_t; };
+template <> struct Map<px::Value> { using type = pmix_value_t; };
+template <> struct Map<px::Info> { using type = pmix_info_t; };
+#define FN(ours, theirs) static_assert(std::is_same_v<Map<px::ours>::type, decltype(&theirs)>, #theirs)
+FN(InitFn, PMIx_Init); FN(FinalizeFn, PMIx_Finalize); FN(PutFn, PMIx_Put); FN(CommitFn, PMIx_Commit); FN(FenceFn, PMIx_Fence);
+FN(GetFn, PMIx_Get); FN(ErrorStringFn, PMIx_Error_string); FN(GetVersionFn, PMIx_Get_version);
+FN(RegisterEventHandlerFn, PMIx_Register_event_handler); FN(ValueDestructFn, PMIx_Value_destruct);
+static_assert(std::is_same_v<Map<px::NotificationFn>::type, pmix_notification_fn_t>, "pmix_notification_fn_t");
+static_assert(std::is_same_v<Map<px::EventNotificationCb>::type, pmix_event_notification_cbfunc_fn_t>, "pmix_event_notification_cbfunc_fn_t");
+static_assert(std::is_same_v<Map<px::HdlrRegCb>::type, pmix_hdlr_reg_cbfunc_t>, "pmix_hdlr_reg_cbfunc_t");
+`;
+  const dir = mkdtempSync(join(tmpdir(), 'railcomm-pmix-abi-'));
+  try {
+    writeFileSync(join(dir, 'check.cc'), check);
+    const r = spawnSync('g++', ['-std=c++17', '-fsyntax-only', '-I', PMIX_INCLUDE, join(dir, 'check.cc')], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
