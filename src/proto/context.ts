@@ -335,6 +335,7 @@ export class Context {
       this.endpoints[world] = ep;
     }
     this.failEndpoint(ep, new RailcommError(ErrorCode.PEER_FAILED, `rank ${world} died: ${why}`), false);
+    for (const r of this.rails) r.peerDied?.(ep.id);
   }
 
   private onAccepted(lane: RailEndpoint): void {

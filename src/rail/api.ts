@@ -167,6 +167,8 @@ export interface Rail {
   settle?(): void;
   /** Memory that peers of this rail can map (comm.alloc): large sends from it need no staging and no CMA. */
   allocShared?(bytes: number): Uint8Array | null;
+  /** The layer above learned that this peer died (the wire-up service saw it go): drop what is kept for it. */
+  peerDied?(peer: bigint): void;
 }
 
 /** An endpoint of a polled rail: its peer's traffic can be polled alone, and its next frame looked at first. */

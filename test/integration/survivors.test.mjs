@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import net from 'node:net';
+import { readdirSync } from 'node:fs';
 import { railcomm, jobScript, linesWith } from './jobs.mjs';
 import { loadNative } from '../../dist/native/addon.js';
 
@@ -38,7 +39,10 @@ const shm = loadNative() !== null;
 const combos = [];
 for (const mode of ['allreduce', 'p2p']) for (const rails of shm ? ['tcp', 'shm'] : ['tcp']) for (const victim of [2, 0]) combos.push([mode, rails, victim]);
 
+const shmNames = () => new Set(readdirSync('/dev/shm').filter((n) => n.startsWith('railcomm-')));
+
 test('env://: survivors of a SIGKILLed rank get ERR_PEER_FAILED and finalize within seconds, 20 runs in a row', async () => {
+  const before = shmNames();
   for (let i = 0; i < 20; i++) {
     const [mode, rails, victim] = combos[i % combos.length];
     const ranks = await envJob(mode, rails, victim);
@@ -52,6 +56,8 @@ test('env://: survivors of a SIGKILLed rank get ERR_PEER_FAILED and finalize wit
       assert.ok(Number(m[2]) < 3000 && Number(m[3]) < 3000, `${what}: failed after ${m[2]} ms, finalized in ${m[3]} ms`);
     }
   }
+  // No launcher sweeps the job's names here: the survivors removed the dead rank's.
+  assert.deepEqual([...shmNames()].filter((n) => !before.has(n)), []);
 });
 
 // (Process ranks under railcomm run are stopped by the launcher as soon as one fails, as mpirun does.)

@@ -196,8 +196,13 @@ export class ShmEndpoint extends RingLane<ShmEndpoint> implements RingPeer {
     this.fail(`its process ${this.pid} is gone`, false);
     // A rank killed before every local peer mapped its inbox never removed
     // the name: under launchers that do not sweep the job's prefix (Slurm,
-    // mpirun) the survivors do.
-    this.rail.native.shmUnlink(inboxName(this.rail.prefix, rankOf(this.peer)));
+    // mpirun) the survivors do, with the rings between it and us that were
+    // never mapped on the other side.
+    const { native, prefix, rank } = this.rail;
+    const peer = rankOf(this.peer);
+    native.shmUnlink(inboxName(prefix, peer));
+    native.shmUnlink(ringName(prefix, peer, rank));
+    native.shmUnlink(ringName(prefix, rank, peer));
   }
 
   peerClosed(): void {

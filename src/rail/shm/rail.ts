@@ -239,6 +239,18 @@ export class ShmRail implements Rail {
    * what it sent is delivered: a rank that finalized and exited left its last
    * messages and its BYE in our rings, which this rank may not have polled yet.
    */
+  /**
+   * A rank the wire-up service saw die, whether or not we ever talked to it:
+   * its names (inbox, rings with us) go, since a killed rank removes nothing.
+   */
+  peerDied(peer: bigint): void {
+    if (jobOf(peer) !== jobOf(this.env.self)) return;
+    const r = rankOf(peer);
+    this.native.shmUnlink(inboxName(this.prefix, r));
+    this.native.shmUnlink(ringName(this.prefix, r, this.rank));
+    this.native.shmUnlink(ringName(this.prefix, this.rank, r));
+  }
+
   private checkPeers(): void {
     let drained = false;
     for (const ep of this.endpoints.values()) {
@@ -268,6 +280,14 @@ export class ShmRail implements Rail {
     this.remoteSegments.clear();
     // The last peer that mapped it may have removed the name already (no error then).
     this.native.shmUnlink(this.inboxName);
+    // Rings announced to us that we never mapped (a peer's last words as we
+    // left, a revoke): nobody else would remove their names.
+    const w = this.inWords;
+    const announced = Math.min(Atomics.load(w, IN_ANNOUNCED), INBOX_SLOTS);
+    for (let s = this.seen; s < announced; s++) {
+      const who = Atomics.load(w, IN_SLOTS + s);
+      if (who !== 0) this.native.shmUnlink(ringName(this.prefix, who - 1, this.rank));
+    }
     for (const ep of this.endpoints.values()) ep.release();
     this.inbound.length = 0;
   }
