@@ -303,13 +303,13 @@ export function scriptProblem(command: readonly string[], cwd: string, anyLocal 
   let isFile = false;
   try { isFile = statSync(full).isFile(); } catch { return `script '${first}' not found (there is no ${full}); check the path and the working directory`; }
   if (!isFile) return `script '${first}' is not a file (${full})`;
-  const ts = typeScriptFlags(full);
+  const ts = typeScriptFlags(full, cwd);
   return typeof ts === 'string' ? ts : undefined;
 }
 
 /** Node flags a script needs beyond nodeFlags(): a TypeScript script's type stripping or loader. */
 function scriptFlags(script: string, cwd: string): string[] {
-  const ts = TS_RE.test(script) ? typeScriptFlags(resolvePath(cwd, script)) : [];
+  const ts = TS_RE.test(script) ? typeScriptFlags(resolvePath(cwd, script), cwd) : [];
   if (typeof ts === 'string') throw invalidArg(ts);
   return ts;
 }
@@ -320,13 +320,13 @@ function scriptFlags(script: string, cwd: string): string[] {
  * tsx as a loader when the script's project (or the working directory) has
  * it installed; else a message saying what to install. JavaScript: [].
  */
-export function typeScriptFlags(script: string): string[] | string {
+export function typeScriptFlags(script: string, cwd = process.cwd()): string[] | string {
   if (!TS_RE.test(script)) return [];
   const features = process.features as { typescript?: string | false };
   if (features.typescript) return [];
   const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
   if (major > 22 || (major === 22 && minor >= 6)) return ['--experimental-strip-types'];
-  for (const from of [dirname(script), process.cwd()]) {
+  for (const from of [dirname(script), cwd]) {
     try {
       const entry = createRequire(joinPath(from, 'noop.js')).resolve('tsx');
       return ['--import', pathToFileURL(entry).href];

@@ -58,7 +58,7 @@ export interface CollPlan {
   /** For a shared-memory plan: what run() hands the segment's queue (the check runs it after agreeing, in the same turn). */
   step?: () => Promise<void> | null;
   /** With RAILCOMM_CHECK: what the ranks must agree on (coll/check.ts). */
-  sig?: Float64Array;
+  sig?: number[];
 }
 
 /** A plan through the shared segment: `step` runs in the segment's queue. */

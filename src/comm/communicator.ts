@@ -10,6 +10,7 @@ import { Request, KIND_COLL, KIND_PROBE, KIND_RECV, KIND_SEND, statusOf, type St
 import { CollectivePlanner, type CollPlan } from './collectives.js';
 import { ScratchPool, type CollComm } from './coll/engine.js';
 import { checkedRun } from './coll/checked.js';
+import { SIG_WORDS } from './coll/check.js';
 import { hash32, type ReduceArray, type ReduceOpName, type UserOp } from './coll/ops.js';
 import * as objects from './objects.js';
 import { CartTopology, checkGrid } from './cart.js';
@@ -300,6 +301,12 @@ export class Communicator implements ClaimedReceiver {
   private checkedRun(p: CollPlan): Promise<void> {
     return checkedRun(this, p, ++this.checkedCalls);
   }
+
+  /** @internal RAILCOMM_CHECK's agreements through the shared segment (one at a time: the segment's queue). */
+  get agreeBuffer(): Float64Array {
+    return (this.agreeAll ??= new Float64Array(SIG_WORDS * this.size));
+  }
+  private agreeAll: Float64Array | null = null;
 
   /** @internal The next collective tag, as a CollComm (null: the segment is attached and none is needed). */
   takeTag(needed: boolean): CollComm {

@@ -16,6 +16,8 @@ export interface CheckHost {
   readonly planner: CollectivePlanner;
   /** The next collective tag: a CollComm on it, or (needed false) a stand-in that must not be used. */
   takeTag(needed: boolean): CollComm;
+  /** size x SIG_WORDS doubles for the agreements through the shared segment. */
+  readonly agreeBuffer: Float64Array;
 }
 
 /**
@@ -34,26 +36,36 @@ export function checkedRun(h: CheckHost, p: CollPlan, call: number): Promise<voi
   }
   // An attached segment needs no point-to-point: no CollComm is built (the tag is still taken).
   const agree = h.takeTag(!sh.attached);
+  // One buffer per communicator: the segment's queue runs one agreement at a time.
+  const all = h.agreeBuffer;
   if (p.shared === true) {
     h.takeTag(false);
-    return sh.run(agree, () => agreeShared(sh, h.size, sig, call, p.step!));
+    return sh.run(agree, () => agreeShared(sh, all, sig, call, p.step!));
   }
   const run = h.takeTag(true);
-  return sh.run(agree, () => agreeShared(sh, h.size, sig, call, null)).then(() => p.run(run));
+  return sh.run(agree, () => agreeShared(sh, all, sig, call, null)).then(() => p.run(run));
 }
 
-async function agreeP2p(c: CollComm, size: number, sig: Float64Array, call: number): Promise<void> {
+async function agreeP2p(c: CollComm, size: number, sig: readonly number[], call: number): Promise<void> {
   const all = new Float64Array(SIG_WORDS * size);
-  await allgatherBruck(c, sig, all);
+  await allgatherBruck(c, Float64Array.from(sig), all);
   verifySignatures(all, size, call);
 }
 
-async function agreeShared(sh: SharedCollectives, size: number, sig: Float64Array, call: number, step: (() => Promise<void> | null) | null): Promise<void> {
-  const all = new Float64Array(SIG_WORDS * size);
-  await sh.allgather(sig, all);
+/** The agreement through the segment, then `step`; null when nothing had to wait (no promise made). */
+function agreeShared(sh: SharedCollectives, all: Float64Array, sig: readonly number[], call: number, step: (() => Promise<void> | null) | null): Promise<void> | null {
+  const size = all.length / SIG_WORDS;
+  const w = sh.exchangeWords(sig, all);
+  if (w !== null) return agreeSharedAfter(w, all, size, call, step);
+  verifySignatures(all, size, call);
+  return step === null ? null : step();
+}
+
+async function agreeSharedAfter(w: Promise<void>, all: Float64Array, size: number, call: number, step: (() => Promise<void> | null) | null): Promise<void> {
+  await w;
   verifySignatures(all, size, call);
   if (step !== null) {
-    const w = step();
-    if (w !== null) await w;
+    const s = step();
+    if (s !== null) await s;
   }
 }

@@ -346,6 +346,31 @@ export class SharedCollectives {
     }
   }
 
+  /**
+   * Every rank's few numbers (words.length doubles, within a slot) into
+   * `all` in rank order, without a promise while the phase need not wait:
+   * RAILCOMM_CHECK's agreement runs before every collective.
+   */
+  exchangeWords(words: readonly number[], all: Float64Array): Promise<void> | null {
+    const n = words.length;
+    const k = this.nextRound();
+    const mine = this.view(all, this.rank, k);
+    for (let i = 0; i < n; i++) mine[i] = words[i]!;
+    const w = this.phases!.next();
+    if (w !== null) return this.wordsAfter(w, all, n, k);
+    this.wordsOut(all, n, k);
+    return null;
+  }
+
+  private async wordsAfter(w: Promise<void>, all: Float64Array, n: number, k: number): Promise<void> {
+    await w;
+    this.wordsOut(all, n, k);
+  }
+
+  private wordsOut(all: Float64Array, n: number, k: number): void {
+    for (let r = 0; r < this.size; r++) copyInto(all, r * n, this.view(all, r, k), 0, n);
+  }
+
   /** Every rank's send (equal lengths) into recv in rank order. */
   async allgather(send: ReduceArray, recv: ReduceArray): Promise<void> {
     const per = Math.max(1, Math.floor(this.host.slotBytes / send.BYTES_PER_ELEMENT));
