@@ -174,7 +174,7 @@ function main() {
   if (s.error) {
     return `railcomm: native addon ${loaded}, but node ${process.version} also needs the V8 shim for shared memory and ${s.error}: no shm rail (CRC32C, udp batching and single copy available); ${pmix}`;
   }
-  const shimNote = s.needed ? `, with the V8 shim for node ABI ${process.versions.modules} (${s.from})` : '';
+  const shimNote = s.needed ? `, its V8 shim for node ${process.version} ${s.from === 'prebuild' ? 'from prebuild' : 'built from source'}` : '';
   return `railcomm: native addon ${loaded}${shimNote} (shm rail, CRC32C, udp batching, single copy available); ${pmix}`;
 }
 

@@ -59,7 +59,15 @@ function build(gyp, name, srcDir, dist, out) {
   const want = stamp(sources, `recipe ${RECIPE}; node ${version}; node-addon-api ${addonApi}`);
   const dir = path.join(stage, name);
   const stampFile = path.join(dir, 'stamp');
-  if (existsSync(out) && existsSync(stampFile) && readFileSync(stampFile, 'utf8') === want) return 'up to date';
+  if (existsSync(stampFile) && readFileSync(stampFile, 'utf8') === want) {
+    if (existsSync(out)) return 'up to date';
+    const staged = readdirSync(path.join(dir, 'build', 'Release')).find((f) => f.endsWith('.node'));
+    if (staged !== undefined) {
+      mkdirSync(path.dirname(out), { recursive: true });
+      copyFileSync(path.join(dir, 'build', 'Release', staged), out);
+      return 'copied from the cached build';
+    }
+  }
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   for (const f of sources) {
