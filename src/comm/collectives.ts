@@ -120,7 +120,8 @@ export class CollectivePlanner {
     const bytes = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
     const sh = this.viaShared(bytes.length);
     const plan: CollPlan = sh !== null ? sharedPlan(name, sh, () => sh.bcast(bytes, rt)) : { name, algorithm: 'binomial tree', run: (c) => bcastBinomial(c, bytes, rt) };
-    return this.signed(plan, name, rt, null, buf, isReduceArray(buf) ? buf.length : buf.byteLength, null);
+    // byteLength is a call on Node 20 (core/bytes.ts): only when the signature is wanted.
+    return this.checking ? this.signed(plan, name, rt, null, buf, isReduceArray(buf) ? buf.length : buf.byteLength, null) : plan;
   }
 
   reduce(send: unknown, recv: unknown, op: unknown, root: unknown): CollPlan {

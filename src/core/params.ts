@@ -100,7 +100,7 @@ function parseValue(s: ParamSpec, raw: string | number | boolean, where: string)
 }
 
 /** Resolve every parameter: options first, then the environment, then defaults. */
-export function resolveParams(options: ParamOptions = {}, env: NodeJS.ProcessEnv = process.env): Params {
+export function resolveParams(options: ParamOptions = {}, env: Readonly<Record<string, string | undefined>> = process.env): Params {
   const byEnv = new Map<string, ParamName>();
   for (const k of Object.keys(PARAMS) as ParamName[]) byEnv.set(PARAMS[k].name, k);
   const given = new Map<ParamName, string | number | boolean>();
