@@ -38,6 +38,7 @@ const DEFAULTS = {
   tbsmRing: 1 << 20, shmRing: 1 << 20, shmRndvThreshold: 0, shmSingleCopy: true,
   collAllreduceRing: 256 << 10, collAllgatherRing: 64 << 10, collGatherBinomial: 4 << 10, collAlltoallPairwise: 32 << 10,
   collSharedMax: 1 << 20, collSpinUs: 20000, collSharedSplit: 32 << 10, collSharedSlot: 256 << 10,
+  check: false,
   log: 'warn', protoInfo: false, stats: false, statsFormat: 'table',
 };
 
