@@ -20,6 +20,7 @@ export const PARTS = {
   ofi: "libfabric's rail (Debian libfabric-dev)",
   taskset: 'taskset and 2 CPUs',
   cpus: 'at least 2 CPUs',
+  shim: "the addon's V8 shim for this Node (npm run prebuilds)",
   mountns: 'a mount namespace with its own tmpfs (unshare -m)',
   userns: 'a user namespace for one rank (unshare --user --map-root-user)',
   sshd: 'a local sshd started by the test (Debian openssh-server)',

@@ -13,6 +13,7 @@ import { loadPmixFrom } from '../../dist/boot/pmix.js';
 import { loadBinary } from '../../dist/native/addon.js';
 import { PmixStore, ownerOf, JOB_KEY_KEY } from '../../dist/boot/pmix-store.js';
 import { detectLaunch } from '../../dist/boot/launch-env.js';
+import { need } from '../helpers/requires.mjs';
 
 test('loader: no addon, a broken addon, or no libpmix gives null and says why (the build log first line when there is one)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'railcomm-pmix-'));
@@ -32,7 +33,7 @@ test('loader: no addon, a broken addon, or no libpmix gives null and says why (t
   }
 });
 
-test('loader: the addon opens libpmix.so.2 at run time; a library that is not there is named in the reason', { skip: loadBinary().ok ? false : 'native addon not built' }, () => {
+test('loader: the addon opens libpmix.so.2 at run time; a library that is not there is named in the reason', need('addon', loadBinary().ok ? null : 'native addon not built'), () => {
   // In a child: the first library the addon opens stays for the process.
   const js = `import(${JSON.stringify(new URL('../../dist/boot/pmix.js', import.meta.url).href)}).then((m) => { m.loadPmix(); console.log(m.pmixWhy()); })`;
   const run = (env) => spawnSync(process.execPath, ['-e', js], { encoding: 'utf8', env: { ...process.env, ...env } }).stdout.trim();
@@ -45,7 +46,8 @@ test('loader: the addon opens libpmix.so.2 at run time; a library that is not th
 /** Where Debian's libpmix-dev puts pmix_common.h (the ABI check needs it; building railcomm does not). */
 const PMIX_INCLUDE = ['/usr/lib/x86_64-linux-gnu/pmix2/include', '/usr/lib/aarch64-linux-gnu/pmix2/include', '/usr/include/pmix', '/usr/include'].find((d) => existsSync(join(d, 'pmix_common.h')));
 
-test('pmix-abi.h matches the installed PMIx headers: layouts, constants and key strings', { skip: PMIX_INCLUDE === undefined ? 'no pmix_common.h here (libpmix-dev); the check compiles against it' : spawnSync('g++', ['--version']).status !== 0 ? 'no g++' : false }, () => {
+const abiCheck = need('pmix', PMIX_INCLUDE === undefined ? 'no pmix_common.h here (libpmix-dev); the check compiles against it' : spawnSync('g++', ['--version']).status !== 0 ? 'no g++' : null);
+test('pmix-abi.h matches the installed PMIx headers: layouts, constants and key strings', abiCheck, () => {
   const abi = new URL('../../native/src/pmix-abi.h', import.meta.url).pathname;
   const check = `
 #include <pmix.h>
