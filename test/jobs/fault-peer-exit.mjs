@@ -50,4 +50,8 @@ if (rank === 0) {
 }
 for (const r of results) console.log(`RESULT ${r}`);
 console.log(`ELAPSED ${Date.now() - t0}`);
+// Survivors finalize (a dead peer does not stop that): a survivor that left
+// without it would count as a failure of its own (exit code 1) whenever the
+// launcher heard of it before it heard of rank 2's death, as it can across hosts.
+await comm.finalize();
 process.exit(0);
