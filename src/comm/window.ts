@@ -7,6 +7,7 @@ import { RailcommError, ErrorCode } from '../core/errors.js';
 import { hostKey } from '../core/host.js';
 import { shmJobPrefix } from '../native/addon.js';
 import { cleanupOnSignal } from '../core/signal-cleanup.js';
+import { UserOp } from './coll/ops.js';
 import { asBytes, describe } from '../core/bytes.js';
 import { checkRank } from './checks.js';
 import type { Communicator } from './communicator.js';
@@ -96,7 +97,7 @@ export class Window {
     const type = typeOfArray(src);
     if (type < 0) throw new RailcommError(ErrorCode.INVALID_ARG, `accumulate: source must be an integer, float or bigint typed array (not Uint8ClampedArray or DataView), got ${describe(src)}`);
     const code = accumulateOpCode(op);
-    if (code < 0) throw new RailcommError(ErrorCode.INVALID_ARG, `accumulate: op must be one of ${ACC_OPS.join(', ')}, got ${String(op)}`);
+    if (code < 0) throw badAccumulateOp(op);
     if (isBitwiseOp(code) && isFloatType(type)) throw new RailcommError(ErrorCode.INVALID_ARG, `accumulate: bitwise op '${op}' is not defined on ${src.constructor.name}; use an integer array`);
     const elements = src as AnyArray;
     // (A detached buffer reads as no elements: asBytes says so. No byte view is made otherwise:
@@ -361,4 +362,12 @@ async function createWindow(comm: Communicator, a: Allocation): Promise<Window> 
   }
   rma.progress.serve(true);
   return new Window(own, rma, region, remote);
+}
+
+/** Why accumulate refuses an op; a user-defined one gets its own answer. */
+function badAccumulateOp(op: unknown): RailcommError {
+  if (op instanceof UserOp) {
+    return new RailcommError(ErrorCode.INVALID_ARG, `accumulate: user-defined ops (${String(op)}) are not supported: accumulate is applied where the target's memory is, which may be another process that cannot run your function; lock the target exclusively, get, combine and put, or use one of ${ACC_OPS.join(', ')}`);
+  }
+  return new RailcommError(ErrorCode.INVALID_ARG, `accumulate: op must be one of ${ACC_OPS.join(', ')}, got ${String(op)}`);
 }

@@ -268,6 +268,13 @@ const cases = [
     await rejectsWith(comm.cartCreate([p + 1], true), 'ERR_INVALID_ARG');
     await rejectsWith(comm.cartCreate([p], [true, false]), 'ERR_INVALID_ARG');
     await rejectsWith(comm.cartCreate([p], true, 'no'), 'ERR_INVALID_ARG');
+    // accumulate applies at the target: a user-defined op is refused, saying so.
+    const win = await comm.allocWindow(8);
+    await win.fence();
+    const e5 = throwsWith(() => win.accumulate(new Int32Array(1), 0, 0, absMax), 'ERR_INVALID_ARG');
+    assert.match(e5.message, /user-defined ops .* are not supported/);
+    await win.fence();
+    await win.free();
   }],
 ];
 
