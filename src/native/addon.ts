@@ -135,9 +135,16 @@ const requireHere = createRequire(import.meta.url);
  * null when neither is there.
  */
 export function resolveBinary(dir: string): { file: string; from: 'prebuild' | 'source build' } | null {
-  const gypBuild = requireHere('node-gyp-build') as { resolve(dir: string): string };
   let file: string;
-  try { file = gypBuild.resolve(dir); } catch { return null; }
+  try {
+    file = (requireHere('node-gyp-build') as { resolve(dir: string): string }).resolve(dir);
+  } catch {
+    // No build there (node-gyp-build says so by throwing), or no node-gyp-build: the two places it would look.
+    const candidates = [path.join(dir, 'build', 'Release', 'railcomm_native.node'), path.join(dir, 'prebuilds', `${process.platform}-${process.arch}`, 'node.napi.node')];
+    const found = candidates.find((f) => existsSync(f));
+    if (found === undefined) return null;
+    file = found;
+  }
   return { file, from: file.split(path.sep).includes('prebuilds') ? 'prebuild' : 'source build' };
 }
 
