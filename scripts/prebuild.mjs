@@ -28,17 +28,22 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const stage = path.join(root, '.cache', 'prebuild');
 const tuple = `linux-${process.arch}`;
 
-/** The build's inputs under dir: not its outputs, and not the shim's folder inside the addon's. */
+/** Every file under dir. */
 function filesUnder(dir) {
   const out = [];
   for (const e of readdirSync(dir, { withFileTypes: true })) {
-    if (['build', 'prebuilds', 'build-log.txt', 'sab'].includes(e.name)) continue;
     const p = path.join(dir, e.name);
     if (e.isDirectory()) out.push(...filesUnder(p));
     else out.push(p);
   }
   return out.sort();
 }
+
+/** A build's inputs: its binding.gyp and the sources beside it (not builds, prebuilds, logs or other modules' folders). */
+const INPUTS = {
+  napi: () => [path.join(root, 'native', 'binding.gyp'), ...filesUnder(path.join(root, 'native', 'src'))],
+  sab: () => [path.join(root, 'native', 'sab', 'binding.gyp'), path.join(root, 'native', 'sab', 'sab.cc')],
+};
 
 /** What a build depends on: its sources, node-addon-api's version and the headers' version. */
 function stamp(sources, extra) {
@@ -52,9 +57,8 @@ function stamp(sources, extra) {
  * Build the binding in srcDir against the
  * headers in nodedir, in .cache/prebuild/<name>, and copy its .node to `out`.
  */
-function build(gyp, name, srcDir, dist, out) {
+function build(gyp, name, srcDir, sources, dist, out) {
   const { dir: nodedir, version } = dist;
-  const sources = filesUnder(srcDir);
   const addonApi = JSON.parse(readFileSync(path.join(root, 'node_modules', 'node-addon-api', 'package.json'), 'utf8')).version;
   const want = stamp(sources, `recipe ${RECIPE}; node ${version}; node-addon-api ${addonApi}`);
   const dir = path.join(stage, name);
@@ -105,7 +109,7 @@ export function prebuild(majors, { log = console.log } = {}) {
   const base = nodeDist(Math.min(...SUPPORTED));
   const napiOut = path.join(root, 'native', 'prebuilds', tuple, 'node.napi.node');
   const t0 = Date.now();
-  const napi = build(gyp, 'napi', path.join(root, 'native'), base, napiOut);
+  const napi = build(gyp, 'napi', path.join(root, 'native'), INPUTS.napi(), base, napiOut);
   results.push({ file: napiOut, what: `addon (Node-API, headers of node ${base.version})`, status: napi });
   log(`prebuild: ${path.relative(root, napiOut)}: ${napi} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
   for (const major of majors) {
@@ -113,7 +117,7 @@ export function prebuild(majors, { log = console.log } = {}) {
     const abi = abiOf(d.dir);
     const out = path.join(root, 'native', 'sab', 'prebuilds', tuple, `node.abi${abi}.node`);
     const t1 = Date.now();
-    const st = build(gyp, `sab-${major}`, path.join(root, 'native', 'sab'), d, out);
+    const st = build(gyp, `sab-${major}`, path.join(root, 'native', 'sab'), INPUTS.sab(), d, out);
     results.push({ file: out, what: `V8 shim for node ${d.version} (ABI ${abi})`, status: st });
     log(`prebuild: ${path.relative(root, out)}: ${st} for node ${d.version} (${((Date.now() - t1) / 1000).toFixed(1)} s)`);
   }

@@ -136,6 +136,9 @@ const requireHere = createRequire(import.meta.url);
  */
 export function resolveBinary(dir: string): { file: string; from: 'prebuild' | 'source build' } | null {
   let file: string;
+  // The addon's own name first: node-gyp-build takes whichever .node file build/Release lists first.
+  const own = path.join(dir, 'build', 'Release', 'railcomm_native.node');
+  if (existsSync(own)) return { file: own, from: 'source build' };
   try {
     file = (requireHere('node-gyp-build') as { resolve(dir: string): string }).resolve(dir);
   } catch {
