@@ -123,6 +123,7 @@ export class Context {
     };
     const chosen = usable.filter((c) => {
       if (wanted.length > 0 && !wanted.includes(c.name) && c.reach !== 'self') { l3.push(`${c.name}: dropped (not in RAILCOMM_RAILS=${params.rails})`); return false; }
+      if (c.optIn === true && !wanted.includes(c.name) && !opts.probeAll) { l3.push(`${c.name}: dropped (opt-in: name it in RAILCOMM_RAILS)`); return false; }
       const why = layoutOk(c);
       if (why !== null) { l3.push(`${c.name}: dropped (${why})`); return false; }
       l3.push(`${c.name}: kept`);
@@ -137,6 +138,11 @@ export class Context {
       const ds = c.queryDevices(params);
       devices.set(c, ds);
       l4.push(`${c.name}: ${ds.map((d) => `${d.name}${d.address ? ' ' + d.address : ''} (${d.kind})`).join(', ') || 'none'}`);
+      // railcomm info: what each of an opt-in component's devices offers (ofi: caps, MR mode, progress, wait object).
+      if (opts.probeAll && c.optIn === true) {
+        for (const d of ds) if (d.notes) l4.push(`  ${c.name} ${d.name}: ${d.notes}`);
+        for (const line of c.report?.() ?? []) l4.push(`  ${c.name}: ${line}`);
+      }
     }
     say(4, 'query devices', l4);
 

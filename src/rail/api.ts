@@ -58,6 +58,42 @@ export interface Completion {
   railComplete(err: RailcommError | null): void;
 }
 
+/** Completion of a native fetching atomic: the element's old value comes first, then railComplete. */
+export interface ValueCompletion extends Completion {
+  railValue(v: number | bigint): void;
+}
+
+/** Memory registered with a rail for native one-sided operations (Rail.registerMemory). */
+export interface RailMemory {
+  /** What a peer needs to reach it through this rail (its part of the packed rkey). */
+  readonly packed: Uint8Array;
+  /** Deregister (the window is freed everywhere). */
+  release(): void;
+}
+
+/** A peer's registration as this rail reaches it (Rail.unpackRemoteKey); opaque above the rail. */
+export interface RailRemoteKey {
+  readonly rail: string;
+}
+
+/**
+ * Native one-sided operations on a peer's registered memory (the ofi rail:
+ * fi_write, fi_read, fi_atomic). Each answers IN_PROGRESS (done fires once
+ * the operation is complete at the target, or the data is here) or
+ * NO_RESOURCE (nothing taken: retry once the rail calls `ready`). Types and
+ * ops are the one-sided engine's codes (proto/rma/apply.ts).
+ */
+export interface RailRma {
+  put(src: Uint8Array, key: RailRemoteKey, offset: number, done: Completion): RailStatus;
+  get(dst: Uint8Array, key: RailRemoteKey, offset: number, done: Completion): RailStatus;
+  /** Whether `op` on `type` runs natively: accumulate of `count` elements, fetch-and-op or compare-and-swap (fetch). */
+  atomicNative(type: number, op: number, fetch: boolean, count: number): boolean;
+  /** target[offset + i] op= src's elements, atomically per element. */
+  accumulate(src: Uint8Array, type: number, op: number, key: RailRemoteKey, offset: number, done: Completion): RailStatus;
+  /** Fetch-and-op or compare-and-swap (op OP_CSWAP) on one element; the old value goes to done.railValue. */
+  fetchAtomic(type: number, op: number, operand: number | bigint, compare: number | bigint, key: RailRemoteKey, offset: number, done: ValueCompletion): RailStatus;
+}
+
 /**
  * One received AM, handed to a handler synchronously. The object and the bytes
  * it points at are reused by the rail: copy what you keep before returning.
@@ -138,10 +174,14 @@ export type Reach = 'self' | 'process' | 'host' | 'network';
 export interface Component {
   readonly name: string;
   readonly reach: Reach;
+  /** Used only when RAILCOMM_RAILS names it (ofi: opening libfabric costs time and memory every job would pay). */
+  readonly optIn?: boolean;
   /** LCP step 2: can this build use it at all? */
   available(): { ok: boolean; why: string };
   /** LCP step 4. */
   queryDevices(params: Params): Device[];
+  /** More for `railcomm info` after its devices were queried (ofi: the providers it refuses, and why). */
+  report?(): string[];
   /** LCP step 6. */
   open(device: Device, env: RailEnv): Promise<Rail>;
 }
@@ -169,6 +209,10 @@ export interface Rail {
   allocShared?(bytes: number): Uint8Array | null;
   /** The layer above learned that this peer died (the wire-up service saw it go): drop what is kept for it. */
   peerDied?(peer: bigint): void;
+  /** Rails with native one-sided operations: register memory peers may reach (null: not this memory). */
+  registerMemory?(bytes: Uint8Array): RailMemory | null;
+  /** A peer's packed registration for this rail, made usable (null: malformed). */
+  unpackRemoteKey?(packed: Uint8Array): RailRemoteKey | null;
 }
 
 /** An endpoint of a polled rail: its peer's traffic can be polled alone, and its next frame looked at first. */
@@ -203,6 +247,8 @@ export interface RailEndpoint {
    * rendezvous RGET. null or absent when the rail cannot.
    */
   readonly ipc?: RailIpc | null;
+  /** Native one-sided operations to this peer (rails whose caps declare put, get and atomics). */
+  readonly rma?: RailRma | null;
 }
 
 /** Reading a peer's memory directly: the peer publishes an address, we read from it once. */

@@ -7,5 +7,6 @@ import { tcpComponent } from './tcp/component.js';
 import { tbsmComponent } from './tbsm/component.js';
 import { udpComponent } from './udp/component.js';
 import { shmComponent } from './shm/component.js';
+import { ofiComponent } from './ofi/component.js';
 
-export const COMPONENTS: readonly Component[] = [selfComponent, tbsmComponent, shmComponent, tcpComponent, udpComponent];
+export const COMPONENTS: readonly Component[] = [selfComponent, tbsmComponent, shmComponent, tcpComponent, udpComponent, ofiComponent];

@@ -1,0 +1,409 @@
+// Opening and closing one libfabric RDM endpoint (fabric, domain, address
+// vector, completion queue with a wait fd where the provider has one,
+// endpoint), its receive slab and transmit pools; addresses, memory
+// registration, peers' keys, the atomics the domain validates, and
+// close-on-exec for the descriptors libfabric opens without it.
+#include "ofi.h"
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+
+namespace ofi {
+
+namespace {
+
+constexpr int kMaxEps = 256;
+Ep* g_eps[kMaxEps];
+std::mutex g_lock;
+
+/** Names of this process's open endpoints, and of those closed since (per process: all threads' rails). */
+std::set<std::string> g_openNames;
+std::set<std::string> g_closedNames;
+
+/** Descriptors open without close-on-exec before libfabric ran: the process's own (inherited on purpose), left alone. */
+std::set<int> g_keep;
+bool g_snapshot = false;
+
+void SnapshotFds() {
+  if (g_snapshot) return;
+  g_snapshot = true;
+  DIR* d = opendir("/proc/self/fd");
+  if (d == nullptr) return;
+  const int self = dirfd(d);
+  while (dirent* e = readdir(d)) {
+    const int fd = std::atoi(e->d_name);
+    if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == self) continue;
+    const int fl = fcntl(fd, F_GETFD);
+    if (fl >= 0 && !(fl & FD_CLOEXEC)) g_keep.insert(fd);
+  }
+  closedir(d);
+}
+
+}  // namespace
+
+Ep* Lookup(int h) {
+  if (h < 0 || h >= kMaxEps) return nullptr;
+  return g_eps[h];
+}
+
+bool LocalPeerClosed(Ep* e, fi_addr_t dest) {
+  if (dest >= e->localPeers.size() || e->localPeers[dest].empty()) return false;
+  std::lock_guard<std::mutex> g(g_lock);
+  return g_closedNames.count(e->localPeers[dest]) != 0;
+}
+
+void ThrowFi(napi_env env, const std::string& what, int err) {
+  if (err < 0) err = -err;
+  const std::string msg = what + ": " + fi_strerror(err) + " (" + std::to_string(err) + ")";
+  napi_value code, m, e;
+  napi_create_string_utf8(env, "ERR_OFI", NAPI_AUTO_LENGTH, &code);
+  napi_create_string_utf8(env, msg.c_str(), msg.size(), &m);
+  napi_create_error(env, code, m, &e);
+  napi_value n;
+  napi_create_int32(env, err, &n);
+  napi_set_named_property(env, e, "errno", n);
+  napi_throw(env, e);
+}
+
+namespace {
+
+int HandleArg(const Napi::CallbackInfo& cb, Ep** out) {
+  const int h = cb[0].IsNumber() ? cb[0].As<Napi::Number>().Int32Value() : -1;
+  *out = Lookup(h);
+  if (*out == nullptr) {
+    Napi::TypeError::New(cb.Env(), "ofi: no such endpoint (closed?)").ThrowAsJavaScriptException();
+    return -1;
+  }
+  return h;
+}
+
+/** Release everything of e in the order libfabric needs: endpoint, queues, registrations, domain, fabric; memory last. */
+void Destroy(Ep* e) {
+  StopWatch(e);
+  if (!e->name.empty()) {
+    std::lock_guard<std::mutex> g(g_lock);
+    g_openNames.erase(e->name);
+    g_closedNames.insert(e->name);
+  }
+  if (e->ep) fi_close(&e->ep->fid);
+  if (e->cq) fi_close(&e->cq->fid);
+  if (e->av) fi_close(&e->av->fid);
+  for (fid_mr* m : e->mrs) if (m) fi_close(&m->fid);
+  if (e->domain) fi_close(&e->domain->fid);
+  // The sockets provider's progress thread belongs to the domain and is joined
+  // by its close: memory it may touch is freed only after this point.
+  if (e->fabric) fi_close(&e->fabric->fid);
+  if (e->info) fi_freeinfo(e->info);
+  for (Pool& p : e->pools) std::free(p.mem);
+  if (e->eventsRef) napi_delete_reference(e->env, e->eventsRef);
+  if (e->holdRef) napi_delete_reference(e->env, e->holdRef);
+  // The receive slab belongs to its ArrayBuffer (freed when JavaScript drops it).
+  delete e;
+}
+
+void FreeSlab(napi_env, void* data, void*) { std::free(data); }
+
+/**
+ * open({ provider, domain, addrFormat, rxSlot, rxCount, smallCount, largeBytes, largeCount })
+ * -> { handle, name, rx, waitFd, inject, virtAddr, provKey, ..., atomics }
+ */
+Napi::Value Open(const Napi::CallbackInfo& cb) {
+  Napi::Env env = cb.Env();
+  Napi::Object o = cb[0].As<Napi::Object>();
+  const std::string prov = o.Get("provider").As<Napi::String>();
+  const std::string dom = o.Get("domain").As<Napi::String>();
+  const uint32_t addrFormat = o.Get("addrFormat").As<Napi::Number>().Uint32Value();
+  const size_t rxSlot = o.Get("rxSlot").As<Napi::Number>().Uint32Value();
+  const uint32_t rxCount = o.Get("rxCount").As<Napi::Number>().Uint32Value();
+  const uint32_t smallCount = o.Get("smallCount").As<Napi::Number>().Uint32Value();
+  const size_t largeBytes = o.Get("largeBytes").As<Napi::Number>().Uint32Value();
+  const uint32_t largeCount = o.Get("largeCount").As<Napi::Number>().Uint32Value();
+  SnapshotFds();
+
+  fi_info* hints = Hints(true);
+  hints->fabric_attr->prov_name = strdup(prov.c_str());
+  hints->domain_attr->name = strdup(dom.c_str());
+  fi_info* list = nullptr;
+  int r = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), nullptr, nullptr, 0, hints, &list);
+  fi_freeinfo(hints);
+  if (r != 0) { ThrowFi(env, "fi_getinfo for " + prov + " on " + dom, r); return env.Undefined(); }
+  fi_info* pick = nullptr;
+  for (fi_info* i = list; i != nullptr && pick == nullptr; i = i->next) if (addrFormat == 0 || i->addr_format == addrFormat) pick = i;
+  if (pick == nullptr) pick = list;
+
+  Ep* e = new Ep();
+  e->env = env;
+  e->info = fi_dupinfo(pick);
+  fi_freeinfo(list);
+  fi_info* info = e->info;
+  auto fail = [&](const std::string& what, int err) -> Napi::Value {
+    Destroy(e);
+    ThrowFi(env, what + " (" + prov + " on " + dom + ")", err);
+    return env.Undefined();
+  };
+  if ((r = fi_fabric(info->fabric_attr, &e->fabric, nullptr)) != 0) return fail("fi_fabric", r);
+  if ((r = fi_domain(e->fabric, info, &e->domain, nullptr)) != 0) return fail("fi_domain", r);
+  fi_av_attr aa{};
+  aa.type = FI_AV_TABLE;
+  aa.count = 256;
+  if ((r = fi_av_open(e->domain, &aa, &e->av, nullptr)) != 0) return fail("fi_av_open", r);
+  fi_cq_attr ca{};
+  ca.format = FI_CQ_FORMAT_DATA;
+  ca.size = info->tx_attr->size + info->rx_attr->size;
+  ca.wait_obj = FI_WAIT_FD;
+  if (fi_cq_open(e->domain, &ca, &e->cq, nullptr) != 0) {
+    // No fd to sleep on (shm, udp;ofi_rxd here): the rail polls it on a timer when idle.
+    ca.wait_obj = FI_WAIT_NONE;
+    if ((r = fi_cq_open(e->domain, &ca, &e->cq, nullptr)) != 0) return fail("fi_cq_open", r);
+  } else {
+    int fd = -1;
+    if (fi_control(&e->cq->fid, FI_GETWAIT, &fd) == 0 && fd >= 0) e->waitFd = fd;
+  }
+  if ((r = fi_endpoint(e->domain, info, &e->ep, nullptr)) != 0) return fail("fi_endpoint", r);
+  if ((r = fi_ep_bind(e->ep, &e->av->fid, 0)) != 0) return fail("fi_ep_bind(av)", r);
+  if ((r = fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV)) != 0) return fail("fi_ep_bind(cq)", r);
+  if ((r = fi_enable(e->ep)) != 0) return fail("fi_enable", r);
+
+  const int mr = info->domain_attr->mr_mode;
+  e->virtAddr = (mr & FI_MR_VIRT_ADDR) != 0 || mr == FI_MR_BASIC;
+  e->provKey = (mr & FI_MR_PROV_KEY) != 0 || mr == FI_MR_BASIC;
+  e->inject = info->tx_attr->inject_size;
+
+  // Receive slab, posted whole.
+  e->rxSlot = (rxSlot + 63) & ~static_cast<size_t>(63);
+  e->rxCount = rxCount;
+  e->rxMem = static_cast<uint8_t*>(std::aligned_alloc(4096, (e->rxSlot * rxCount + 4095) & ~static_cast<size_t>(4095)));
+  if (e->rxMem == nullptr) return fail("receive slab", FI_ENOMEM);
+  e->rxCtx.resize(rxCount);
+  Napi::ArrayBuffer rx = Napi::ArrayBuffer::New(env, e->rxMem, e->rxSlot * rxCount, FreeSlab, static_cast<void*>(nullptr));
+  // Transmit pools: small entries (headers, frames up to 1 KiB, RMA), large (copied frames).
+  const size_t sizes[2] = {kHead + 1024, kHead + ((largeBytes + 63) & ~static_cast<size_t>(63))};
+  const uint32_t counts[2] = {smallCount, largeCount};
+  for (int p = 0; p < 2; p++) {
+    Pool& pl = e->pools[p];
+    pl.stride = sizes[p];
+    pl.count = counts[p];
+    pl.mem = static_cast<uint8_t*>(std::aligned_alloc(64, (pl.stride * pl.count + 63) & ~static_cast<size_t>(63)));
+    if (pl.mem == nullptr) return fail("transmit pool", FI_ENOMEM);
+    pl.free.reserve(pl.count);
+    for (uint32_t i = pl.count; i > 0; i--) pl.free.push_back(i - 1);
+    for (uint32_t i = 0; i < pl.count; i++) { Entry* x = pl.at(i); std::memset(x, 0, sizeof(Entry)); x->pool = p; x->index = i; }
+  }
+  e->pending.reserve(static_cast<size_t>(smallCount) + largeCount);
+  for (uint32_t i = 0; i < rxCount; i++) if (!PostRecv(e, i)) e->rxUnposted.push_back(i);
+
+  char name[512];
+  size_t nlen = sizeof name;
+  if ((r = fi_getname(&e->ep->fid, name, &nlen)) != 0) return fail("fi_getname", r);
+
+  {
+    std::lock_guard<std::mutex> g(g_lock);
+    for (int h = 0; h < kMaxEps; h++) if (g_eps[h] == nullptr) { g_eps[h] = e; e->handle = h; break; }
+    if (e->handle >= 0) {
+      e->name.assign(name, nlen);
+      g_openNames.insert(e->name);
+      g_closedNames.erase(e->name);
+    }
+  }
+  if (e->handle < 0) return fail("too many open ofi endpoints in this process", FI_ENOSPC);
+
+  // The atomics this domain validates: count per (datatype, op) for plain,
+  // fetching and comparing operations (0: not offered).
+  Napi::Int32Array at = Napi::Int32Array::New(env, 10 * 13 * 3);
+  for (int dt = 0; dt < 10; dt++) {
+    for (int op = 0; op <= FI_CSWAP; op++) {
+      fi_atomic_attr a{};
+      int32_t* cell = at.Data() + (dt * 13 + op) * 3;
+      if (op != FI_CSWAP && fi_query_atomic(e->domain, static_cast<fi_datatype>(dt), static_cast<fi_op>(op), &a, 0) == 0) cell[0] = static_cast<int32_t>(a.count > 0x7fffffff ? 0x7fffffff : a.count);
+      a = {};
+      if (op != FI_CSWAP && fi_query_atomic(e->domain, static_cast<fi_datatype>(dt), static_cast<fi_op>(op), &a, FI_FETCH_ATOMIC) == 0) cell[1] = static_cast<int32_t>(a.count > 0x7fffffff ? 0x7fffffff : a.count);
+      a = {};
+      if (op == FI_CSWAP && fi_query_atomic(e->domain, static_cast<fi_datatype>(dt), static_cast<fi_op>(op), &a, FI_COMPARE_ATOMIC) == 0) cell[2] = static_cast<int32_t>(a.count > 0x7fffffff ? 0x7fffffff : a.count);
+    }
+  }
+
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("handle", e->handle);
+  out.Set("name", Napi::Buffer<char>::Copy(env, name, nlen));
+  out.Set("rx", rx);
+  out.Set("rxSlot", static_cast<double>(e->rxSlot));
+  out.Set("waitFd", e->waitFd);
+  out.Set("inject", static_cast<double>(e->inject));
+  out.Set("virtAddr", e->virtAddr);
+  out.Set("provKey", e->provKey);
+  out.Set("mrMode", static_cast<double>(mr));
+  out.Set("fabric", info->fabric_attr->name ? info->fabric_attr->name : "");
+  out.Set("addrFormat", static_cast<double>(info->addr_format));
+  out.Set("dataProgress", info->domain_attr->data_progress == FI_PROGRESS_AUTO ? "auto" : "manual");
+  out.Set("txSize", static_cast<double>(info->tx_attr->size));
+  out.Set("iovLimit", static_cast<double>(info->tx_attr->iov_limit));
+  out.Set("maxMsgSize", static_cast<double>(info->ep_attr->max_msg_size));
+  out.Set("atomics", at);
+  return out;
+}
+
+Napi::Value Close(const Napi::CallbackInfo& cb) {
+  Ep* e;
+  const int h = HandleArg(cb, &e);
+  if (h < 0) return cb.Env().Undefined();
+  {
+    std::lock_guard<std::mutex> g(g_lock);
+    g_eps[h] = nullptr;
+  }
+  Destroy(e);
+  return cb.Env().Undefined();
+}
+
+/** avInsert(h, name) -> fi_addr (a number; -1 on failure, thrown). */
+Napi::Value AvInsert(const Napi::CallbackInfo& cb) {
+  Ep* e;
+  if (HandleArg(cb, &e) < 0) return cb.Env().Undefined();
+  Napi::Buffer<uint8_t> b = cb[1].As<Napi::Buffer<uint8_t>>();
+  fi_addr_t a = FI_ADDR_NOTAVAIL;
+  const int r = fi_av_insert(e->av, b.Data(), 1, &a, 0, nullptr);
+  if (r != 1) { ThrowFi(cb.Env(), "fi_av_insert", r < 0 ? r : FI_EINVAL); return cb.Env().Undefined(); }
+  std::string peer(reinterpret_cast<const char*>(b.Data()), b.Length());
+  bool local;
+  {
+    std::lock_guard<std::mutex> g(g_lock);
+    local = g_openNames.count(peer) != 0;
+  }
+  if (a < (1u << 20)) {
+    if (e->localPeers.size() <= a) e->localPeers.resize(a + 1);
+    e->localPeers[a] = local ? peer : std::string();
+  }
+  return Napi::Number::New(cb.Env(), static_cast<double>(a));
+}
+
+/** avRemove(h, fiAddr): the peer is gone (its address may be reused by another process). */
+Napi::Value AvRemove(const Napi::CallbackInfo& cb) {
+  Ep* e;
+  if (HandleArg(cb, &e) < 0) return cb.Env().Undefined();
+  fi_addr_t a = static_cast<fi_addr_t>(cb[1].As<Napi::Number>().DoubleValue());
+  fi_av_remove(e->av, &a, 1, 0);
+  return cb.Env().Undefined();
+}
+
+/** setEvents(h, events, hold): where poll writes its events, and the per-slot hold flags JavaScript sets (both kept referenced). */
+Napi::Value SetEvents(const Napi::CallbackInfo& cb) {
+  Ep* e;
+  if (HandleArg(cb, &e) < 0) return cb.Env().Undefined();
+  Napi::Int32Array a = cb[1].As<Napi::Int32Array>();
+  if (e->eventsRef) napi_delete_reference(e->env, e->eventsRef);
+  napi_create_reference(cb.Env(), a, 1, &e->eventsRef);
+  e->events = a.Data();
+  e->eventCap = static_cast<uint32_t>(a.ElementLength() / kEventWords) - 1;
+  Napi::Int32Array hold = cb[2].As<Napi::Int32Array>();
+  if (hold.ElementLength() < e->rxCount) { Napi::TypeError::New(cb.Env(), "setEvents: one hold flag per receive slot").ThrowAsJavaScriptException(); return cb.Env().Undefined(); }
+  if (e->holdRef) napi_delete_reference(e->env, e->holdRef);
+  napi_create_reference(cb.Env(), hold, 1, &e->holdRef);
+  e->hold = hold.Data();
+  return cb.Env().Undefined();
+}
+
+/** regMr(h, view) -> { id, key (bigint), base (number: the address) } for remote read, write and atomics. */
+Napi::Value RegMr(const Napi::CallbackInfo& cb) {
+  Napi::Env env = cb.Env();
+  Ep* e;
+  if (HandleArg(cb, &e) < 0) return env.Undefined();
+  uint8_t* p = nullptr;
+  size_t len = 0;
+  if (!ViewData(env, cb[1], &p, &len)) { Napi::TypeError::New(env, "regMr: expected a typed array").ThrowAsJavaScriptException(); return env.Undefined(); }
+  fid_mr* m = nullptr;
+  uint64_t want = e->provKey ? 0 : e->nextKey++;
+  int r = fi_mr_reg(e->domain, p, len, FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE, 0, want, 0, &m, nullptr);
+  // A key another registration (in this domain) holds: take the next.
+  for (int tries = 0; r == -FI_ENOKEY && !e->provKey && tries < 64; tries++) {
+    want = e->nextKey++;
+    r = fi_mr_reg(e->domain, p, len, FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE, 0, want, 0, &m, nullptr);
+  }
+  if (r != 0) { ThrowFi(env, "fi_mr_reg of " + std::to_string(len) + " bytes", r); return env.Undefined(); }
+  size_t id = e->mrs.size();
+  for (size_t i = 0; i < e->mrs.size(); i++) if (e->mrs[i] == nullptr) { id = i; break; }
+  if (id == e->mrs.size()) e->mrs.push_back(m); else e->mrs[id] = m;
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("id", static_cast<double>(id));
+  out.Set("key", Napi::BigInt::New(env, fi_mr_key(m)));
+  out.Set("base", static_cast<double>(reinterpret_cast<uintptr_t>(p)));
+  return out;
+}
+
+Napi::Value DeregMr(const Napi::CallbackInfo& cb) {
+  Ep* e;
+  if (HandleArg(cb, &e) < 0) return cb.Env().Undefined();
+  const size_t id = cb[1].As<Napi::Number>().Uint32Value();
+  if (id < e->mrs.size() && e->mrs[id] != nullptr) { fi_close(&e->mrs[id]->fid); e->mrs[id] = nullptr; }
+  return cb.Env().Undefined();
+}
+
+/** remote(h, base, key) -> index: a peer's registration, named by index in RMA calls. */
+Napi::Value AddRemote(const Napi::CallbackInfo& cb) {
+  Ep* e;
+  if (HandleArg(cb, &e) < 0) return cb.Env().Undefined();
+  bool lossless;
+  const uint64_t base = static_cast<uint64_t>(cb[1].As<Napi::Number>().DoubleValue());
+  const uint64_t key = cb[2].As<Napi::BigInt>().Uint64Value(&lossless);
+  size_t i = e->remotes.size();
+  for (size_t k = 0; k < e->remotes.size(); k++) if (!e->remotes[k].used) { i = k; break; }
+  if (i == e->remotes.size()) e->remotes.push_back({base, key, true}); else e->remotes[i] = {base, key, true};
+  return Napi::Number::New(cb.Env(), static_cast<double>(i));
+}
+
+Napi::Value DropRemote(const Napi::CallbackInfo& cb) {
+  Ep* e;
+  if (HandleArg(cb, &e) < 0) return cb.Env().Undefined();
+  const size_t i = cb[1].As<Napi::Number>().Uint32Value();
+  if (i < e->remotes.size()) e->remotes[i].used = false;
+  return cb.Env().Undefined();
+}
+
+/**
+ * cloexec(): set FD_CLOEXEC on every descriptor of this process that lacks it
+ * and was not open before libfabric first ran (its sockets, epoll and event
+ * fds: a child process must not inherit them). Returns how many it set.
+ */
+Napi::Value Cloexec(const Napi::CallbackInfo& cb) {
+  int n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  if (d != nullptr) {
+    const int self = dirfd(d);
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+      const int fd = std::atoi(e->d_name);
+      if (fd == self || fd <= 2 || g_keep.count(fd) != 0) continue;
+      const int fl = fcntl(fd, F_GETFD);
+      if (fl >= 0 && !(fl & FD_CLOEXEC) && fcntl(fd, F_SETFD, fl | FD_CLOEXEC) == 0) n++;
+    }
+    closedir(d);
+  }
+  return Napi::Number::New(cb.Env(), n);
+}
+
+Napi::Value InFlight(const Napi::CallbackInfo& cb) {
+  Ep* e;
+  if (HandleArg(cb, &e) < 0) return cb.Env().Undefined();
+  return Napi::Number::New(cb.Env(), e->inFlight + static_cast<double>(e->pending.size() - e->pendingHead));
+}
+
+}  // namespace
+
+void InitEp(Napi::Env env, Napi::Object exports) {
+  exports.Set("open", Napi::Function::New(env, Open, "open"));
+  exports.Set("close", Napi::Function::New(env, Close, "close"));
+  exports.Set("avInsert", Napi::Function::New(env, AvInsert, "avInsert"));
+  exports.Set("avRemove", Napi::Function::New(env, AvRemove, "avRemove"));
+  exports.Set("setEvents", Napi::Function::New(env, SetEvents, "setEvents"));
+  exports.Set("regMr", Napi::Function::New(env, RegMr, "regMr"));
+  exports.Set("deregMr", Napi::Function::New(env, DeregMr, "deregMr"));
+  exports.Set("remote", Napi::Function::New(env, AddRemote, "remote"));
+  exports.Set("dropRemote", Napi::Function::New(env, DropRemote, "dropRemote"));
+  exports.Set("cloexec", Napi::Function::New(env, Cloexec, "cloexec"));
+  exports.Set("inFlight", Napi::Function::New(env, InFlight, "inFlight"));
+}
+
+}  // namespace ofi

@@ -1,0 +1,174 @@
+// railcomm's libfabric binding (the ofi rail, src/rail/ofi/): shared state of
+// one opened endpoint (fabric, domain, address vector, completion queue,
+// RDM endpoint), its pre-posted receive slots and its pool of transmit
+// entries. Node-API only; built where libfabric's headers are (binding.gyp).
+#pragma once
+#include <napi.h>
+#include <uv.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ofi {
+
+/** What a transmit entry carries. */
+enum Kind : uint32_t { K_SEND = 1, K_SENDV = 2, K_WRITE = 3, K_READ = 4, K_ATOMIC = 5, K_FETCH = 6, K_CSWAP = 7 };
+
+/** Event records written for JavaScript (8 int32 words each, after an 8-word head). */
+enum EventType : int32_t { EV_RECV = 1, EV_DONE = 2, EV_ERROR = 3 };
+constexpr int kEventWords = 8;
+
+/**
+ * One transmit operation: its libfabric context (first: the provider hands
+ * it back in completions), what to post again after -FI_EAGAIN, and the
+ * frame bytes copied in (kHead bytes on). Entries live in two pools by data
+ * size and are freed at completion, so an operation that never completes
+ * (a peer that vanished) holds only its own entry.
+ */
+struct Entry {
+  fi_context2 ctx;
+  uint32_t kind;
+  uint32_t jsId;       // 0: nobody waits for the completion (a copied send)
+  uint32_t pool;       // 0 small, 1 large
+  uint32_t index;
+  fi_addr_t dest;
+  size_t len;          // frame bytes in the entry
+  void* local;         // caller's memory (sendv payload, write source, read destination, accumulate operand)
+  size_t localLen;
+  uint64_t raddr;
+  uint64_t rkey;
+  int32_t datatype;
+  int32_t op;
+  size_t count;
+  uint8_t operand[8];
+  uint8_t compare[8];
+  uint8_t result[8];
+  bool busy;
+};
+constexpr size_t kHead = 256;
+static_assert(sizeof(Entry) <= kHead, "entry header fits its slot");
+
+struct Pool {
+  uint8_t* mem = nullptr;
+  size_t stride = 0;
+  uint32_t count = 0;
+  std::vector<uint32_t> free;
+  Entry* at(uint32_t i) const { return reinterpret_cast<Entry*>(mem + static_cast<size_t>(i) * stride); }
+};
+
+/** A remote registration (peer's key and base), named by index from JavaScript. */
+struct Remote {
+  uint64_t base;
+  uint64_t key;
+  bool used;
+};
+
+struct Ep {
+  int handle = -1;
+  fi_info* info = nullptr;
+  fid_fabric* fabric = nullptr;
+  fid_domain* domain = nullptr;
+  fid_av* av = nullptr;
+  fid_cq* cq = nullptr;
+  fid_ep* ep = nullptr;
+  bool virtAddr = false;
+  bool provKey = false;
+  size_t inject = 0;
+  // Receive slots: one slab, each slot posted with its own context.
+  uint8_t* rxMem = nullptr;
+  size_t rxSlot = 0;
+  uint32_t rxCount = 0;
+  std::vector<fi_context2> rxCtx;
+  std::vector<uint32_t> rxReturned;   // delivered at the last poll: posted again at the next
+  std::vector<uint32_t> rxUnposted;   // posting failed with -FI_EAGAIN
+  std::vector<uint32_t> rxHeld;       // held by JavaScript (a frame waiting for its turn): posted once released
+  int32_t* hold = nullptr;            // per slot, set by JavaScript: 1 while it keeps the frame
+  napi_ref holdRef = nullptr;
+  // Transmit entries and the ones still to post, in order.
+  Pool pools[2];
+  std::vector<Entry*> pending;
+  /** Entries whose deferred post failed hard (and the error): reported by the next poll. */
+  std::vector<std::pair<Entry*, int>> failedAtPost;
+  size_t pendingHead = 0;
+  uint32_t inFlight = 0;
+  // Address-vector entries that are endpoints of this process (by fi_addr), and their names:
+  // a send to one closed since crashes some providers (shm maps its region once per process).
+  std::string name;
+  std::vector<std::string> localPeers;
+  // Memory registrations (ours) and peers' keys.
+  std::vector<fid_mr*> mrs;
+  std::vector<Remote> remotes;
+  uint64_t nextKey = 1;
+  // Events for JavaScript.
+  napi_ref eventsRef = nullptr;
+  int32_t* events = nullptr;
+  uint32_t eventCap = 0;
+  std::vector<std::string> errTexts;
+  // Completions read ahead by pending() (looking is progress), handed out by the next poll.
+  std::vector<fi_cq_data_entry> stash;
+  size_t stashHead = 0;
+  bool stashErr = false;
+  // The completion queue's wait fd, watched on the event loop.
+  int waitFd = -1;
+  bool trywait = true;
+  uv_poll_t* poll = nullptr;
+  bool polling = false;
+  napi_env env = nullptr;
+  napi_ref wakeRef = nullptr;
+  napi_async_context asyncCtx = nullptr;
+};
+
+/** The endpoint a handle names (nullptr: none, or closed). */
+Ep* Lookup(int handle);
+/** Whether fi_addr dest of e names an endpoint of this process that has closed since (sending to it is refused). */
+bool LocalPeerClosed(Ep* e, fi_addr_t dest);
+
+// ofi-info.cc
+/** fi_getinfo hints: strict (what the rail opens) or permissive (to say why others are refused). */
+fi_info* Hints(bool strict);
+/** Why the rail cannot use an answer of the permissive query. */
+std::string Refusal(const fi_info* i);
+void InitInfo(Napi::Env env, Napi::Object exports);
+// ofi-ep.cc
+void InitEp(Napi::Env env, Napi::Object exports);
+// ofi-ops.cc
+void InitOps(napi_env env, napi_value exports);
+/** Post e (or queue it behind what waits); 0, or a negative libfabric error other than -FI_EAGAIN. */
+ssize_t Submit(Ep* e, Entry* x);
+/** Post what waits (in order) until the provider says -FI_EAGAIN. */
+void PostPending(Ep* e);
+Entry* Alloc(Ep* e, size_t dataBytes);
+void Free(Ep* e, Entry* x);
+/** Post receive slot i; false on -FI_EAGAIN (kept to post again later). */
+bool PostRecv(Ep* e, uint32_t i);
+// ofi-poll.cc
+void InitPoll(napi_env env, napi_value exports);
+void StopWatch(Ep* e);
+
+/** Data pointer and byte length of a typed array or DataView (also over a SharedArrayBuffer); false if neither. */
+inline bool ViewData(napi_env env, napi_value v, uint8_t** p, size_t* len) {
+  napi_typedarray_type t;
+  size_t n = 0;
+  void* d = nullptr;
+  if (napi_get_typedarray_info(env, v, &t, &n, &d, nullptr, nullptr) == napi_ok) {
+    static const size_t kSize[] = {1, 1, 1, 2, 2, 4, 4, 4, 8, 8, 8, 2};
+    *p = static_cast<uint8_t*>(d);
+    *len = n * (static_cast<size_t>(t) < 12 ? kSize[t] : 1);
+    return true;
+  }
+  if (napi_get_dataview_info(env, v, &n, &d, nullptr, nullptr) == napi_ok) { *p = static_cast<uint8_t*>(d); *len = n; return true; }
+  return false;
+}
+
+/** Throw a JavaScript Error "<what>: <fi_strerror> (<code>)" with `code` = the libfabric errno name. */
+void ThrowFi(napi_env env, const std::string& what, int err);
+
+}  // namespace ofi

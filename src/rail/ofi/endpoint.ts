@@ -1,0 +1,258 @@
+// An ofi rail endpoint: one peer in the rail's address vector (inserted on
+// first use), the HELLO that introduces this rank before its first frame,
+// active-message sends (injected, copied or gathered from the caller's
+// memory) and native one-sided operations on the peer's registered memory.
+
+import type { Completion, RailRemoteKey, RailRma, RailStatus, ValueCompletion } from '../api.js';
+import { DONE, IN_PROGRESS, NO_RESOURCE } from '../api.js';
+import { TrafficCounters } from '../../core/counters.js';
+import { RailcommError, ErrorCode } from '../../core/errors.js';
+import { formatId } from '../../core/ids.js';
+import { writeValue, OP_CSWAP } from '../../proto/rma/apply.js';
+import { AM_CONTROL, F_BYE, F_HELLO, FRAME_HEAD, MAC_BYTES, encodeHead, helloMac } from './wire.js';
+import { K_ATOMIC, K_CSWAP, K_FETCH, K_READ, K_WRITE } from './native.js';
+import type { OfiRail, OfiRemoteKey } from './rail.js';
+
+/** Zero-copy sends of at most this many payload bytes are copied instead (a completion costs more than the copy). */
+const ZCOPY_COPY_BELOW = 16384;
+const NO_ADDR = -1;
+
+export class OfiEndpoint implements RailRma {
+  readonly rail: OfiRail;
+  readonly peer: bigint;
+  readonly counters = new TrafficCounters();
+  owner: unknown = null;
+  readonly rma: RailRma;
+  /** The peer's rail address (from wire-up or its HELLO). */
+  address: string;
+  /** Its process on this host (liveness), else 0. */
+  pid: number;
+  private fiAddr = NO_ADDR;
+  private helloSent = false;
+  /** Sequence number of the next frame to the peer (its HELLO is 0). */
+  private txSeq = 0;
+  /** The peer's HELLO arrived: its frames are delivered. */
+  heard = false;
+  failed = false;
+
+  constructor(rail: OfiRail, peer: bigint, address: string, pid: number) {
+    this.rail = rail;
+    this.peer = peer;
+    this.address = address;
+    this.pid = pid;
+    this.rma = this;
+  }
+
+  fiAddrIs(a: number): boolean {
+    return this.fiAddr === a;
+  }
+
+  /** The peer's address-vector entry, inserted on first use; NO_ADDR when that failed (the peer failed). */
+  private dest(): number {
+    if (this.fiAddr !== NO_ADDR) return this.fiAddr;
+    const name = this.rail.nameOf(this.address);
+    if (name === null) { this.fail(`its rail address is not an ofi address of provider ${this.rail.provider}: ${JSON.stringify(this.address.slice(0, 80))}`, false); return NO_ADDR; }
+    try {
+      this.fiAddr = this.rail.b.avInsert(this.rail.h, name);
+    } catch (e) {
+      this.fail(`cannot insert its address into the address vector: ${(e as Error).message}`, false);
+      return NO_ADDR;
+    }
+    this.rail.newPeer();
+    return this.fiAddr;
+  }
+
+  /** The first frame to the peer: who we are, how to reach us, and proof of the job key. */
+  private hello(dest: number): boolean {
+    const rail = this.rail;
+    const addr = Buffer.from(rail.address(), 'utf8');
+    const mac = helloMac(rail.env.jobKey, rail.env.self, this.peer, rail.address());
+    encodeHead(rail.headView, AM_CONTROL, F_HELLO, MAC_BYTES, addr.length, rail.rank, rail.job, 0);
+    rail.head.set(mac, FRAME_HEAD);
+    const r = rail.b.send(rail.h, dest, rail.head, FRAME_HEAD + MAC_BYTES, addr, 0);
+    if (r === NO_RESOURCE) return false;
+    if (r < 0) { this.fail(`cannot send to it: ${rail.fiError(r)}`, false); return false; }
+    this.helloSent = true;
+    this.txSeq = 1;
+    return true;
+  }
+
+  /** Address and HELLO done; NO_ADDR when the peer failed, -2 when the HELLO found no room. */
+  private ready(): number {
+    const d = this.fiAddr !== NO_ADDR ? this.fiAddr : this.dest();
+    if (d === NO_ADDR) return NO_ADDR;
+    if (!this.helloSent && !this.hello(d)) return this.failed ? NO_ADDR : -2;
+    return d;
+  }
+
+  private blocked(): RailStatus {
+    this.counters.pending++;
+    this.rail.blocked.add(this);
+    return NO_RESOURCE;
+  }
+
+  sendCopy(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null): RailStatus {
+    if (this.failed) return DONE;
+    const d = this.helloSent ? this.fiAddr : this.ready();
+    if (d < 0) return d === NO_ADDR ? DONE : this.blocked();
+    const rail = this.rail;
+    const head = rail.head;
+    const payLen = payload === null ? 0 : payload.length;
+    encodeHead(rail.headView, am, 0, hdrLen, payLen, rail.rank, rail.job, this.txSeq);
+    for (let i = 0; i < hdrLen; i++) head[FRAME_HEAD + i] = hdr[i]!;
+    const r = rail.b.send(rail.h, d, head, FRAME_HEAD + hdrLen, payload, 0);
+    if (r === DONE) { this.txSeq = (this.txSeq + 1) >>> 0; this.counters.msgsSent++; this.counters.bytesSent += payLen; return DONE; }
+    if (r === NO_RESOURCE) return this.blocked();
+    this.fail(`cannot send to it: ${rail.fiError(r)}`, false);
+    return DONE;
+  }
+
+  sendZcopy(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array, done: Completion): RailStatus {
+    const rail = this.rail;
+    if (payload.length <= ZCOPY_COPY_BELOW || !rail.gathers) {
+      const st = this.sendCopy(am, hdr, hdrLen, payload);
+      if (st === NO_RESOURCE) return st;
+      done.railComplete(this.failed ? this.gone() : null);
+      return IN_PROGRESS;
+    }
+    if (this.failed) { done.railComplete(this.gone()); return IN_PROGRESS; }
+    const d = this.helloSent ? this.fiAddr : this.ready();
+    if (d < 0) {
+      if (d === NO_ADDR) { done.railComplete(this.gone()); return IN_PROGRESS; }
+      return this.blocked();
+    }
+    const head = rail.head;
+    encodeHead(rail.headView, am, 0, hdrLen, payload.length, rail.rank, rail.job, this.txSeq);
+    for (let i = 0; i < hdrLen; i++) head[FRAME_HEAD + i] = hdr[i]!;
+    const id = rail.ops.take(done, this, payload, -1);
+    const r = rail.b.send(rail.h, d, head, FRAME_HEAD + hdrLen, payload, id);
+    if (r === IN_PROGRESS) { this.txSeq = (this.txSeq + 1) >>> 0; this.counters.msgsSent++; this.counters.bytesSent += payload.length; return IN_PROGRESS; }
+    rail.ops.fail(id, this.gone());
+    if (r === NO_RESOURCE) return this.blocked();
+    this.fail(`cannot send to it: ${rail.fiError(r)}`, false);
+    return IN_PROGRESS;
+  }
+
+  // ---- native one-sided operations (RailRma) ---------------------------------
+
+  /** Issue one native operation; op is the binding call, done its completion. */
+  private issue(r: number, id: number): RailStatus {
+    if (r === IN_PROGRESS) return IN_PROGRESS;
+    const rail = this.rail;
+    if (r === NO_RESOURCE) { rail.ops.fail(id, this.gone()); return this.blocked(); }
+    // Refused at the call (a bad key or range): that operation fails, the peer stays.
+    rail.ops.fail(id, new RailcommError(ErrorCode.INVALID_ARG, `ofi: the provider refused a one-sided operation to ${formatId(this.peer)}: ${rail.fiError(r)}`));
+    return IN_PROGRESS;
+  }
+
+  /** The peer's address, or null after failing done (the peer failed). */
+  private rmaDest(done: Completion): number | null {
+    if (this.failed) { done.railComplete(this.gone()); return null; }
+    const d = this.fiAddr !== NO_ADDR ? this.fiAddr : this.dest();
+    if (d === NO_ADDR) { done.railComplete(this.gone()); return null; }
+    return d;
+  }
+
+  put(src: Uint8Array, key: RailRemoteKey, offset: number, done: Completion): RailStatus {
+    const d = this.rmaDest(done);
+    if (d === null) return IN_PROGRESS;
+    const rail = this.rail;
+    const id = rail.ops.take(done, this, src, -1);
+    this.counters.bytesSent += src.length;
+    return this.issue(rail.b.rma(rail.h, K_WRITE, d, src, (key as OfiRemoteKey).index, offset, id), id);
+  }
+
+  get(dst: Uint8Array, key: RailRemoteKey, offset: number, done: Completion): RailStatus {
+    const d = this.rmaDest(done);
+    if (d === null) return IN_PROGRESS;
+    const rail = this.rail;
+    const id = rail.ops.take(done, this, dst, -1);
+    this.counters.bytesRecv += dst.length;
+    return this.issue(rail.b.rma(rail.h, K_READ, d, dst, (key as OfiRemoteKey).index, offset, id), id);
+  }
+
+  atomicNative(type: number, op: number, fetch: boolean, count: number): boolean {
+    return this.rail.atomicCount(type, op, fetch) >= count;
+  }
+
+  accumulate(src: Uint8Array, type: number, op: number, key: RailRemoteKey, offset: number, done: Completion): RailStatus {
+    const d = this.rmaDest(done);
+    if (d === null) return IN_PROGRESS;
+    const rail = this.rail;
+    const id = rail.ops.take(done, this, src, -1);
+    return this.issue(rail.b.atomic(rail.h, K_ATOMIC, d, rail.fiType(type), rail.fiOp(op), src, (key as OfiRemoteKey).index, offset, id), id);
+  }
+
+  fetchAtomic(type: number, op: number, operand: number | bigint, compare: number | bigint, key: RailRemoteKey, offset: number, done: ValueCompletion): RailStatus {
+    const d = this.rmaDest(done);
+    if (d === null) return IN_PROGRESS;
+    const rail = this.rail;
+    const v = rail.operandView;
+    writeValue(v, 0, type, operand);
+    writeValue(v, 8, type, op === OP_CSWAP ? compare : operand);
+    const id = rail.ops.take(done, this, null, type);
+    const kind = op === OP_CSWAP ? K_CSWAP : K_FETCH;
+    return this.issue(rail.b.atomic(rail.h, kind, d, rail.fiType(type), rail.fiOp(op), rail.operand, (key as OfiRemoteKey).index, offset, id), id);
+  }
+
+  // ---- failure and close --------------------------------------------------------
+
+  gone(): RailcommError {
+    return new RailcommError(ErrorCode.PEER_FAILED, `ofi: peer ${formatId(this.peer)} is gone`);
+  }
+
+  /** The peer said BYE: it finalized. */
+  peerClosed(): void {
+    if (this.failed) return;
+    this.failed = true;
+    this.rail.forget(this);
+    const err = new RailcommError(ErrorCode.PEER_FAILED, `peer ${formatId(this.peer)} finalized`);
+    this.rail.ops.failOwner(this, err);
+    this.rail.env.upcalls.failed(this, err, true);
+  }
+
+  abort(reason: string): void {
+    this.fail(reason, true);
+  }
+
+  fail(reason: string, bad: boolean): void {
+    if (this.failed) return;
+    this.failed = true;
+    if (bad) { this.counters.badFrames++; this.rail.counters.badFrames++; }
+    this.rail.env.log.error(`ofi: dropping peer ${formatId(this.peer)}: ${reason}`);
+    this.rail.forget(this);
+    const err = new RailcommError(ErrorCode.PEER_FAILED, `ofi (${this.rail.provider}): peer ${formatId(this.peer)} failed: ${reason}`);
+    this.rail.ops.failOwner(this, err);
+    this.rail.env.upcalls.failed(this, err, false);
+  }
+
+  /** Whether the peer's process still runs (peers on this host only; others: true). */
+  alive(): boolean {
+    if (this.failed || this.pid === 0) return true;
+    try {
+      process.kill(this.pid, 0);
+      return true;
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code !== 'ESRCH';
+    }
+  }
+
+  /** Tell the peer we finalized (only if we ever talked); true once handed to the provider. */
+  sayBye(): boolean {
+    if (this.failed || !this.helloSent) return true;
+    const rail = this.rail;
+    encodeHead(rail.headView, AM_CONTROL, F_BYE, 0, 0, rail.rank, rail.job, this.txSeq);
+    const r = rail.b.send(rail.h, this.fiAddr, rail.head, FRAME_HEAD, null, 0);
+    if (r === NO_RESOURCE) return false;
+    this.txSeq = (this.txSeq + 1) >>> 0;
+    return true;
+  }
+
+  async close(): Promise<void> {
+    const deadline = Date.now() + 2000;
+    while (!this.sayBye() && Date.now() < deadline) {
+      this.rail.poll();
+      await new Promise((r) => setTimeout(r, 1));
+    }
+  }
+}

@@ -1,0 +1,156 @@
+// Loader of railcomm's libfabric binding (native/ofi: a Node-API module of
+// its own, built only where libfabric's headers are) and the shapes of what
+// it returns. null, with the reason, where it is not built or does not load.
+
+import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { nativeDir, resolveBinary } from '../../native/addon.js';
+
+/** One answer of fi_getinfo, as native/ofi/ofi-info.cc describes it. */
+export interface OfiInfo {
+  provider: string;
+  fabric: string;
+  domain: string;
+  addrFormat: number;
+  caps: string;
+  mrMode: number;
+  mrModeText: string;
+  dataProgress: 'auto' | 'manual' | 'unspec';
+  controlProgress: 'auto' | 'manual' | 'unspec';
+  injectSize: number;
+  txSize: number;
+  rxSize: number;
+  iovLimit: number;
+  maxMsgSize: number;
+  maxTxContexts: number;
+  maxRxContexts: number;
+  multiRecv: boolean;
+  mrKeySize: number;
+  /** Refused answers: why the rail cannot use them. */
+  why?: string;
+}
+
+export interface OfiGetinfo {
+  version: string;
+  error?: string;
+  usable: OfiInfo[];
+  refused: OfiInfo[];
+}
+
+export interface OfiOpenOptions {
+  provider: string;
+  domain: string;
+  addrFormat: number;
+  /** Bytes of each pre-posted receive slot, and how many. */
+  rxSlot: number;
+  rxCount: number;
+  /** Transmit entries: small ones (1 KiB of data) and large ones (largeBytes each). */
+  smallCount: number;
+  largeBytes: number;
+  largeCount: number;
+}
+
+export interface OfiOpened {
+  handle: number;
+  /** fi_getname: what peers insert into their address vectors. */
+  name: Buffer;
+  /** The receive slab (rxCount slots of rxSlot bytes). */
+  rx: ArrayBuffer;
+  rxSlot: number;
+  /** The completion queue's wait fd (-1: none; the rail polls on a timer when idle). */
+  waitFd: number;
+  inject: number;
+  virtAddr: boolean;
+  provKey: boolean;
+  mrMode: number;
+  fabric: string;
+  addrFormat: number;
+  dataProgress: 'auto' | 'manual';
+  txSize: number;
+  iovLimit: number;
+  maxMsgSize: number;
+  /** Max elements per atomic: [(fi datatype * 13 + fi op) * 3 + (0 plain, 1 fetch, 2 compare)]; 0: not offered. */
+  atomics: Int32Array;
+}
+
+export interface OfiRegistration {
+  id: number;
+  key: bigint;
+  /** The registered memory's address in this process. */
+  base: number;
+}
+
+/** Transmit entry kinds (native/ofi/ofi.h). */
+export const K_SEND = 1, K_SENDV = 2, K_WRITE = 3, K_READ = 4, K_ATOMIC = 5, K_FETCH = 6, K_CSWAP = 7;
+/** Event records (8 int32 words each, after an 8-word head: count, entries freed, unposted, in flight). */
+export const EV_RECV = 1, EV_DONE = 2, EV_ERROR = 3;
+export const EVENT_WORDS = 8;
+
+export interface OfiBinding {
+  /** libfabric's headers' version this binding was built with. */
+  readonly headers: string;
+  getinfo(): OfiGetinfo;
+  /** Whether the provider's completion queues have a wait fd: 'fd', 'none', or '' (could not open). */
+  waitObject(provider: string, domain: string, addrFormat: number): 'fd' | 'none' | '';
+  /** fi_strerror. */
+  strerror(err: number): string;
+  open(o: OfiOpenOptions): OfiOpened;
+  close(h: number): void;
+  avInsert(h: number, name: Buffer): number;
+  avRemove(h: number, fiAddr: number): void;
+  /** Where poll writes events, and per receive slot a flag JavaScript sets while it keeps the frame (posted again once cleared). */
+  setEvents(h: number, events: Int32Array, hold: Int32Array): void;
+  regMr(h: number, view: Uint8Array): OfiRegistration;
+  deregMr(h: number, id: number): void;
+  remote(h: number, base: number, key: bigint): number;
+  dropRemote(h: number, index: number): void;
+  cloexec(): number;
+  inFlight(h: number): number;
+  /** DONE (0), IN_PROGRESS (1), NO_RESOURCE (2) or a negative libfabric errno. */
+  send(h: number, fiAddr: number, head: Uint8Array, headLen: number, payload: Uint8Array | null, jsId: number): number;
+  rma(h: number, kind: number, fiAddr: number, view: Uint8Array, remote: number, offset: number, jsId: number): number;
+  atomic(h: number, kind: number, fiAddr: number, datatype: number, op: number, view: Uint8Array, remote: number, offset: number, jsId: number): number;
+  poll(h: number): number;
+  /** Completions waiting, read ahead for the next poll (reading is progress: manual-progress providers serve RMA here). */
+  pending(h: number): number;
+  errText(h: number, i: number): string;
+  watch(h: number, wake: () => void): boolean;
+  arm(h: number): boolean;
+  disarm(h: number): void;
+}
+
+let loaded: OfiBinding | null | undefined;
+let why = '';
+const requireHere = createRequire(import.meta.url);
+
+/** The package's native/ofi folder. */
+export function ofiDir(): string {
+  return path.join(nativeDir(), 'ofi');
+}
+
+export function loadOfi(): OfiBinding | null {
+  if (loaded !== undefined) return loaded;
+  loaded = null;
+  if (process.env['RAILCOMM_NO_NATIVE'] === '1') { why = 'disabled by RAILCOMM_NO_NATIVE=1'; return null; }
+  if (process.platform !== 'linux') { why = `needs Linux (this is ${process.platform})`; return null; }
+  const bin = resolveBinary(ofiDir());
+  if (bin === null) {
+    let log = '';
+    try { log = readFileSync(path.join(ofiDir(), 'build-log.txt'), 'utf8').split('\n')[0] ?? ''; } catch { /* never built */ }
+    why = `libfabric binding not built (${log || 'run node native/ofi/build.mjs'}; it needs libfabric's headers: apt-get install libfabric-dev)`;
+    return null;
+  }
+  try {
+    loaded = requireHere(bin.file) as OfiBinding;
+    why = `libfabric binding loaded (${path.relative(path.dirname(nativeDir()), bin.file)}, headers ${loaded.headers})`;
+  } catch (e) {
+    why = `libfabric binding failed to load (${bin.file}): ${(e as Error).message.split('\n')[0]}`;
+  }
+  return loaded;
+}
+
+export function ofiWhy(): string {
+  loadOfi();
+  return why;
+}

@@ -1,0 +1,89 @@
+// The ofi rail's operations in flight: each native operation that completes
+// later (a zero-copy send, an RMA write or read, an atomic) carries a 32-bit
+// id that the completion event hands back. An id names a slot and the slot's
+// generation, so a completion that comes after its operation was failed
+// (its peer died) never completes the slot's next operation.
+
+import type { Completion, ValueCompletion } from '../api.js';
+import type { RailcommError } from '../../core/errors.js';
+
+const SLOT_BITS = 20;
+const SLOT_MASK = (1 << SLOT_BITS) - 1;
+const GEN_LIMIT = 1 << (32 - SLOT_BITS);
+
+export interface OpOwner {
+  readonly failed: boolean;
+}
+
+export class OpTable<E extends OpOwner> {
+  private done: Array<Completion | null> = [];
+  private owner: Array<E | null> = [];
+  /** Memory the provider reads or writes until completion: kept alive here. */
+  private keep: Array<Uint8Array | null> = [];
+  /** Fetching atomics: the engine's element type of the old value (-1: none). */
+  private type: number[] = [];
+  private gen: number[] = [];
+  private free: number[] = [];
+  /** Operations in flight. */
+  count = 0;
+
+  /** A slot for done; returns the id to pass the binding (never 0). */
+  take(done: Completion, owner: E, keep: Uint8Array | null, type: number): number {
+    let i = this.free.pop();
+    if (i === undefined) {
+      i = this.done.length;
+      if (i > SLOT_MASK) throw new RangeError('ofi: more than a million operations in flight');
+      this.done.push(null); this.owner.push(null); this.keep.push(null); this.type.push(-1); this.gen.push(1);
+    }
+    this.done[i] = done; this.owner[i] = owner; this.keep[i] = keep; this.type[i] = type;
+    this.count++;
+    return ((this.gen[i]! << SLOT_BITS) | i) >>> 0;
+  }
+
+  /** The operation of id, taken out of the table (null: already failed or unknown). */
+  private release(id: number): { done: Completion; type: number } | null {
+    const i = id & SLOT_MASK;
+    const g = id >>> SLOT_BITS;
+    const d = this.done[i];
+    if (d === undefined || d === null || this.gen[i] !== g) return null;
+    const type = this.type[i]!;
+    this.done[i] = null; this.owner[i] = null; this.keep[i] = null; this.type[i] = -1;
+    this.gen[i] = g + 1 >= GEN_LIMIT ? 1 : g + 1;
+    this.free.push(i);
+    this.count--;
+    return { done: d, type };
+  }
+
+  /** A native completion; value decodes a fetching atomic's old value for its type. */
+  complete(id: number, value: ((type: number) => number | bigint) | null): void {
+    const r = this.release(id);
+    if (r === null) return;
+    if (r.type >= 0 && value !== null) (r.done as ValueCompletion).railValue(value(r.type));
+    r.done.railComplete(null);
+  }
+
+  fail(id: number, err: RailcommError): void {
+    this.release(id)?.done.railComplete(err);
+  }
+
+  /** Id of slot i as it stands (for failing everything of one owner). */
+  private idOf(i: number): number {
+    return ((this.gen[i]! << SLOT_BITS) | i) >>> 0;
+  }
+
+  /** Fail every operation of owner (its peer is gone). */
+  failOwner(owner: E, err: RailcommError): void {
+    for (let i = 0; i < this.owner.length; i++) if (this.owner[i] === owner) this.fail(this.idOf(i), err);
+  }
+
+  /** Fail everything (the rail closes). */
+  failAll(err: RailcommError): void {
+    for (let i = 0; i < this.done.length; i++) if (this.done[i] !== null) this.fail(this.idOf(i), err);
+  }
+
+  /** The owner of id's operation (null: none). */
+  ownerOf(id: number): E | null {
+    const i = id & SLOT_MASK;
+    return this.gen[i] === id >>> SLOT_BITS ? this.owner[i] ?? null : null;
+  }
+}

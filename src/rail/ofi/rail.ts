@@ -1,0 +1,486 @@
+// The ofi rail: one libfabric RDM endpoint on one provider/domain. Frames land
+// in pre-posted receive slots and are delivered from the completion queue,
+// which this rail reads when progress polls it; asleep, it waits on the
+// queue's wait fd through libuv where the provider has one, else looks at the
+// queue on a timer. Peers on this host are watched for liveness; memory is
+// registered for native one-sided operations (rma.ts's keys).
+
+import type { Device, Rail, RailCaps, RailEnv, RailMemory, RailRemoteKey, RxFrame } from '../api.js';
+import { SummedTrafficCounters } from '../../core/counters.js';
+import { RailcommError, ErrorCode } from '../../core/errors.js';
+import { endpointId, formatId, jobOf, rankOf } from '../../core/ids.js';
+import { hostKey } from '../../core/host.js';
+import { readValue, isFloatType, OP_CSWAP, OP_LAND, OP_LOR, OP_MAX, OP_MIN } from '../../proto/rma/apply.js';
+import { EV_DONE, EV_ERROR, EV_RECV, EVENT_WORDS, type OfiBinding, type OfiInfo, type OfiOpened } from './native.js';
+import { OfiEndpoint } from './endpoint.js';
+import { OpTable } from './ops.js';
+import {
+  AM_CONTROL, F_BYE, F_HELLO, FRAME_HEAD, MAC_BYTES, checkMac, decodeAddress, encodeAddress,
+  headAm, headFlags, headHdrLen, headJob, headPayLen, headRank, headSeq, helloMac,
+} from './wire.js';
+
+const HEADER_MAX = 256;
+/** Largest payload copied at send (a large transmit entry holds head, header and payload). */
+const COPY_MAX = 65536;
+/** Largest frame payload: what one receive slot holds past the head and header. */
+const ZCOPY_MAX = 131072;
+const RX_SLOT = FRAME_HEAD + HEADER_MAX + ZCOPY_MAX;
+const RX_COUNT = 32;
+const SMALL_ENTRIES = 4096;
+const LARGE_ENTRIES = 32;
+const EVENTS = 256;
+/** How often peers on this host are checked for life (ms). */
+const LIVENESS_MS = 500;
+/** Timer looks at a queue without a wait fd: every ms for the first 100, then every 4 ms, after 1000 looks every 16. */
+const tickDelay = (idle: number): number => (idle < 100 ? 1 : idle < 1000 ? 4 : 16);
+
+/** The engine's element types (apply.ts T_*) as libfabric datatypes. */
+const FI_TYPE = [0, 1, 2, 3, 4, 5, 8, 9, 6, 7];
+/** The engine's op codes (apply.ts OP_*, OP_CSWAP) as libfabric ops. */
+const FI_OP = [2, 3, 0, 1, 7, 6, 9, 5, 4, 11, 10, 12];
+
+/** Latency (us) and bandwidth (MB/s) estimates by provider, to rank rails (measured on loopback, bench/ofi). */
+function estimates(provider: string, kind: Device['kind']): { latencyUs: number; bandwidthMBps: number } {
+  if (provider === 'shm') return { latencyUs: 1.5, bandwidthMBps: 8000 };
+  if (provider.startsWith('tcp')) return { latencyUs: kind === 'loopback' ? 12 : 20, bandwidthMBps: 2000 };
+  if (provider.startsWith('udp')) return { latencyUs: 25, bandwidthMBps: 500 };
+  if (provider === 'sockets') return { latencyUs: 30, bandwidthMBps: 1000 };
+  return { latencyUs: 5, bandwidthMBps: 10000 };
+}
+
+/** A peer's registration as this rail reaches it: an index into the binding's table of keys. */
+export interface OfiRemoteKey extends RailRemoteKey {
+  readonly index: number;
+}
+
+/*
+ * The rail's part of a packed rkey (24 bytes):
+ *   0 version u8 (1) | 1 flags u8 (bit 0: addressed by virtual address) | 2 reserved (6)
+ *   8 base address f64 (exact: user addresses are below 2^53) | 16 key u64
+ */
+const KEY_BYTES = 24;
+
+export class OfiRail implements Rail {
+  readonly name: string;
+  readonly component = 'ofi';
+  readonly device: Device;
+  readonly caps: RailCaps;
+  readonly counters = new SummedTrafficCounters(() => this.endpoints.values());
+  readonly env: RailEnv;
+  readonly b: OfiBinding;
+  readonly info: OfiInfo;
+  readonly provider: string;
+  readonly h: number;
+  readonly opened: OfiOpened;
+  readonly rank: number;
+  readonly job: number;
+  readonly ops = new OpTable<OfiEndpoint>();
+  /** Frame head and AM header of the send being made. */
+  readonly head = new Uint8Array(FRAME_HEAD + HEADER_MAX);
+  readonly headView = new DataView(this.head.buffer);
+  /** A fetching atomic's operand and compare value. */
+  readonly operand = new Uint8Array(16);
+  readonly operandView = new DataView(this.operand.buffer);
+  /** Whether sends may gather the payload from the caller's memory (iov limit >= 2). */
+  readonly gathers: boolean;
+  readonly blocked = new Set<OfiEndpoint>();
+  private readonly endpoints = new Map<bigint, OfiEndpoint>();
+  private readonly byRank: Array<OfiEndpoint | undefined> = [];
+  private readonly events = new Int32Array((EVENTS + 1) * EVENT_WORDS);
+  /** Per receive slot: 1 while its frame waits for its turn (the binding posts it again once cleared). */
+  private readonly hold = new Int32Array(RX_COUNT);
+  /** Per sender rank: the seq of the frame to deliver next, and frames that came early (seq -> slot and length). */
+  private readonly rxNext: number[] = [];
+  private readonly early: Array<Map<number, number> | undefined> = [];
+  private readonly rxBuf: Buffer;
+  private readonly rxView: DataView;
+  private readonly rx: RxFrame;
+  private readonly myAddress: string;
+  private readonly host: string;
+  private readonly liveness: NodeJS.Timeout;
+  private readonly waits: boolean;
+  private wake: (() => void) | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private idleTicks = 0;
+  private polling = false;
+  private closed = false;
+  private readonly valueWords = new Int32Array(2);
+  private readonly valueView = new DataView(this.valueWords.buffer);
+
+  constructor(device: Device, env: RailEnv, b: OfiBinding, info: OfiInfo) {
+    this.device = device;
+    this.env = env;
+    this.b = b;
+    this.info = info;
+    this.provider = info.provider;
+    this.name = `ofi:${info.provider}/${info.domain}`;
+    this.rank = rankOf(env.self);
+    this.job = jobOf(env.self);
+    this.host = hostKey();
+    this.opened = b.open({
+      provider: info.provider, domain: info.domain, addrFormat: info.addrFormat,
+      rxSlot: RX_SLOT, rxCount: RX_COUNT, smallCount: SMALL_ENTRIES, largeBytes: FRAME_HEAD + HEADER_MAX + COPY_MAX, largeCount: LARGE_ENTRIES,
+    });
+    this.h = this.opened.handle;
+    b.setEvents(this.h, this.events, this.hold);
+    this.rxBuf = Buffer.from(this.opened.rx);
+    this.rxView = new DataView(this.opened.rx);
+    this.rx = { buf: this.rxBuf, view: this.rxView, hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null, words: null };
+    this.gathers = this.opened.iovLimit >= 2;
+    const zcopy = this.gathers ? Math.min(ZCOPY_MAX, this.opened.rxSlot - FRAME_HEAD - HEADER_MAX) : COPY_MAX;
+    this.caps = {
+      reliable: true, ordered: true,
+      amHeaderMax: HEADER_MAX, amShortMax: 1024,
+      amCopyMax: COPY_MAX, amZcopyMax: zcopy,
+      put: true, get: true, atomics: true,
+      ...estimates(info.provider, device.kind),
+    };
+    this.myAddress = encodeAddress({ provider: info.provider, domain: info.domain, host: this.host, pid: process.pid, name: this.opened.name });
+    this.waits = b.watch(this.h, this.onReadable);
+    this.liveness = setInterval(() => this.checkPeers(), LIVENESS_MS);
+    this.liveness.unref();
+    this.sweep();
+  }
+
+  address(): string {
+    return this.myAddress;
+  }
+
+  /** Same provider and domain kind; shm and loopback domains only on this host. */
+  reaches(address: string): boolean {
+    const a = decodeAddress(address);
+    if (a === null || a.provider !== this.provider) return false;
+    if (this.provider === 'shm' || this.device.kind === 'loopback') return a.host === this.host;
+    return true;
+  }
+
+  /** fi_getname bytes of a peer's address, if it is one of this provider's. */
+  nameOf(address: string): Buffer | null {
+    const a = decodeAddress(address);
+    return a !== null && a.provider === this.provider ? a.name : null;
+  }
+
+  endpoint(peer: bigint, address: string): OfiEndpoint {
+    let ep = this.endpoints.get(peer);
+    if (ep === undefined) {
+      const a = decodeAddress(address);
+      ep = new OfiEndpoint(this, peer, address, a !== null && a.host === this.host && a.pid !== process.pid ? a.pid : 0);
+      this.endpoints.set(peer, ep);
+      if (jobOf(peer) === this.job) this.byRank[rankOf(peer)] = ep;
+    } else if (ep.address === '' && address !== '') {
+      ep.address = address;
+    }
+    return ep;
+  }
+
+  // ---- progress -----------------------------------------------------------
+
+  /** Read the completion queue: deliver frames, complete and fail operations; true if anything happened. */
+  poll(): boolean {
+    if (this.closed || this.polling) return false;
+    this.polling = true;
+    let any = false;
+    try {
+      const b = this.b, ev = this.events;
+      for (let round = 0; round < 4; round++) {
+        const n = b.poll(this.h);
+        if (n <= 0) {
+          if (ev[1]! > 0) any = true;
+          break;
+        }
+        any = true;
+        const freed = ev[1]!;
+        for (let i = 0; i < n; i++) {
+          const o = (i + 1) * EVENT_WORDS;
+          const type = ev[o]!;
+          if (type === EV_RECV) this.received(ev[o + 1]!, ev[o + 2]!);
+          else if (type === EV_DONE) this.ops.complete(ev[o + 1]! >>> 0, ev[o + 4] === 6 || ev[o + 4] === 7 ? this.decode(o) : null);
+          else if (type === EV_ERROR) this.errored(o);
+        }
+        if (freed > 0 && this.blocked.size > 0) this.redrive();
+        if (n < EVENTS) break;
+      }
+      if (!any && this.blocked.size > 0 && ev[2] === 0) this.redrive();
+    } finally {
+      this.polling = false;
+    }
+    if (any) this.idleTicks = 0;
+    return any;
+  }
+
+  /** A fetching atomic's old value, from event words o+2, o+3, for the engine's type. */
+  private decode(o: number): (type: number) => number | bigint {
+    this.valueWords[0] = this.events[o + 2]!;
+    this.valueWords[1] = this.events[o + 3]!;
+    return this.readValue;
+  }
+  private readonly readValue = (type: number): number | bigint => readValue(this.valueView, 0, type);
+
+  /** Senders that found no room: the layer above tries them again. */
+  private redrive(): void {
+    for (const ep of [...this.blocked]) {
+      this.blocked.delete(ep);
+      if (!ep.failed) this.env.upcalls.ready(ep);
+    }
+  }
+
+  /** A frame arrived in slot: delivered now if it is its sender's next, else kept in its slot until its turn. */
+  private received(slot: number, len: number): void {
+    const off = slot * this.opened.rxSlot;
+    const v = this.rxView;
+    if (len < FRAME_HEAD) { this.counters.badFrames++; return; }
+    if (headJob(v, off) !== this.job) { this.counters.refused++; return; }
+    const rank = headRank(v, off);
+    const seq = headSeq(v, off);
+    const next = this.rxNext[rank] ?? 0;
+    if (seq !== next) {
+      // Early (within half the sequence space ahead): kept; else a stale duplicate.
+      if (((seq - next) >>> 0) >= 0x80000000) { this.counters.badFrames++; return; }
+      let m = this.early[rank];
+      if (m === undefined) { m = new Map(); this.early[rank] = m; }
+      if (m.size >= RX_COUNT - 1) { this.counters.drops++; return; }
+      m.set(seq, len * RX_COUNT + slot);
+      this.hold[slot] = 1;
+      return;
+    }
+    this.rxNext[rank] = (next + 1) >>> 0;
+    this.frame(off, len, rank);
+    const m = this.early[rank];
+    if (m === undefined || m.size === 0) return;
+    for (let s = (next + 1) >>> 0, k = m.get(s); k !== undefined; s = (s + 1) >>> 0, k = m.get(s)) {
+      m.delete(s);
+      const held = k % RX_COUNT;
+      this.hold[held] = 0;
+      this.rxNext[rank] = (s + 1) >>> 0;
+      this.frame(held * this.opened.rxSlot, Math.floor(k / RX_COUNT), rank);
+    }
+  }
+
+  /** Deliver one frame, its turn come. */
+  private frame(off: number, len: number, rank: number): void {
+    const v = this.rxView;
+    const am = headAm(v, off);
+    const hdrLen = headHdrLen(v, off);
+    const payLen = headPayLen(v, off);
+    const ep = this.byRank[rank];
+    if (FRAME_HEAD + hdrLen + payLen !== len || hdrLen > HEADER_MAX) {
+      if (ep !== undefined && ep.heard) ep.abort(`a frame of ${len} bytes says it holds ${hdrLen} header and ${payLen} payload bytes`);
+      else this.counters.badFrames++;
+      return;
+    }
+    if (am === AM_CONTROL) { this.control(ep, rank, headFlags(v, off), off + FRAME_HEAD, hdrLen, payLen); return; }
+    if (ep === undefined || !ep.heard || ep.failed) { this.counters.refused++; return; }
+    const h = this.env.upcalls.am[am];
+    if (h === undefined) { ep.abort(`unknown active message id ${am}`); return; }
+    const rx = this.rx;
+    rx.hdrOff = off + FRAME_HEAD; rx.hdrLen = hdrLen;
+    rx.payOff = rx.hdrOff + hdrLen; rx.payLen = payLen;
+    if (rx.placed !== null) rx.placed = null;
+    ep.counters.msgsRecv++; ep.counters.bytesRecv += payLen;
+    if (h.place !== undefined && payLen > 0) {
+      const target = h.place(ep, rx);
+      if (target === null) return;
+      this.rxBuf.copy(target, 0, rx.payOff, rx.payOff + payLen);
+      rx.placed = target;
+    }
+    h.recv(ep, rx);
+  }
+
+  /** The rail's own frames: a peer's HELLO (it may send now) and BYE (it finalized). */
+  private control(ep: OfiEndpoint | undefined, rank: number, flags: number, hdrOff: number, hdrLen: number, payLen: number): void {
+    if (flags === F_BYE) {
+      if (ep !== undefined && ep.heard) ep.peerClosed();
+      return;
+    }
+    if (flags !== F_HELLO || hdrLen !== MAC_BYTES) { this.counters.badFrames++; return; }
+    const address = this.rxBuf.toString('utf8', hdrOff + hdrLen, hdrOff + hdrLen + payLen);
+    const from = endpointId(this.job, rank);
+    const mac = this.rxBuf.subarray(hdrOff, hdrOff + MAC_BYTES);
+    if (!checkMac(helloMac(this.env.jobKey, from, this.env.self, address), mac)) {
+      this.counters.refused++;
+      this.env.log.warnEvery('ofi-bad-hello', `ofi: refused a HELLO claiming to be ${formatId(from)}: it does not prove this job's key`);
+      return;
+    }
+    if (ep !== undefined && ep.failed) return; // dropped: it stays dropped
+    const e = ep ?? this.endpoint(from, address);
+    if (e.address === '') e.address = address;
+    const a = decodeAddress(address);
+    if (e.pid === 0 && a !== null && a.host === this.host && a.pid !== process.pid) e.pid = a.pid;
+    e.heard = true;
+    this.newPeer();
+    this.env.upcalls.accepted(e);
+  }
+
+  private errored(o: number): void {
+    const ev = this.events;
+    const id = ev[o + 1]! >>> 0;
+    const err = ev[o + 5]!;
+    const text = this.b.errText(this.h, ev[o + 7]!);
+    const kind = ev[o + 2]!;
+    const ep = id !== 0 ? this.ops.ownerOf(id) : this.epOfAddr(ev[o + 3]!);
+    // One-sided operations fail alone (a bad key, a range); a failed send means the peer cannot be reached.
+    if (kind >= 3 && id !== 0) {
+      this.ops.fail(id, new RailcommError(ErrorCode.PEER_FAILED, `ofi (${this.provider}): a one-sided operation${ep !== null ? ` to ${formatId(ep.peer)}` : ''} failed: ${text}`));
+      if (!isPeerError(err)) return;
+    }
+    if (id !== 0) this.ops.fail(id, new RailcommError(ErrorCode.PEER_FAILED, `ofi (${this.provider}): a send failed: ${text}`));
+    if (ep !== null) ep.fail(`the provider reports: ${text}`, false);
+    else this.env.log.warnEvery('ofi-cq-error', `ofi (${this.provider}): completion error: ${text}`);
+  }
+
+  private epOfAddr(fiAddr: number): OfiEndpoint | null {
+    if (fiAddr < 0) return null;
+    for (const ep of this.endpoints.values()) if (ep.fiAddrIs(fiAddr)) return ep;
+    return null;
+  }
+
+  /** Progress polled us and found nothing: hand nothing back (no rings here). */
+  settle(): void { /* nothing consumed is held */ }
+
+  /**
+   * Arm a wake-up: the completion queue's wait fd (fi_trywait first), else a
+   * timer that looks at the queue (backing off while nothing comes). false
+   * when something already waits.
+   */
+  sleep(wake: () => void): boolean {
+    if (this.closed) return true;
+    this.wake = wake;
+    if (this.waits) {
+      if (this.b.arm(this.h)) return true;
+      this.wake = null;
+      return false;
+    }
+    if (this.b.pending(this.h) > 0) { this.wake = null; return false; }
+    if (this.timer === null) {
+      this.timer = setTimeout(this.tick, tickDelay(this.idleTicks));
+      this.timer.unref();
+    }
+    return true;
+  }
+
+  private readonly onReadable = (): void => {
+    const w = this.wake;
+    this.wake = null;
+    if (w !== null) w();
+  };
+
+  private readonly tick = (): void => {
+    this.timer = null;
+    if (this.closed || this.wake === null) return;
+    this.idleTicks++;
+    // Looking is progress too: a provider that needs it (manual progress) serves one-sided operations here.
+    if (this.b.pending(this.h) > 0) { this.idleTicks = 0; this.onReadable(); return; }
+    this.timer = setTimeout(this.tick, tickDelay(this.idleTicks));
+    this.timer.unref();
+  };
+
+  // ---- peers ----------------------------------------------------------------
+
+  /** A peer was added: libfabric may open descriptors for it soon (connections), which children must not inherit. */
+  newPeer(): void {
+    this.sweep();
+    setTimeout(() => this.sweep(), 100).unref();
+    setTimeout(() => this.sweep(), 1000).unref();
+  }
+
+  private sweep(): void {
+    if (!this.closed) this.b.cloexec();
+  }
+
+  forget(ep: OfiEndpoint): void {
+    this.blocked.delete(ep);
+    // Frames it sent that wait for their turn will never have it: their slots go back.
+    if (jobOf(ep.peer) !== this.job) return;
+    const m = this.early[rankOf(ep.peer)];
+    if (m === undefined) return;
+    for (const k of m.values()) this.hold[k % RX_COUNT] = 0;
+    m.clear();
+  }
+
+  /** A rank the wire-up service saw die: its operations fail (the layer above fails its requests). */
+  peerDied(peer: bigint): void {
+    const ep = this.endpoints.get(peer);
+    if (ep !== undefined && !ep.failed) ep.fail('the wire-up service saw it die', false);
+  }
+
+  private checkPeers(): void {
+    for (const ep of this.endpoints.values()) {
+      if (ep.alive()) continue;
+      // What it sent before it died is delivered first.
+      while (this.poll()) { /* drain */ }
+      ep.fail(`its process ${ep.pid} is gone`, false);
+    }
+  }
+
+  // ---- native one-sided operations ----------------------------------------------
+
+  /** Max elements of one native atomic for the engine's type and op (0: emulate). */
+  atomicCount(type: number, op: number, fetch: boolean): number {
+    // JavaScript's semantics differ from C's for these: NaN in min/max, truthiness in land/lor, bit patterns in cswap.
+    if (isFloatType(type) && (op === OP_MIN || op === OP_MAX || op === OP_LAND || op === OP_LOR || op === OP_CSWAP)) return 0;
+    const dt = FI_TYPE[type];
+    const fop = FI_OP[op];
+    if (dt === undefined || fop === undefined) return 0;
+    const col = op === OP_CSWAP ? 2 : fetch ? 1 : 0;
+    return this.opened.atomics[(dt * 13 + fop) * 3 + col]!;
+  }
+
+  fiType(type: number): number { return FI_TYPE[type]!; }
+  fiOp(op: number): number { return FI_OP[op]!; }
+
+  registerMemory(bytes: Uint8Array): RailMemory | null {
+    if (this.closed || bytes.byteLength === 0) return null;
+    const reg = this.b.regMr(this.h, bytes);
+    const packed = new Uint8Array(KEY_BYTES);
+    const v = new DataView(packed.buffer);
+    v.setUint8(0, 1);
+    v.setUint8(1, this.opened.virtAddr ? 1 : 0);
+    v.setFloat64(8, reg.base, true);
+    v.setBigUint64(16, reg.key, true);
+    return {
+      packed,
+      release: () => { if (!this.closed) this.b.deregMr(this.h, reg.id); },
+    };
+  }
+
+  unpackRemoteKey(packed: Uint8Array): OfiRemoteKey | null {
+    if (packed.byteLength !== KEY_BYTES || this.closed) return null;
+    const v = new DataView(packed.buffer, packed.byteOffset, packed.byteLength);
+    if (v.getUint8(0) !== 1) return null;
+    return { rail: this.name, index: this.b.remote(this.h, v.getFloat64(8, true), v.getBigUint64(16, true)) };
+  }
+
+  /** An errno from the binding, as text. */
+  fiError(r: number): string {
+    return `${this.b.strerror(-r)} (libfabric error ${-r})`;
+  }
+
+  // ---- close -------------------------------------------------------------------
+
+  /**
+   * Finalize: every peer we talked to hears BYE, operations still in flight
+   * finish (or 2 s pass), then the binding closes endpoint, queues,
+   * registrations, domain and fabric in that order.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await Promise.all([...this.endpoints.values()].map((ep) => ep.close()));
+    const deadline = Date.now() + 2000;
+    while (this.b.inFlight(this.h) > 0 && Date.now() < deadline) {
+      this.poll();
+      await new Promise((r) => setImmediate(r));
+    }
+    this.closed = true;
+    clearInterval(this.liveness);
+    if (this.timer !== null) { clearTimeout(this.timer); this.timer = null; }
+    this.wake = null;
+    this.ops.failAll(new RailcommError(ErrorCode.FINALIZED, `ofi (${this.provider}): the rail closed with this operation in flight`));
+    this.b.close(this.h);
+  }
+}
+
+/** Errors that mean the peer cannot be reached (libfabric errno values). */
+function isPeerError(err: number): boolean {
+  return err === 111 || err === 104 || err === 107 || err === 113 || err === 110 || err === 103 || err === 101 || err === 100 || err === 32 || err === 5;
+}
+
