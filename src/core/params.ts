@@ -27,6 +27,7 @@ export const PARAMS = {
   rndvThreshold: spec({ name: 'RNDV_THRESHOLD', kind: 'size', def: 65536, min: 1, doc: 'messages of at least this many bytes use rendezvous (RTS, match, CTS or RGET, data straight into the receive buffer)' }),
   rndvChunk: spec({ name: 'RNDV_CHUNK', kind: 'size', def: 1048576, min: 4096, doc: 'rendezvous data is sent in pipelined chunks of this size' }),
   eagerCredits: spec({ name: 'EAGER_CREDITS', kind: 'size', def: 4194304, min: 0, doc: 'bytes of eager data one sender may have unmatched at one receiver (bounds its unexpected queue); beyond it, eager-sized sends still complete at once but their bytes are copied and wait at the sender for the receive (rendezvous)' }),
+  sendBuffer: spec({ name: 'SEND_BUFFER', kind: 'size', def: 33554432, min: 0, doc: 'bytes one rank may hold for one peer in copies of eager-sized sends that completed before the peer took them (each message counts 256 bytes more); beyond it a send waits for the receiver and isend stays pending (bounds sender memory)' }),
   tcpMaxFrame: spec({ name: 'TCP_MAX_FRAME', kind: 'size', def: 4194304, min: 65536, doc: 'largest tcp frame payload accepted; a longer length field closes the connection' }),
   tcpRecvBuffer: spec({ name: 'TCP_RECV_BUFFER', kind: 'size', def: 262144, min: 4096, doc: 'per-connection staging buffer that socket reads land in' }),
   tcpSendHighWater: spec({ name: 'TCP_SEND_HIGH_WATER', kind: 'size', def: 16777216, min: 65536, doc: 'bytes queued on a socket before sends answer no-resource and wait' }),

@@ -268,7 +268,7 @@ export class Context {
     if (!Number.isInteger(world) || world < 0 || world >= this.launch.size) {
       throw new RailcommError(ErrorCode.RANK, `rank ${world} is outside this job (size ${this.launch.size})`);
     }
-    ep = new ProtoEndpoint(world, endpointId(this.launch.jobId, world), this.params.eagerCredits);
+    ep = new ProtoEndpoint(world, endpointId(this.launch.jobId, world), this.params.eagerCredits, this.params.sendBuffer);
     this.endpoints[world] = ep;
     if (world === this.launch.rank) {
       const selfRail = this.rails.find((r) => r.component === 'self');

@@ -9,7 +9,8 @@ import { NO_RESOURCE } from '../rail/api.js';
 import type { Params } from '../core/params.js';
 import type { RailcommError } from '../core/errors.js';
 import { ReorderBuffer } from './reorder.js';
-import type { Request } from './request.js';
+import type { BytesHolder, Request } from './request.js';
+import type { Unexpected } from './unexpected.js';
 
 /** Size ranges of the datapaths on one lane (bytes, inclusive upper bounds). */
 export interface Thresholds {
@@ -68,7 +69,10 @@ export interface PendingOp {
   done: Completion | null;
 }
 
-export class ProtoEndpoint {
+/** What a held copy costs beyond its bytes (request, queue entries), for RAILCOMM_SEND_BUFFER. */
+export const HELD_OVERHEAD = 256;
+
+export class ProtoEndpoint implements BytesHolder {
   readonly rank: number;
   readonly id: bigint;
   lane: RailEndpoint | null = null;
@@ -90,6 +94,12 @@ export class ProtoEndpoint {
   peerFinalized = false;
   /** We finalize and owe the peer a BYE, sent once what is queued to it went out. */
   byeOwed = false;
+  /** Small announcements from this peer no receive matched yet, to fetch ahead when credit allows (rndv/prefetch.ts). */
+  readonly toFetch: Unexpected[] = [];
+  toFetchHead = 0;
+  /** Bytes of copies of completed sends to this peer not yet delivered (RAILCOMM_SEND_BUFFER bounds it). */
+  held = 0;
+  readonly heldLimit: number;
   /** Sends on this endpoint that a peer failure must fail (rendezvous waiting for CTS). */
   readonly sendsActive = new Set<Request>();
   /** Receives being filled from this peer (rendezvous data). */
@@ -97,11 +107,26 @@ export class ProtoEndpoint {
   /** Word views of the buffers this peer's small messages are received into (p2p copyOut). */
   readonly arrivalViews = new WordViews();
 
-  constructor(rank: number, id: bigint, creditLimit: number) {
+  constructor(rank: number, id: bigint, creditLimit: number, heldLimit = Infinity) {
     this.rank = rank;
     this.id = id;
     this.credits = creditLimit;
     this.creditLimit = creditLimit;
+    this.heldLimit = heldLimit;
+  }
+
+  /** Whether a copy of `bytes` more may be held (a send of them may complete before the peer takes it). */
+  mayHold(bytes: number): boolean {
+    return this.held + bytes + HELD_OVERHEAD <= this.heldLimit;
+  }
+
+  hold(r: Request): void {
+    this.held += r.bytes + HELD_OVERHEAD;
+    r.holder = this;
+  }
+
+  released(r: Request): void {
+    this.held -= r.bytes + HELD_OVERHEAD;
   }
 
   get hasPending(): boolean {
@@ -116,7 +141,12 @@ export class ProtoEndpoint {
   }
 
   deferSend(req: Request): void {
-    this.pending.push({ start: req, am: 0, hdr: null, hdrLen: 0, payload: null, zcopy: false, req: null, done: null });
+    this.pending.push(ProtoEndpoint.deferred(req));
+  }
+
+  /** A send to start later, when the lane has room (it waits in the queue as it is). */
+  static deferred(req: Request): PendingOp {
+    return { start: req, am: 0, hdr: null, hdrLen: 0, payload: null, zcopy: false, req: null, done: null };
   }
 
   /** A rail operation that found no resource; the header is copied (scratch is reused). */

@@ -19,6 +19,7 @@ import { ControlSender } from './control.js';
 import { Unexpected } from './unexpected.js';
 import { Rendezvous, truncated } from './rndv/rendezvous.js';
 import { SingleCopy } from './rndv/single-copy.js';
+import { Prefetch } from './rndv/prefetch.js';
 import { AM_RTS_RGET, AM_RTS_SEG, rgetAddress, rtsSegmentId, rtsSegmentOffset } from './ipc-wire.js';
 import {
   AM_BYE, AM_CREDIT, AM_CTS, AM_EAGER, AM_REVOKE, AM_RTS, BYE_HDR, CREDIT_HDR, CTS_HDR, CTS_REFUSED_BROKEN, CTS_REFUSED_FINALIZED,
@@ -67,8 +68,9 @@ export class PointToPoint implements Canceller {
   private readonly out = new ControlSender();
   private readonly scratch = this.out.scratch;
   private readonly scratchView = this.out.view;
-  private readonly rndv: Rendezvous;
+  readonly rndv: Rendezvous;
   private readonly singleCopy: SingleCopy;
+  private readonly prefetch: Prefetch;
   /** Counted protocol errors from peers (bad ids, out-of-range data). */
   protocolErrors = 0;
   private readonly startSendFn = (ep: ProtoEndpoint, r: Request): PendingOp | null => this.startSend(ep, r);
@@ -79,6 +81,7 @@ export class PointToPoint implements Canceller {
     this.rndv = new Rendezvous({ endpointFor: (w) => host.endpointFor(w), ...lied }, am, this.out);
     this.singleCopy = new SingleCopy({ get singleCopy() { return host.singleCopy; }, ...lied }, am, this.out, this.rndv);
     this.rndv.singleCopy = this.singleCopy;
+    this.prefetch = new Prefetch(this);
     am.register(AM_EAGER, 'eager', this.matchedHandler(AM_EAGER));
     am.register(AM_RTS, 'rts', this.matchedHandler(AM_RTS));
     am.register(AM_CREDIT, 'credit', this.creditHandler);
@@ -120,7 +123,7 @@ export class PointToPoint implements Canceller {
     if (ep.lane === null || ep.hasPending) {
       // It must queue (peer not resolved yet, or sends ahead of it wait for
       // the rail): an eager-sized send still completes now, from a copy.
-      ep.deferSend(req.bytes <= this.host.eagerLimit ? this.detachEager(req) : req);
+      ep.deferSend(req.bytes <= this.host.eagerLimit && ep.mayHold(req.bytes) ? this.detachEager(req, ep) : req);
       return;
     }
     const blocked = this.startSend(ep, req);
@@ -176,6 +179,9 @@ export class PointToPoint implements Canceller {
       req.complete(req.source, req.tag, len);
       return null;
     }
+    // The rail is full and this peer already holds all the completed sends
+    // RAILCOMM_SEND_BUFFER allows: this one waits for room, not completed.
+    if (eager === EAGER_FULL && !ep.mayHold(len)) return ProtoEndpoint.deferred(req);
     const seq = ep.txSeq;
     ep.txSeq = nextSeq(seq);
     const v = this.scratchView;
@@ -185,7 +191,7 @@ export class PointToPoint implements Canceller {
       // a tracked copy takes its place (finalize waits for it) and it completes.
       ep.credits -= cost;
       encodeMatchHeader(v, req.ctx, req.source, req.tag, seq, ep.takeOwed());
-      const copy = this.detachEager(req);
+      const copy = this.detachEager(req, ep);
       return ProtoEndpoint.op(AM_EAGER, this.scratch, EAGER_HDR, len > 0 ? copy.buf : null, false, copy);
     }
     if (len > ep.th.eager && len <= ep.th.zcopy && ep.credits >= cost) {
@@ -197,11 +203,13 @@ export class PointToPoint implements Canceller {
       if (st === NO_RESOURCE) return ProtoEndpoint.op(AM_EAGER, this.scratch, EAGER_HDR, req.buf, true, req);
       return null;
     }
-    if (len <= ep.th.eager) {
+    if (len <= ep.th.eager && ep.mayHold(len)) {
       // Out of eager credits: the receiver already holds enough of our unmatched
       // data. An eager-sized send still completes at once (it never waits for
-      // the receiver): a copy of the bytes goes by rendezvous instead.
-      req = this.detachEager(req);
+      // the receiver): a copy of the bytes goes by rendezvous instead, unless
+      // this peer holds all the copies RAILCOMM_SEND_BUFFER allows: then the
+      // send itself waits for the receiver, as MPI's standard mode may.
+      req = this.detachEager(req, ep);
     }
     // Rendezvous: announce, and wait for the receiver to match and ask for the
     // data, or to read it itself (RGET) when the peer agreed to (asked here first).
@@ -212,12 +220,13 @@ export class PointToPoint implements Canceller {
    * Complete an eager-sized send now and return a request that carries a copy
    * of its bytes in its place (watched like the original, so finalize waits for it).
    */
-  private detachEager(req: Request): Request {
+  private detachEager(req: Request, ep: ProtoEndpoint): Request {
     if (req.state !== PENDING) return req;
     const len = req.buf.byteLength;
     const copy = new Request(KIND_SEND, Buffer.from(req.buf));
     copy.ctx = req.ctx; copy.source = req.source; copy.tag = req.tag; copy.peerWorld = req.peerWorld; copy.bytes = len;
     req.watcher?.track(copy);
+    ep.hold(copy);
     req.complete(req.source, req.tag, len);
     return copy;
   }
@@ -366,8 +375,13 @@ export class PointToPoint implements Canceller {
   private recvsAtCall = -0;
 
   /** A receive matched an unexpected message. */
+  deliver(req: Request, u: Unexpected): void {
+    this.deliverTo(req, u);
+  }
+
   private deliverTo(req: Request, u: Unexpected): void {
     const ep = u.ep;
+    if (u.data === null && this.prefetch.matched(req, u)) return;
     if (u.data !== null) {
       this.returnCredit(ep, u.size + EAGER_OVERHEAD);
       if (u.size > req.buf.byteLength) { req.fail(truncated(u.size, req.buf.byteLength, u.src, u.tag)); return; }
@@ -523,6 +537,7 @@ export class PointToPoint implements Canceller {
     u.segment = segment;
     st.queues.pushArrived(u);
     if (st.probes.length > 0) this.checkProbes(st, u);
+    if (u.list !== null) this.prefetch.offer(ep, u, this.host.eagerLimit);
   }
 
   private checkProbes(st: ContextState, u: Unexpected): void {
@@ -559,8 +574,10 @@ export class PointToPoint implements Canceller {
     },
   };
 
-  private returnCredit(ep: ProtoEndpoint, n: number): void {
+  returnCredit(ep: ProtoEndpoint, n: number): void {
     ep.owed += n;
+    // Queued small announcements from this peer first: fetched with this credit, they need no round trip each.
+    if (ep.toFetchHead < ep.toFetch.length) this.prefetch.run(ep);
     if (ep.owed * KEEP_FOR_CREDIT >= ep.creditLimit && ep.lane !== null) {
       encodeU32(this.scratchView, ep.takeOwed());
       this.out.send(ep, AM_CREDIT, CREDIT_HDR);
@@ -698,7 +715,9 @@ export class PointToPoint implements Canceller {
   private dropUnmatched(st: ContextState, broken: boolean): void {
     for (const u of [...st.queues.allArrived()]) {
       st.queues.removeArrived(u);
-      if (u.data === null) this.refuse(u.ep, u.sendId, broken);
+      // (One being fetched was asked for already: dropped once it is here, rndv/prefetch.ts.)
+      if (u.fetching !== null) this.countDropped(u.ep.rank, u.size);
+      else if (u.data === null) this.refuse(u.ep, u.sendId, broken);
       else this.discard(u.ep, u.size);
     }
   }

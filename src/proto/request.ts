@@ -40,6 +40,11 @@ export interface RequestWatcher {
   requestSettled(r: Request): void;
 }
 
+/** Holds the bytes of requests that completed early (a peer's send buffer): told when one settles. */
+export interface BytesHolder {
+  released(r: Request): void;
+}
+
 /** Where cancellation is routed (the protocol layer owns the queues). */
 export interface Canceller {
   cancel(r: Request): boolean;
@@ -77,6 +82,8 @@ export class Request implements Posted, Completion {
   found: unknown = null;
   canceller: Canceller | null = null;
   watcher: RequestWatcher | null = null;
+  /** For a copy of a send that already completed: who counts its bytes until it settles. */
+  holder: BytesHolder | null = null;
   private signalCleanup: (() => void) | null = null;
   private resolveFn: ((s: Status) => void) | null = null;
   private rejectFn: ((e: RailcommError) => void) | null = null;
@@ -178,6 +185,7 @@ export class Request implements Posted, Completion {
     this.canceller = null;
     if (this.signalCleanup !== null) { this.signalCleanup(); this.signalCleanup = null; }
     if (this.watcher !== null) { this.watcher.requestSettled(this); this.watcher = null; }
+    if (this.holder !== null) { this.holder.released(this); this.holder = null; }
     const l = this.listeners;
     if (l !== null) { this.listeners = null; for (const f of l) f(this); }
     // Never retain user memory after completion.

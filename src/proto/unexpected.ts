@@ -5,6 +5,7 @@
 import type { Linked, List } from './list.js';
 import type { Arrived } from './matching.js';
 import type { ProtoEndpoint } from './endpoint.js';
+import type { Request } from './request.js';
 
 export class Unexpected implements Arrived {
   src: number;
@@ -14,14 +15,18 @@ export class Unexpected implements Arrived {
   next: Linked | null = null;
   list: List<Linked> | null = null;
   readonly ep: ProtoEndpoint;
-  /** Eager payload, or null for a rendezvous announcement. */
-  readonly data: Buffer | null;
+  /** Eager payload (or a fetched announcement's), or null for a rendezvous announcement. */
+  data: Buffer | null;
   readonly size: number;
   readonly sendId: number;
   /** Rendezvous by RGET: where the sender's buffer is in its process (0n: the ring path), or its offset in `segment`. */
   remote = 0n;
   /** The sender's registered segment holding the data (comm.alloc), or -1. */
   segment = -1;
+  /** A small announcement being fetched ahead of its receive (rndv/prefetch.ts): its bytes land here. */
+  fetching: Buffer | null = null;
+  /** The receive that matched it while it was being fetched. */
+  waiting: Request | null = null;
 
   constructor(ep: ProtoEndpoint, src: number, tag: number, data: Buffer | null, size: number, sendId: number) {
     this.ep = ep; this.src = src; this.tag = tag; this.data = data; this.size = size; this.sendId = sendId;

@@ -20,6 +20,12 @@ import type { TcpRail } from './rail.js';
 
 export interface Batch { buf: Buffer; view: DataView }
 
+/** A batch holding at most this much is written from a copy of its bytes (the batch is reused at once). */
+const SMALL_FLUSH = 16384;
+
+/** Zero-copy payloads up to this size are copied into the batch instead (a separate write costs more). */
+const ZCOPY_COPY_MAX = 8192;
+
 /** What a write callback finishes: a batch buffer to recycle, or a zero-copy send. */
 type Inflight = Batch | Completion;
 
@@ -135,6 +141,15 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
       done.railComplete(this.connError('connection closed'));
       return IN_PROGRESS;
     }
+    if (payload.length <= ZCOPY_COPY_MAX) {
+      // Small: copied into the batch like sendCopy (with its back-pressure),
+      // and the caller's memory is free at once. Written on its own, each
+      // such piece held a whole 64 KiB batch until its write completed.
+      const st = this.sendCopy(am, hdr, hdrLen, payload);
+      if (st === NO_RESOURCE) return NO_RESOURCE;
+      done.railComplete(null);
+      return IN_PROGRESS;
+    }
     // No back-pressure here: the payload stays in the caller's memory until
     // written, so queueing it costs us nothing, and stopping the pipe until
     // 'drain' would leave the socket idle.
@@ -170,6 +185,18 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
 
   private flushBatch(): void {
     if (this.batchLen === 0) return;
+    if (this.batchLen <= SMALL_FLUSH) {
+      // A few frames: written from an exact-size copy, and the batch stays.
+      // Handing over the whole 64 KiB batch pinned it until the write
+      // completed, and a peer that does not read let thousands of such writes
+      // queue (the high-water mark counts bytes, not batches): 3 GB of
+      // batches for 50,000 small messages.
+      const bytes = Buffer.allocUnsafe(this.batchLen);
+      this.batch.buf.copy(bytes, 0, 0, this.batchLen);
+      this.batchLen = 0;
+      this.writeRaw(bytes, null);
+      return;
+    }
     const b = this.batch;
     const len = this.batchLen;
     this.batch = this.rail.batches.get();
