@@ -319,3 +319,15 @@ test('doorbellClose twice is harmless; a closed waiter never calls back', addon,
   await new Promise((r) => setTimeout(r, 50));
   assert.equal(calls, 0);
 });
+
+test('reduce: views that overlap give what an element-by-element loop gives (the vector paths are for views apart)', addon, () => {
+  const T = TYPE_CODES.indexOf('Float64Array'), SUM = OP_CODES.indexOf('sum');
+  for (const [oo, ao, bo] of [[1, 0, 40], [0, 1, 40], [0, 0, 0], [40, 0, 0], [5, 5, 3]]) {
+    const mine = new Float64Array(100).map((_, i) => i * 1.25 + 1);
+    const js = mine.slice();
+    const n = 50;
+    for (let i = 0; i < n; i++) js[oo + i] = js[ao + i] + js[bo + i];
+    assert.equal(native.reduce(T, SUM, mine, oo, mine, ao, mine, bo, n), true);
+    assert.deepEqual(mine, js, `out at ${oo}, a at ${ao}, b at ${bo}`);
+  }
+});
