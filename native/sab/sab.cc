@@ -1,8 +1,9 @@
 // railcomm's V8 shim: the one thing railcomm's Node-API addon cannot do on
 // every Node it supports. Node-API wraps memory it did not allocate as a
 // SharedArrayBuffer only through node_api_create_external_sharedarraybuffer,
-// which Node 20 lacks (as do 22 before 22.23, 24 before 24.16 and 26.0); the
-// shm rail needs its /dev/shm mappings as SharedArrayBuffers. This file does
+// which Node 20 lacks (as do 24 before 24.16, 26.0, and 22 before its
+// backport: 22.23 has it); the shm rail needs its /dev/shm mappings as
+// SharedArrayBuffers. This file does
 // just that with the V8 API that Node 20, 22, 24 and 26 all have, so it is
 // built per Node ABI (prebuilds/linux-x64/node.abi<N>.node); the addon uses
 // it only where the Node-API call is missing (src/native/addon.ts decides).

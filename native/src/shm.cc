@@ -3,8 +3,8 @@
 // reserved up front, so a full /dev/shm fails here.
 //
 // Node-API can wrap memory it did not allocate as a SharedArrayBuffer only
-// through node_api_create_external_sharedarraybuffer (Node 22.23, 24.16, 26.1
-// on; experimental). It is looked up at run time, so this binary, built
+// through node_api_create_external_sharedarraybuffer (Node 24.16 and 26.1, and
+// 22.23 has it too; experimental), looked up at run time, so this binary, built
 // against any headers, uses it where the running Node has it; elsewhere the
 // caller passes the V8 shim's wrapMapping (native/sab/) as the last argument.
 #include "common.h"
@@ -59,7 +59,7 @@ Napi::Value Wrap(const Napi::CallbackInfo& a, size_t shimArg, void* p, size_t le
   const CreateExternalSab create = ExternalSab();
   if (create == nullptr) {
     munmap(p, len);
-    Napi::Error::New(env, "this Node.js has no node_api_create_external_sharedarraybuffer (Node 22.23, 24.16, 26.1 on) and the V8 shim (native/sab) was not passed").ThrowAsJavaScriptException();
+    Napi::Error::New(env, "this Node.js has no node_api_create_external_sharedarraybuffer (Node 24.16, 26.1 and 22.23 have it) and the V8 shim (native/sab) was not passed").ThrowAsJavaScriptException();
     return Napi::Value();
   }
   napi_value out = nullptr;
