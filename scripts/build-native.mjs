@@ -6,14 +6,15 @@
 // shared memory as a SharedArrayBuffer, the V8 shim (native/sab/) too: its
 // prebuild for this Node ABI, else a source build. A failed build only
 // records why (native/build-log.txt, native/sab/build-log.txt): railcomm runs
-// without it and `railcomm info` says what is missing.
+// without it and `railcomm info` says what is missing. The libfabric binding
+// (native/ofi/build.mjs, where present) builds after, its outcome on the same line.
 //   RAILCOMM_SKIP_NATIVE=1        skip everything
 //   RAILCOMM_BUILD_FROM_SOURCE=1  (or --from-source) ignore the prebuilds
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const nativeDir = path.join(root, 'native');
@@ -178,9 +179,22 @@ function main() {
   return `railcomm: native addon ${loaded}${shimNote} (shm rail, CRC32C, udp batching, single copy available); ${pmix}`;
 }
 
+/** The libfabric binding's own build (native/ofi/build.mjs, where the package has it): its line without the prefix, or null. */
+async function ofi() {
+  const script = path.join(nativeDir, 'ofi', 'build.mjs');
+  if (!existsSync(script)) return null;
+  try {
+    const { buildOfi } = await import(pathToFileURL(script).href);
+    return String(buildOfi()).replace(/^railcomm: /, '');
+  } catch (e) {
+    return `ofi binding setup failed (${e.message.split('\n')[0]}): no ofi rail`;
+  }
+}
+
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   // Exactly one line, whatever happened (the logs hold the details).
   let line;
   try { line = main(); } catch (e) { line = `railcomm: native setup failed (${e.message.split('\n')[0]}); railcomm still runs, with tcp between processes on one host`; }
-  console.log(line);
+  const o = await ofi();
+  console.log(o === null ? line : `${line}; ${o}`);
 }
