@@ -164,9 +164,11 @@ function logLine(file: string): string {
  * Node version does not load here, and the prebuild still can.
  */
 function sabPath(raw: RawAddon): { wrap: WrapMapping; file: string; from: 'prebuild' | 'source build' } | null | string {
-  if (raw.externalSharedArrayBuffer() && process.env['RAILCOMM_SAB_SHIM'] !== '1') return null;
+  const napi = raw.externalSharedArrayBuffer();
+  if (napi && process.env['RAILCOMM_SAB_SHIM'] !== '1') return null;
   const dir = path.join(nativeDir(), 'sab');
-  const need = `node ${process.version} (ABI ${process.versions.modules}) lacks node_api_create_external_sharedarraybuffer, so the shm rail needs the V8 shim native/sab`;
+  const need = napi ? `RAILCOMM_SAB_SHIM=1 asks for the V8 shim native/sab for node ${process.version} (ABI ${process.versions.modules})`
+    : `node ${process.version} (ABI ${process.versions.modules}) lacks node_api_create_external_sharedarraybuffer, so the shm rail needs the V8 shim native/sab`;
   const candidates: { file: string; from: 'prebuild' | 'source build' }[] = [
     { file: path.join(dir, 'build', 'Release', 'railcomm_sab.node'), from: 'source build' },
     { file: path.join(dir, 'prebuilds', `${process.platform}-${process.arch}`, `node.abi${process.versions.modules}.node`), from: 'prebuild' },
@@ -178,7 +180,7 @@ function sabPath(raw: RawAddon): { wrap: WrapMapping; file: string; from: 'prebu
       const shim = requireHere(c.file) as { wrapMapping: WrapMapping };
       return { wrap: shim.wrapMapping, ...c };
     } catch (e) {
-      failed.push(`${path.relative(root(), c.file)}: ${(e as Error).message.split('\n')[0]}`);
+      failed.push(`${path.relative(root(), c.file)}: ${(e as Error).message.replace(/\s+/g, ' ').slice(0, 240)}`);
     }
   }
   if (failed.length > 0) return `${need}, which failed to load (${failed.join('; ')}); run npm rebuild railcomm`;
@@ -236,7 +238,8 @@ export function loadNative(): NativeAddon | null {
   if (typeof sab === 'string') { why = `native addon loaded from ${bin.from} (${bin.file}), but unusable: ${sab}`; return null; }
   loaded = wrap(raw, sab?.wrap);
   origin = { file: bin.file, from: bin.from, sab: sab === null ? 'node-api' : 'v8 shim', ...(sab === null ? {} : { shim: { file: sab.file, from: sab.from } }) };
-  const sabWhy = sab === null ? "segments through Node-API's node_api_create_external_sharedarraybuffer" : `segments through the V8 shim, ${sab.from} ${path.relative(root(), sab.file)}`;
+  const sabWhy = sab === null ? "shared memory as SharedArrayBuffer through Node-API's node_api_create_external_sharedarraybuffer"
+    : `shared memory as SharedArrayBuffer through the V8 shim, ${sab.from} ${path.relative(root(), sab.file)}`;
   why = `native addon loaded from ${bin.from} (${path.relative(root(), bin.file)}; crc32c ${raw.crc32cHardware() ? 'SSE4.2' : 'table'}; ${sabWhy})`;
   return loaded;
 }
