@@ -11,14 +11,14 @@ const unit = (...names) => names.map((n) => `test/unit/${n}.test.mjs`);
 export const MODULES = {
   matching: { mutate: ['dist/proto/matching.js'], tests: unit('matching', 'request') },
   reorder: { mutate: ['dist/proto/reorder.js'], tests: unit('reorder') },
-  seq: { mutate: ['dist/core/seq.js'], tests: unit('seq', 'reorder', 'udp-session', 'udp-quiet-loss') },
-  hotel: { mutate: ['dist/core/hotel.js'], tests: unit('hotel', 'udp-session', 'udp-quiet-loss') },
+  seq: { mutate: ['dist/core/seq.js'], tests: unit('seq', 'reorder', 'udp-session', 'udp-session-contract', 'udp-quiet-loss') },
+  hotel: { mutate: ['dist/core/hotel.js'], tests: unit('hotel', 'udp-session', 'udp-session-contract', 'udp-quiet-loss') },
   'proto-wire': { mutate: ['dist/proto/wire.js'], tests: unit('proto-wire', 'ipc') },
-  'udp-wire': { mutate: ['dist/rail/udp/wire.js', 'dist/rail/udp/checksum.js'], tests: unit('udp-wire', 'udp-reassembly', 'udp-session', 'udp-quiet-loss') },
+  'udp-wire': { mutate: ['dist/rail/udp/wire.js', 'dist/rail/udp/checksum.js'], tests: unit('udp-wire', 'udp-reassembly', 'udp-session', 'udp-session-contract', 'udp-quiet-loss') },
   'tcp-wire': { mutate: ['dist/rail/tcp/wire.js'], tests: unit('tcp-wire', 'tcp-reader') },
   'kv-wire': { mutate: ['dist/boot/kv-wire.js'], tests: unit('kv-wire', 'kv') },
   kernels: { mutate: ['dist/native/kernels.js'], tests: unit('reduce-model', 'coll-kernels') },
-  'udp-session': { mutate: ['dist/rail/udp/session.js'], tests: unit('udp-session', 'udp-quiet-loss') },
+  'udp-session': { mutate: ['dist/rail/udp/session.js'], tests: unit('udp-session', 'udp-session-contract', 'udp-quiet-loss') },
   ipc: { mutate: ['dist/proto/ipc.js', 'dist/proto/ipc-wire.js'], tests: unit('ipc') },
 };
 
