@@ -29,9 +29,9 @@ export const PARTS = {
 /**
  * The parts CI must have (the one place CI declares them; .ci/run installs
  * them). RAILCOMM_CI_REQUIRE overrides it for a CI that lacks some on purpose
- * (comma-separated part names, or `none`). libfabric's rail joins once it exists.
+ * (comma-separated part names, or `none`).
  */
-export const CI_REQUIRES = ['addon', 'pmix', 'mpirun', 'slurm', 'netns', 'nftables', 'userns', 'sshd'];
+export const CI_REQUIRES = ['addon', 'pmix', 'mpirun', 'slurm', 'netns', 'nftables', 'userns', 'sshd', 'ofi'];
 
 export const ON_CI = process.env.CI === 'true' || process.env.CI === '1';
 
