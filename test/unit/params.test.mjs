@@ -30,9 +30,9 @@ function throwsInvalid(fn, re) {
  */
 const DEFAULTS = {
   rails: '', tcpDevices: '', tcpPort: 0,
-  eagerLimit: 16384, rndvThreshold: 65536, rndvChunk: 1 << 20, eagerCredits: 4 << 20,
+  eagerLimit: 16384, rndvThreshold: 65536, rndvChunk: 1 << 20, eagerCredits: 4 << 20, sendBuffer: 32 << 20,
   tcpMaxFrame: 4 << 20, tcpRecvBuffer: 256 << 10, tcpSendHighWater: 16 << 20,
-  connectTimeout: 30000, handshakeTimeout: 10000,
+  connectTimeout: 30000, handshakeTimeout: 5000,
   udpMtu: 0, udpTinyMtu: 768, udpWindow: 4096, udpRtoMs: 100, udpAckDelay: 1, udpPeerTimeout: 300, udpFaults: '', udpChecksum: true, udpSocketBuffer: 4 << 20,
   spinUs: 1000, hangTimeout: 0,
   tbsmRing: 1 << 20, shmRing: 1 << 20, shmRndvThreshold: 0, shmSingleCopy: true,
