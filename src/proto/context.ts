@@ -124,8 +124,13 @@ export class Context {
     const chosen = usable.filter((c) => {
       if (wanted.length > 0 && !wanted.includes(c.name) && c.reach !== 'self') { l3.push(`${c.name}: dropped (not in RAILCOMM_RAILS=${params.rails})`); return false; }
       if (c.optIn === true && !wanted.includes(c.name) && !opts.probeAll) { l3.push(`${c.name}: dropped (opt-in: name it in RAILCOMM_RAILS)`); return false; }
-      const why = layoutOk(c);
-      if (why !== null) { l3.push(`${c.name}: dropped (${why})`); return false; }
+      const why = layoutOk(c) ?? (opts.probeAll ? null : c.fits?.(params, Math.max(0, opts.launch.localSize - opts.launch.threads)) ?? null);
+      if (why !== null) {
+        l3.push(`${c.name}: dropped (${why})`);
+        // Not a layout choice but a surprise the user should hear about.
+        if (c.fits !== undefined && layoutOk(c) === null) ctx.log.warn(`${c.name} rail not used: ${why}`);
+        return false;
+      }
       l3.push(`${c.name}: kept`);
       return true;
     });
@@ -331,15 +336,20 @@ export class Context {
     });
   }
 
+  /** The endpoint of a peer, made without starting a lookup when it is new (only a failure to remember). */
+  private unresolvedEndpoint(world: number): ProtoEndpoint {
+    let ep = this.endpoints[world];
+    if (ep === undefined) {
+      ep = new ProtoEndpoint(world, endpointId(this.launch.jobId, world), this.params.eagerCredits, this.params.sendBuffer);
+      this.endpoints[world] = ep;
+    }
+    return ep;
+  }
+
   /** Rank `world` died (the wire-up service says so): fail everything that involves it. */
   peerLost(world: number, why: string): void {
     if (this.closed || world === this.launch.rank || !Number.isInteger(world) || world < 0 || world >= this.launch.size) return;
-    let ep = this.endpoints[world];
-    if (ep === undefined) {
-      // Never used: no lookup to start, only a failure to remember.
-      ep = new ProtoEndpoint(world, endpointId(this.launch.jobId, world), this.params.eagerCredits);
-      this.endpoints[world] = ep;
-    }
+    const ep = this.unresolvedEndpoint(world);
     this.failEndpoint(ep, new RailcommError(ErrorCode.PEER_FAILED, `rank ${world} died: ${why}`), false);
     for (const r of this.rails) r.peerDied?.(ep.id);
   }
@@ -355,7 +365,17 @@ export class Context {
   }
 
   private onRailFailed(lane: RailEndpoint, err: RailcommError, graceful: boolean): void {
-    const ep = lane.owner as ProtoEndpoint | null;
+    let ep = lane.owner as ProtoEndpoint | null;
+    if (ep === null && !graceful && jobOf(lane.peer) === this.launch.jobId) {
+      // A rail endpoint nobody bound yet failed (the peer told the rail it
+      // cannot reach us): the peer is lost to this rank unless another lane
+      // already carries it.
+      const world = rankOf(lane.peer);
+      if (world >= this.launch.size || world === this.launch.rank) return;
+      ep = this.unresolvedEndpoint(world);
+      if (ep.lane === null) this.failEndpoint(ep, err, false);
+      return;
+    }
     if (ep === null || ep.lane !== lane) return;
     this.failEndpoint(ep, err, graceful);
   }

@@ -60,7 +60,7 @@ const EMPTY_BUF = Buffer.alloc(0);
 const KEEP_FOR_CREDIT = 4; // explicit CREDIT once a quarter of the window is owed
 
 /** eagerNow's answers. */
-const EAGER_SENT = 0, EAGER_NO_CREDIT = 1, EAGER_FULL = 2;
+const EAGER_SENT = 0, EAGER_NO_CREDIT = 1, EAGER_FULL = 2, EAGER_FAILED = 3;
 
 export class PointToPoint implements Canceller {
   private readonly host: P2pHost;
@@ -162,6 +162,9 @@ export class PointToPoint implements Canceller {
       ep.owed = owed;
       return EAGER_FULL;
     }
+    // The rail failed the peer while taking it (a ring it could not create):
+    // the message did not go, and the send must say so, not complete.
+    if (ep.failure !== null) return EAGER_FAILED;
     ep.txSeq = nextSeq(ep.txSeq);
     ep.credits -= cost;
     return EAGER_SENT;
@@ -179,6 +182,7 @@ export class PointToPoint implements Canceller {
       req.complete(req.source, req.tag, len);
       return null;
     }
+    if (eager === EAGER_FAILED) { req.fail(ep.failure!); return null; }
     // The rail is full and this peer already holds all the completed sends
     // RAILCOMM_SEND_BUFFER allows: this one waits for room, not completed.
     if (eager === EAGER_FULL && !ep.mayHold(len)) return ProtoEndpoint.deferred(req);

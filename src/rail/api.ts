@@ -178,6 +178,11 @@ export interface Component {
   readonly optIn?: boolean;
   /** LCP step 2: can this build use it at all? */
   available(): { ok: boolean; why: string };
+  /**
+   * LCP step 3: why this job cannot use it on this host, or null (shm: not
+   * enough free space in /dev/shm for the rings to `hostPeers` peers).
+   */
+  fits?(params: Params, hostPeers: number): string | null;
   /** LCP step 4. */
   queryDevices(params: Params): Device[];
   /** More for `railcomm info` after its devices were queried (ofi: the providers it refuses, and why). */

@@ -112,6 +112,10 @@ export class ShmEndpoint extends RingLane<ShmEndpoint> implements RingPeer {
       rail.native.shmUnlink(name); // a leftover of a killed job with the same id
       ring = new Ring(rail.native.shmCreate(name, 128 + rail.ringBytes));
     } catch (err) {
+      // The peer waits for what we send: tell it (an announcement without a
+      // ring), so that it fails too instead of waiting for ever.
+      const slot = Atomics.add(this.peerInbox!, IN_ANNOUNCED, 1);
+      if (slot < INBOX_SLOTS) { Atomics.store(this.peerInbox!, IN_SLOTS + slot, -(rail.rank + 1)); this.bell!.ring(); }
       this.fail(`cannot create ring ${name}: ${(err as Error).message}`, false);
       return null;
     }
@@ -215,6 +219,11 @@ export class ShmEndpoint extends RingLane<ShmEndpoint> implements RingPeer {
 
   abort(reason: string): void {
     this.fail(reason, true);
+  }
+
+  /** The peer could not make its ring to us (it announced none): it failed us, we fail it. */
+  unreachable(): void {
+    this.fail('it could not create its ring to this rank (is /dev/shm full? railcomm info says how much is free)', false);
   }
 
   private fail(reason: string, bad: boolean): void {

@@ -168,6 +168,7 @@ export class ShmRail implements Rail {
       if (who === 0) break; // taken, not written yet: next poll
       this.seen++;
       any = true;
+      if (who < 0) { this.endpoint(endpointId(jobOf(this.env.self), -who - 1), '').unreachable(); continue; }
       const from = who - 1;
       const peer = endpointId(jobOf(this.env.self), from);
       const ep = this.endpoint(peer, '');
@@ -286,7 +287,7 @@ export class ShmRail implements Rail {
     const announced = Math.min(Atomics.load(w, IN_ANNOUNCED), INBOX_SLOTS);
     for (let s = this.seen; s < announced; s++) {
       const who = Atomics.load(w, IN_SLOTS + s);
-      if (who !== 0) this.native.shmUnlink(ringName(this.prefix, who - 1, this.rank));
+      if (who > 0) this.native.shmUnlink(ringName(this.prefix, who - 1, this.rank));
     }
     for (const ep of this.endpoints.values()) ep.release();
     this.inbound.length = 0;
