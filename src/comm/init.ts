@@ -103,7 +103,7 @@ async function start(options: InitOptions): Promise<Communicator> {
     const timeout = resolveParams(options.params ?? {}).connectTimeout;
     kv = await Rank0Store.open(launch.master, launch.jobKey, launch.rank, launch.size, timeout);
   } else if (launch.pmix !== undefined) {
-    throw new RailcommError(ErrorCode.BOOT, `started by ${launch.launcher} with PMIx, but railcomm's PMIx module is unavailable (${pmixWhy()}) and MASTER_ADDR and MASTER_PORT are not set: install libpmix-dev and pkg-config and rerun npm install, or give every rank MASTER_ADDR=<host of rank 0> and MASTER_PORT=<free port> (for mpirun: -x MASTER_ADDR=... -x MASTER_PORT=...)`);
+    throw new RailcommError(ErrorCode.BOOT, `started by ${launch.launcher} with PMIx, but railcomm's PMIx module is unavailable (${pmixWhy()}) and MASTER_ADDR and MASTER_PORT are not set: install Open MPI's PMIx library (Debian libpmix2, which openmpi-bin brings) or set RAILCOMM_PMIX_LIB to its file, or give every rank MASTER_ADDR=<host of rank 0> and MASTER_PORT=<free port> (for mpirun: -x MASTER_ADDR=... -x MASTER_PORT=...)`);
   } else {
     launch.wireup = 'none (a world of one)';
   }

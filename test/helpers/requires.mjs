@@ -12,7 +12,7 @@ import { loadPmix, pmixWhy } from '../../dist/boot/pmix.js';
 /** Every part a test may need, and what it is (for the messages). */
 export const PARTS = {
   addon: "railcomm's native addon",
-  pmix: "railcomm's PMIx module (native/pmix)",
+  pmix: "railcomm's PMIx client (in the native addon; needs libpmix.so.2)",
   mpirun: "Open MPI's mpirun (Debian openmpi-bin)",
   slurm: 'a single-host Slurm (Debian slurm-wlm, munge)',
   netns: 'network namespaces (iproute2, root)',
