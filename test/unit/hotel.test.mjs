@@ -33,7 +33,8 @@ test('hotel: guests expire at their due tick, in any order of check-in, across w
 // the wheel) later, whatever the check-ins, check-outs, wraps and long pauses.
 test('hotel: every guest leaves at the first advance that reaches its due tick, no earlier and no later (property)', () => {
   const op = fc.oneof(
-    fc.record({ kind: fc.constant('in'), g: fc.nat(15), delay: fc.integer({ min: -5, max: 400 }) }),
+    // Delays around 0 often: a due time at or before the current tick must still wait for the next one.
+    fc.record({ kind: fc.constant('in'), g: fc.nat(15), delay: fc.oneof(fc.integer({ min: -5, max: 400 }), fc.integer({ min: -3, max: 3 })) }),
     fc.record({ kind: fc.constant('out'), g: fc.nat(15) }),
     fc.record({ kind: fc.constant('advance'), step: fc.oneof(fc.integer({ min: 0, max: 6 }), fc.integer({ min: 0, max: 700 })) }),
   );
