@@ -123,6 +123,7 @@ Napi::Value Open(const Napi::CallbackInfo& cb) {
   const uint32_t smallCount = o.Get("smallCount").As<Napi::Number>().Uint32Value();
   const size_t largeBytes = o.Get("largeBytes").As<Napi::Number>().Uint32Value();
   const uint32_t largeCount = o.Get("largeCount").As<Napi::Number>().Uint32Value();
+  const bool inject = !o.Has("inject") || o.Get("inject").ToBoolean().Value();
   SnapshotFds();
 
   fi_info* hints = Hints(true);
@@ -172,7 +173,8 @@ Napi::Value Open(const Napi::CallbackInfo& cb) {
   const int mr = info->domain_attr->mr_mode;
   e->virtAddr = (mr & FI_MR_VIRT_ADDR) != 0 || mr == FI_MR_BASIC;
   e->provKey = (mr & FI_MR_PROV_KEY) != 0 || mr == FI_MR_BASIC;
-  e->inject = info->tx_attr->inject_size;
+  e->inject = inject ? info->tx_attr->inject_size : 0;
+  e->txLimit = info->tx_attr->size > 0 && info->tx_attr->size < 0xffffffffu ? static_cast<uint32_t>(info->tx_attr->size) : 0xffffffffu;
 
   // Receive slab, posted whole.
   e->rxSlot = (rxSlot + 63) & ~static_cast<size_t>(63);

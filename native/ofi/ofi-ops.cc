@@ -90,7 +90,7 @@ bool PostRecv(Ep* e, uint32_t i) {
 }
 
 ssize_t Submit(Ep* e, Entry* x) {
-  if (e->pendingHead < e->pending.size()) { e->pending.push_back(x); return 0; }
+  if (e->pendingHead < e->pending.size() || e->inFlight >= e->txLimit) { e->pending.push_back(x); return 0; }
   const ssize_t r = Post(e, x);
   if (r == 0) { e->inFlight++; return 0; }
   if (r == -FI_EAGAIN) { e->pending.push_back(x); return 0; }
@@ -98,7 +98,7 @@ ssize_t Submit(Ep* e, Entry* x) {
 }
 
 void PostPending(Ep* e) {
-  while (e->pendingHead < e->pending.size()) {
+  while (e->pendingHead < e->pending.size() && e->inFlight < e->txLimit) {
     Entry* x = e->pending[e->pendingHead];
     const ssize_t r = Post(e, x);
     if (r == -FI_EAGAIN) break;
@@ -136,7 +136,7 @@ napi_value Send(napi_env env, napi_callback_info info) {
   if (headLen > headCap) return Ret(env, -FI_EINVAL);
   const size_t total = headLen + payLen;
   if (jsId == 0) {
-    if (total <= e->inject && e->pendingHead == e->pending.size()) {
+    if (total <= e->inject && e->pendingHead == e->pending.size() && e->inFlight < e->txLimit) {
       uint8_t buf[4096];
       if (total <= sizeof buf) {
         std::memcpy(buf, head, headLen);

@@ -61,6 +61,19 @@ void ErrorEvent(Ep* e, uint32_t n, Entry* x, int err, int provErrno, const std::
   e->errTexts.push_back(text);
 }
 
+/** Read completions ahead into the stash (when it is empty); how many wait there (an error counts one). */
+size_t ReadAhead(Ep* e) {
+  if (e->stashHead == e->stash.size() && !e->stashErr) {
+    e->stash.clear();
+    e->stashHead = 0;
+    fi_cq_data_entry c[16];
+    const ssize_t got = fi_cq_read(e->cq, c, 16);
+    if (got > 0) e->stash.assign(c, c + got);
+    else if (got == -FI_EAVAIL) e->stashErr = true;
+  }
+  return e->stash.size() - e->stashHead + (e->stashErr ? 1 : 0);
+}
+
 /** One completion as an event (receives, and operations someone waits for), its entry freed. */
 void Handle(Ep* e, const fi_cq_data_entry& c, uint32_t& n, uint32_t& freed) {
   void* ctx = c.op_context;
@@ -165,15 +178,10 @@ napi_value Pending(napi_env env, napi_callback_info info) {
   napi_value a[1];
   Ep* e = EpArg(env, info, a, 1);
   if (e == nullptr) return Ret(env, 0);
-  if (e->stashHead == e->stash.size() && !e->stashErr) {
-    e->stash.clear();
-    e->stashHead = 0;
-    fi_cq_data_entry c[16];
-    const ssize_t got = fi_cq_read(e->cq, c, 16);
-    if (got > 0) e->stash.assign(c, c + got);
-    else if (got == -FI_EAVAIL) e->stashErr = true;
-  }
-  return Ret(env, static_cast<int32_t>(e->stash.size() - e->stashHead) + (e->stashErr ? 1 : 0));
+  // Operations the provider could not take yet go now if they can (shm takes a
+  // first message only once the peer's progress answered its connection request).
+  PostPending(e);
+  return Ret(env, static_cast<int32_t>(ReadAhead(e)));
 }
 
 /** errText(h, i): the reason of error event i of the last poll. */
@@ -245,6 +253,10 @@ napi_value Arm(napi_env env, napi_callback_info info) {
   if (e == nullptr || e->poll == nullptr) { napi_get_boolean(env, false, &f); return f; }
   Repost(e);
   PostPending(e);
+  // Completions already there (a provider with its own progress thread, or
+  // one whose trywait cannot tell): no sleep.
+  // Operations still waiting for the provider to take them: keep polling instead.
+  if (ReadAhead(e) > 0 || e->pendingHead < e->pending.size()) { napi_get_boolean(env, false, &f); return f; }
   if (!e->polling) {
     if (e->trywait) {
       fid* fids[1] = {&e->cq->fid};

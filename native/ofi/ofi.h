@@ -99,6 +99,8 @@ struct Ep {
   std::vector<std::pair<Entry*, int>> failedAtPost;
   size_t pendingHead = 0;
   uint32_t inFlight = 0;
+  /** Operations posted at once at most: the provider's transmit queue depth (udp;ofi_rxd takes more and then stalls). */
+  uint32_t txLimit = 0;
   // Address-vector entries that are endpoints of this process (by fi_addr), and their names:
   // a send to one closed since crashes some providers (shm maps its region once per process).
   std::string name;

@@ -49,6 +49,8 @@ export interface OfiOpenOptions {
   smallCount: number;
   largeBytes: number;
   largeCount: number;
+  /** Whether small frames go by fi_inject (default true). */
+  inject?: boolean;
 }
 
 export interface OfiOpened {

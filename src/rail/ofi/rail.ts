@@ -120,6 +120,8 @@ export class OfiRail implements Rail {
     this.opened = b.open({
       provider: info.provider, domain: info.domain, addrFormat: info.addrFormat,
       rxSlot: RX_SLOT, rxCount: RX_COUNT, smallCount: SMALL_ENTRIES, largeBytes: FRAME_HEAD + HEADER_MAX + COPY_MAX, largeCount: LARGE_ENTRIES,
+      // udp;ofi_rxd takes injects past its transmit queue and then stalls (1.17): every frame gets a completion there.
+      inject: !info.provider.startsWith('udp;ofi_rxd'),
     });
     this.h = this.opened.handle;
     b.setEvents(this.h, this.events, this.hold);
@@ -464,6 +466,8 @@ export class OfiRail implements Rail {
    */
   async close(): Promise<void> {
     if (this.closed) return;
+    // BYEs that came in first: those peers are gone, and a BYE to them might never complete (udp;ofi_rxd waits for an ack).
+    while (this.poll()) { /* deliver */ }
     await Promise.all([...this.endpoints.values()].map((ep) => ep.close()));
     const deadline = Date.now() + 2000;
     while (this.b.inFlight(this.h) > 0 && Date.now() < deadline) {
