@@ -124,13 +124,15 @@ Napi::Value Open(const Napi::CallbackInfo& cb) {
   const size_t largeBytes = o.Get("largeBytes").As<Napi::Number>().Uint32Value();
   const uint32_t largeCount = o.Get("largeCount").As<Napi::Number>().Uint32Value();
   const bool inject = !o.Has("inject") || o.Get("inject").ToBoolean().Value();
+  // A source name for providers that name their endpoints (shm: its /dev/shm file is named after it).
+  const std::string node = o.Has("node") && o.Get("node").IsString() ? o.Get("node").As<Napi::String>().Utf8Value() : std::string();
   SnapshotFds();
 
   fi_info* hints = Hints(true);
   hints->fabric_attr->prov_name = strdup(prov.c_str());
   hints->domain_attr->name = strdup(dom.c_str());
   fi_info* list = nullptr;
-  int r = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), nullptr, nullptr, 0, hints, &list);
+  int r = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), node.empty() ? nullptr : node.c_str(), nullptr, node.empty() ? 0 : FI_SOURCE, hints, &list);
   fi_freeinfo(hints);
   if (r != 0) { ThrowFi(env, "fi_getinfo for " + prov + " on " + dom, r); return env.Undefined(); }
   fi_info* pick = nullptr;

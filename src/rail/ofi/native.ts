@@ -51,6 +51,8 @@ export interface OfiOpenOptions {
   largeCount: number;
   /** Whether small frames go by fi_inject (default true). */
   inject?: boolean;
+  /** fi_getinfo's node with FI_SOURCE: the endpoint's own name where the provider takes one (shm: its /dev/shm file). */
+  node?: string;
 }
 
 export interface OfiOpened {

@@ -10,6 +10,8 @@ import { SummedTrafficCounters } from '../../core/counters.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { endpointId, formatId, jobOf, rankOf } from '../../core/ids.js';
 import { hostKey } from '../../core/host.js';
+import { cleanupOnSignal } from '../../core/signal-cleanup.js';
+import { shmJobPrefix } from '../../native/addon.js';
 import { readValue, isFloatType, OP_CSWAP, OP_LAND, OP_LOR, OP_MAX, OP_MIN } from '../../proto/rma/apply.js';
 import { EV_DONE, EV_ERROR, EV_RECV, EVENT_WORDS, type OfiBinding, type OfiInfo, type OfiOpened } from './native.js';
 import { OfiEndpoint } from './endpoint.js';
@@ -122,6 +124,8 @@ export class OfiRail implements Rail {
       rxSlot: RX_SLOT, rxCount: RX_COUNT, smallCount: SMALL_ENTRIES, largeBytes: FRAME_HEAD + HEADER_MAX + COPY_MAX, largeCount: LARGE_ENTRIES,
       // udp;ofi_rxd takes injects past its transmit queue and then stalls (1.17): every frame gets a completion there.
       inject: !info.provider.startsWith('udp;ofi_rxd'),
+      // shm names its /dev/shm file after the endpoint: under the job's prefix, railcomm run removes what a killed rank left.
+      ...(info.provider === 'shm' ? { node: `${shmJobPrefix(env.jobId)}ofi${this.rank}-${process.pid}` } : {}),
     });
     this.h = this.opened.handle;
     b.setEvents(this.h, this.events, this.hold);
@@ -142,7 +146,19 @@ export class OfiRail implements Rail {
     this.liveness = setInterval(() => this.checkPeers(), LIVENESS_MS);
     this.liveness.unref();
     this.sweep();
+    // A rank that exits without finalize, or is stopped by a signal, still closes
+    // its endpoint: the shm provider's /dev/shm file goes with it.
+    process.once('exit', this.onExit);
+    this.releaseOnSignal = cleanupOnSignal(this.onExit);
   }
+
+  private readonly releaseOnSignal: () => void;
+
+  private readonly onExit = (): void => {
+    if (this.closed) return;
+    this.closed = true;
+    this.b.close(this.h);
+  };
 
   address(): string {
     return this.myAddress;
@@ -475,6 +491,8 @@ export class OfiRail implements Rail {
       await new Promise((r) => setImmediate(r));
     }
     this.closed = true;
+    process.off('exit', this.onExit);
+    this.releaseOnSignal();
     clearInterval(this.liveness);
     if (this.timer !== null) { clearTimeout(this.timer); this.timer = null; }
     this.wake = null;
