@@ -11,7 +11,7 @@ const guest = (id) => ({ id, gNext: null, gPrev: null, gList: null, gDue: 0 });
 
 test('hotel: guests expire at their due tick, in any order of check-in, across wheel wraps', () => {
   fc.assert(fc.property(
-    fc.array(fc.record({ due: fc.integer({ min: 0, max: 3000 }), leave: fc.boolean() }), { maxLength: 200 }),
+    fc.array(fc.record({ due: fc.integer({ min: 0, max: 3000 }), leave: fc.boolean() }), { maxLength: 200, size: 'max' }),
     fc.integer({ min: 1, max: 50 }),
     (plan, step) => {
       const h = new Hotel(1000, 1, 64); // small wheel: many wraps
@@ -38,7 +38,7 @@ test('hotel: every guest leaves at the first advance that reaches its due tick, 
     fc.record({ kind: fc.constant('out'), g: fc.nat(15) }),
     fc.record({ kind: fc.constant('advance'), step: fc.oneof(fc.integer({ min: 0, max: 6 }), fc.integer({ min: 0, max: 700 })) }),
   );
-  fc.assert(fc.property(fc.integer({ min: 1, max: 4 }), fc.constantFrom(8, 16, 64), fc.integer({ min: 0, max: 100_000 }), fc.array(op, { maxLength: 150 }), (tickMs, slots, start, ops) => {
+  fc.assert(fc.property(fc.integer({ min: 1, max: 4 }), fc.constantFrom(8, 16, 64), fc.integer({ min: 0, max: 100_000 }), fc.array(op, { maxLength: 150, size: 'max' }), (tickMs, slots, start, ops) => {
     const h = new Hotel(start, tickMs, slots);
     const gs = Array.from({ length: 16 }, (_, i) => guest(i));
     const due = new Map(); // guest id -> due tick

@@ -67,7 +67,7 @@ test('List: removing an entry that is not on this list changes nothing', () => {
 
 test('List: random pushes and removes agree with an array (property)', () => {
   fc.assert(fc.property(
-    fc.array(fc.tuple(fc.boolean(), fc.nat(40)), { maxLength: 120 }),
+    fc.array(fc.tuple(fc.boolean(), fc.nat(40)), { maxLength: 120, size: 'max' }),
     (ops) => {
       const l = new List();
       const model = [];
@@ -268,7 +268,7 @@ function checkSame(q, ref) {
 }
 
 test('MatchQueues agrees with a sequential reference model on random interleavings (property)', () => {
-  fc.assert(fc.property(fc.array(OP, { maxLength: 150 }), (ops) => {
+  fc.assert(fc.property(fc.array(OP, { maxLength: 150, size: 'max' }), (ops) => {
     const q = new MatchQueues();
     const ref = new RefModel();
     const everPosted = [];
@@ -329,7 +329,7 @@ test('MatchQueues agrees with a sequential reference model on random interleavin
 
 test('MatchQueues: many sources, each source strictly in arrival order for ANY_SOURCE/ANY_TAG receives (property)', () => {
   fc.assert(fc.property(
-    fc.array(fc.tuple(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 0, max: 5 })), { minLength: 1, maxLength: 200 }),
+    fc.array(fc.tuple(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 0, max: 5 })), { minLength: 1, maxLength: 200, size: 'max' }),
     (arrivals) => {
       const q = new MatchQueues();
       const ms = arrivals.map(([src, tag], i) => ({ id: i, src, tag, arrival: 0, prev: null, next: null, list: null }));

@@ -103,7 +103,7 @@ test('ReorderBuffer delivers a random permutation of a wrapping window in order,
     fc.integer({ min: 1, max: 200 }).chain((n) => fc.tuple(
       fc.constant(n),
       fc.shuffledSubarray([...Array(n).keys()], { minLength: n, maxLength: n }),
-      fc.array(fc.tuple(fc.nat(n - 1), fc.nat(n)), { maxLength: 30 }),
+      fc.array(fc.tuple(fc.nat(n - 1), fc.nat(n)), { maxLength: 30, size: 'max' }),
     )),
     (start, [n, perm, dupSpec]) => {
       const order = perm.map((i) => add(start, i));

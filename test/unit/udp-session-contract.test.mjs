@@ -214,7 +214,7 @@ function settled(h) {
 
 test('udp session contract: pacing, flight, ACK fields, counters and releases hold over any link (property)', () => {
   const scenario = fc.record({
-    sizes: fc.array(fc.oneof(fc.integer({ min: 0, max: 150 }), fc.integer({ min: 0, max: 4000 })), { minLength: 1, maxLength: 30 }),
+    sizes: fc.array(fc.oneof(fc.integer({ min: 0, max: 150 }), fc.integer({ min: 0, max: 4000 })), { minLength: 1, maxLength: 30, size: 'max' }),
     zc: fc.array(fc.boolean(), { minLength: 30, maxLength: 30 }),
     seed: fc.integer(),
     drop: fc.double({ min: 0, max: 0.25, noNaN: true }),

@@ -120,7 +120,7 @@ function simulate({ sizes, seed, drop, dup, reorder, corrupt, start }) {
 }
 
 const scenario = fc.record({
-  sizes: fc.array(fc.oneof(fc.integer({ min: 0, max: 150 }), fc.integer({ min: 0, max: 3000 })), { minLength: 1, maxLength: 40 }),
+  sizes: fc.array(fc.oneof(fc.integer({ min: 0, max: 150 }), fc.integer({ min: 0, max: 3000 })), { minLength: 1, maxLength: 40, size: 'max' }),
   seed: fc.integer(),
   drop: fc.double({ min: 0, max: 0.3, noNaN: true }),
   dup: fc.double({ min: 0, max: 0.2, noNaN: true }),
