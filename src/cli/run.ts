@@ -457,7 +457,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   // If this process exits while ranks run (process.exit elsewhere, uncaught error), take them along.
   const onExit = (): void => {
     for (const p of procs) if (p.pid !== undefined) killGroup(p.pid, 'SIGKILL');
-    removeJobSegments(jobId);
+    removeJobSegments(jobId, jobKey);
   };
   const forward = opts.forwardSignals ?? true;
   if (forward) {
@@ -497,7 +497,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     errGate?.dispose();
     await kv.close();
     // Segments of ranks that were killed before they could unlink them (this host only).
-    removeJobSegments(jobId);
+    removeJobSegments(jobId, jobKey);
     const exits: RankExit[] = [];
     for (const p of procs) for (let r = p.base; r < p.base + p.count; r++) exits.push({ rank: r, code: p.code, signal: p.signal });
     const result: JobResult = { code: failure?.code ?? 0, exits };

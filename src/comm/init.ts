@@ -90,7 +90,7 @@ async function start(options: InitOptions): Promise<Communicator> {
       if (w?.isFinalized) return;
       log.error(`rank ${launch.rank}: lost the connection to the launcher's PMIx server; exiting`);
       // No launcher of ours will remove the job's shared-memory segments now; the job is dead.
-      removeJobSegments(launch.jobId);
+      removeJobSegments(launch.jobId, launch.jobKey);
       process.exit(1);
     });
     kv = store;

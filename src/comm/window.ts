@@ -309,7 +309,7 @@ export async function allocateWindow(comm: Communicator, size: number): Promise<
   const segs = ctx.rma.segments;
   const otherProcessesHere = launch.localSize > launch.threads;
   if (segs !== null && otherProcessesHere) {
-    const name = `${shmJobPrefix(launch.jobId)}w${launch.rank}-${process.pid}-${nextSegment++}`;
+    const name = `${shmJobPrefix(launch.jobId, launch.jobKey)}w${launch.rank}-${process.pid}-${nextSegment++}`;
     const sab = segs.shmCreate(name, Math.max(size, 8));
     // Until every rank mapped it (createWindow removes the name), a signal must not leave it behind.
     const release = cleanupOnSignal(() => segs.shmUnlink(name));

@@ -8,6 +8,7 @@ import { existsSync, readFileSync, readdirSync, unlinkSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { RailcommError, ErrorCode } from '../core/errors.js';
+import { mac } from '../core/auth.js';
 
 /** An opaque doorbell waiter (owned by the addon). */
 export interface DoorbellWaiter { readonly __brand: 'DoorbellWaiter' }
@@ -78,8 +79,12 @@ export const TYPE_CODES: readonly string[] = ['Int8Array', 'Uint8Array', 'Int16A
 export const OP_CODES: readonly string[] = ['sum', 'prod', 'min', 'max', 'band', 'bor', 'bxor'];
 
 /** Segment names of a job start with this, so the launcher can remove leftovers by prefix. */
-export function shmJobPrefix(jobId: number): string {
-  return `railcomm-${jobId >>> 0}-`;
+export function shmJobPrefix(jobId: number, jobKey: string): string {
+  // A tag only the job's members can compute (its key is their secret):
+  // /dev/shm is world-readable, so names must not give away the job id, nor
+  // be guessable by another user who would take them first.
+  const key = /^[0-9a-f]+$/i.test(jobKey) && jobKey.length % 2 === 0 ? jobKey : Buffer.from(jobKey).toString('hex');
+  return `railcomm-${mac(key || '00', 'railcomm-shm-names', String(jobId >>> 0)).toString('hex').slice(0, 16)}-`;
 }
 
 interface RawError { code?: string; message?: string }
@@ -277,8 +282,8 @@ export function loadBinary(dir = nativeDir()): { ok: true; raw: unknown; file: s
  * Remove what a job left in /dev/shm (ranks killed before they could unlink):
  * plain file removal, so it works without the addon. Returns how many went.
  */
-export function removeJobSegments(jobId: number, dir = '/dev/shm'): number {
-  const prefix = shmJobPrefix(jobId);
+export function removeJobSegments(jobId: number, jobKey: string, dir = '/dev/shm'): number {
+  const prefix = shmJobPrefix(jobId, jobKey);
   let names: string[];
   try { names = readdirSync(dir); } catch { return 0; }
   let n = 0;

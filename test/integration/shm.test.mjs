@@ -77,8 +77,8 @@ test('a rank killed mid-transfer: the receiver fails within a second, survivors 
   const elapsed = linesWith(job.stdout, 'ELAPSED');
   assert.equal(elapsed.length, 1, job.stdout);
   assert.ok(Number(elapsed[0].rest) < within(PEER_GONE_MS), `took ${elapsed[0].rest} ms, README promises ${PEER_GONE_MS} (+${MARGIN_MS} margin)`);
-  const id = linesWith(job.stdout, 'JOBID')[0].rest;
-  assert.deepEqual(segments().filter((n) => n.startsWith(`railcomm-${id}-`)), []);
+  const prefix = linesWith(job.stdout, 'SHMPREFIX')[0].rest;
+  assert.deepEqual(segments().filter((n) => n.startsWith(prefix)), []);
 });
 
 /** Rank 1 of the fallback job runs in a user namespace of its own: whether this machine allows one. */

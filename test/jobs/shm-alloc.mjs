@@ -6,12 +6,13 @@
 
 import { init } from '../../dist/index.js';
 import { runCases, assert, pattern, samePattern } from './harness.mjs';
+import { shmJobPrefix } from '../../dist/native/addon.js';
 import { existsSync } from 'node:fs';
 
 const comm = await init();
 const shm = () => comm.world.ctx.rails.find((r) => r.component === 'shm');
 const N = 1 << 20;
-const prefix = `railcomm-${process.env.RAILCOMM_JOB_ID}-`;
+const prefix = shmJobPrefix(comm.world.ctx.launch.jobId, comm.world.ctx.launch.jobKey);
 let buf = null;
 
 const failed = await runCases(comm, [

@@ -4,12 +4,13 @@
 //   RAILCOMM_RAILS=shm,self railcomm run -n 3 test/jobs/shm-kill.mjs
 
 import { init } from '../../dist/index.js';
+import { shmJobPrefix } from '../../dist/native/addon.js';
 
 process.on('SIGTERM', () => {});
 const rank = Number(process.env.RAILCOMM_RANK);
 // The dying sender streams through the ring (it never offers single copy), so it dies mid-stream.
 const comm = await init({ params: { shmSingleCopy: rank !== 2 } });
-if (rank === 0) console.log(`JOBID ${process.env.RAILCOMM_JOB_ID}`);
+if (rank === 0) console.log(`SHMPREFIX ${shmJobPrefix(Number(process.env.RAILCOMM_JOB_ID), process.env.RAILCOMM_JOB_KEY)}`);
 await comm.barrier();
 const BIG = 256 << 20;
 if (rank === 2) {

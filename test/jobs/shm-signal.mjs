@@ -8,5 +8,5 @@ import { shmJobPrefix } from '../../dist/native/addon.js';
 
 const comm = await init();
 if (process.argv[2] === 'own-handler') process.on('SIGTERM', () => { console.log('OWN'); process.exit(0); });
-console.log(`READY ${shmJobPrefix(comm.world.ctx.launch.jobId)} ${comm.world.ctx.rails.map((r) => r.component).join(',')}`);
+console.log(`READY ${shmJobPrefix(comm.world.ctx.launch.jobId, comm.world.ctx.launch.jobKey)} ${comm.world.ctx.rails.map((r) => r.component).join(',')}`);
 setInterval(() => {}, 1000);

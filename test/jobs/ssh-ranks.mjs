@@ -6,13 +6,14 @@
 import { readFileSync } from 'node:fs';
 import { init } from '../../dist/index.js';
 import { assert } from './harness.mjs';
+import { shmJobPrefix } from '../../dist/native/addon.js';
 
 const comm = await init();
 const { rank, size } = comm;
 let parent = '?';
 try { parent = readFileSync(`/proc/${process.ppid}/comm`, 'utf8').trim(); } catch { /* not Linux */ }
 console.log(`PARENT ${parent}`);
-if (rank === 0) console.log(`JOBID ${process.env.RAILCOMM_JOB_ID}`);
+if (rank === 0) console.log(`SHMPREFIX ${shmJobPrefix(Number(process.env.RAILCOMM_JOB_ID), process.env.RAILCOMM_JOB_KEY)}`);
 const right = (rank + 1) % size;
 const left = (rank - 1 + size) % size;
 const token = new Int32Array([rank]);

@@ -11,7 +11,7 @@ import { tbsmComponent } from '../../dist/rail/tbsm/component.js';
 import { udpComponent } from '../../dist/rail/udp/component.js';
 import dgram from 'node:dgram';
 import { shmComponent } from '../../dist/rail/shm/component.js';
-import { loadNative } from '../../dist/native/addon.js';
+import { loadNative, shmJobPrefix } from '../../dist/native/addon.js';
 import { existsSync, readdirSync } from 'node:fs';
 import { resolveParams } from '../../dist/core/params.js';
 import { Logger } from '../../dist/core/log.js';
@@ -598,7 +598,7 @@ for (const R of RAILS) {
       ba.sendCopy(AM_MSG, hdrOf(0), 8, null);
       await pair.b.until(() => pair.b.got.length === 1, 'a -> b');
       await pair.a.until(() => pair.a.got.length === 1, 'b -> a');
-      const mine = () => readdirSync('/dev/shm').filter((n) => n.startsWith(`railcomm-${JOB}-`));
+      const mine = () => readdirSync('/dev/shm').filter((n) => n.startsWith(shmJobPrefix(JOB, KEY)));
       // Both rings mapped by both sides: only the inboxes may remain (no hostPeers given here).
       assert.deepEqual(mine().filter((n) => !n.endsWith('-in')), []);
       await pair.close();
@@ -610,16 +610,16 @@ for (const R of RAILS) {
       const pair = await R.open(resolveParams());
       try {
         // A rank 5 that writes garbage: announce a ring whose header is not railcomm's.
-        const bogus = native.shmCreate(`railcomm-${JOB}-5-1`, 128 + 65536);
+        const bogus = native.shmCreate(`${shmJobPrefix(JOB, KEY)}5-1`, 128 + 65536);
         new Int32Array(bogus)[28] = 0x12345678;
-        const inbox = new Int32Array(native.shmOpen(`railcomm-${JOB}-1-in`));
+        const inbox = new Int32Array(native.shmOpen(`${shmJobPrefix(JOB, KEY)}1-in`));
         const slot = Atomics.add(inbox, 19, 1);
         Atomics.store(inbox, 32 + slot, 5 + 1);
         await pair.b.until(() => pair.b.failed.length === 1, 'the bad peer fails');
         assert.equal(pair.b.failed[0].peer, endpointId(JOB, 5));
         assert.equal(pair.b.failed[0].graceful, false);
         assert.match(pair.b.messages[0], /magic 0x12345678/);
-        assert.ok(!existsSync(`/dev/shm/railcomm-${JOB}-5-1`), 'the bad ring was unlinked');
+        assert.ok(!existsSync(`/dev/shm/${shmJobPrefix(JOB, KEY)}5-1`), 'the bad ring was unlinked');
         // The good peer still talks.
         pair.epAB().sendCopy(AM_MSG, hdrOf(7), 8, fill(100, 7));
         await pair.b.until(() => pair.b.got.length === 1, 'a -> b after the bad peer');

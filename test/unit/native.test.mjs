@@ -14,7 +14,8 @@ import { need, needAddon } from '../helpers/requires.mjs';
 const native = loadNative();
 const addon = needAddon();
 const JOB = 4242;
-const name = (s) => `${shmJobPrefix(JOB)}${s}`;
+const KEY = 'c0ffee'.repeat(6);
+const name = (s) => `${shmJobPrefix(JOB, KEY)}${s}`;
 const ADDON = new URL('../../dist/native/addon.js', import.meta.url).href;
 
 test('shmCreate / shmOpen / shmUnlink: shared, zero-filled, exclusive, gone when unlinked', addon, () => {
@@ -169,13 +170,22 @@ test('udpSendBatch: one sendmmsg delivers each buffer\'s first bytes to its own 
   }
 });
 
+test('segment names carry no job id: a tag only the job key gives, 16 hex digits', () => {
+  const p = shmJobPrefix(JOB, KEY);
+  assert.match(p, /^railcomm-[0-9a-f]{16}-$/);
+  assert.ok(!p.includes(String(JOB)));
+  assert.equal(shmJobPrefix(JOB, KEY), p, 'every rank computes the same');
+  assert.notEqual(shmJobPrefix(JOB, 'ab'.repeat(16)), p, 'another key, another tag');
+  assert.notEqual(shmJobPrefix(JOB + 1, KEY), p, 'another job, another tag');
+});
+
 test('removeJobSegments removes exactly one job\'s leftovers', addon, () => {
   native.shmCreate(name('left1'), 4096);
   native.shmCreate(name('left2'), 4096);
-  const other = `${shmJobPrefix(JOB + 1)}keep`;
+  const other = `${shmJobPrefix(JOB + 1, KEY)}keep`;
   native.shmCreate(other, 4096);
   try {
-    assert.equal(removeJobSegments(JOB), 2);
+    assert.equal(removeJobSegments(JOB, KEY), 2);
     assert.ok(existsSync(`/dev/shm/${other}`));
   } finally { native.shmUnlink(other); }
 });

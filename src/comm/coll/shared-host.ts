@@ -20,7 +20,7 @@ export function sharedPathFor(comm: Communicator, group: readonly number[], coll
   const me = group.indexOf(ctx.worldRank);
   const native = ctx.rails.some((r) => r.component === 'shm') ? loadNative() : null;
   // Every rank of the job on this host, and the shm rail open: any communicator maps one segment.
-  if (native !== null && localSize >= size) return new SharedCollectives(new HostSegment(ctx, native, group, `${shmJobPrefix(ctx.launch.jobId)}c${collCtx}-${group[0]}`), me, group.length);
+  if (native !== null && localSize >= size) return new SharedCollectives(new HostSegment(ctx, native, group, `${shmJobPrefix(ctx.launch.jobId, ctx.launch.jobKey)}c${collCtx}-${group[0]}`), me, group.length);
   if (threads >= 2 && group.every((w) => w >= threadBase && w < threadBase + threads)) {
     return new SharedCollectives(new ThreadSegment(ctx, group, `coll/${collCtx}/${group[0]}`), me, group.length);
   }

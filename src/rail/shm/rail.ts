@@ -70,7 +70,7 @@ export class ShmRail implements Rail {
     this.native = native;
     this.ringBytes = ringBytes;
     this.host = host;
-    this.prefix = shmJobPrefix(env.jobId);
+    this.prefix = shmJobPrefix(env.jobId, env.jobKey);
     this.rank = rankOf(env.self);
     // Measured crossover (bench/RESULTS.md, shm run 7): the ring up to 256 KiB.
     this.caps = ringRailCaps(ringBytes, 0.6, env.params.shmRndvThreshold || 1 << 18);

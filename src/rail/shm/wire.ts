@@ -4,7 +4,7 @@
 
 /*
  * Segment names (under /dev/shm), all starting with the job prefix
- * `railcomm-<jobId>-` (native/addon.ts shmJobPrefix):
+ * `railcomm-<tag>-`, the tag derived from the job key (native/addon.ts shmJobPrefix):
  *   <prefix><rank>-in            a rank's inbox (created at rail open)
  *   <prefix><from>-<to>          the ring from rank `from` to rank `to` (created by `from` on first send)
  *
@@ -49,7 +49,7 @@ export function decodeAddress(text: string): ShmAddress | null {
   const parts = text.split(';');
   if (parts.length !== 3) return null;
   const pid = Number(parts[1]);
-  if (!Number.isSafeInteger(pid) || pid <= 0 || !/^railcomm-[0-9]+-[0-9]+-in$/.test(parts[2]!)) return null;
+  if (!Number.isSafeInteger(pid) || pid <= 0 || !/^railcomm-[0-9a-f]{16}-[0-9]+-in$/.test(parts[2]!)) return null;
   return { host: parts[0]!, pid, inbox: parts[2]! };
 }
 
