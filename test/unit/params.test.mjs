@@ -40,6 +40,7 @@ const DEFAULTS = {
   collSharedMax: 1 << 20, collSpinUs: 20000, collSharedSplit: 32 << 10, collSharedSlot: 256 << 10,
   check: false,
   log: 'warn', protoInfo: false, stats: false, statsFormat: 'table',
+  sendBuffer: 32 << 20, ofiProviders: '', check: false,
 };
 
 test('resolveParams: every parameter gets the default written out here with no options and an empty environment', () => {
