@@ -341,7 +341,7 @@ async function createWindow(comm: Communicator, a: Allocation): Promise<Window> 
   const remote: RemoteRegion[] = [];
   for (let r = 0; r < own.size; r++) {
     const k = unpackRkey(all.subarray(r * RKEY_MAX, (r + 1) * RKEY_MAX));
-    const rr: RemoteRegion = { world: own.worldRankOf(r), id: k.id, length: k.length, align: k.align, local: null };
+    const rr: RemoteRegion = { world: own.worldRankOf(r), id: k.id, length: k.length, align: k.align, local: null, rails: k.rails };
     if (r === own.rank) rr.local = a.bytes;
     else if (k.share === SHARE_THREADS && k.pid === process.pid && rma.threadShare !== null) {
       rr.local = await rma.threadShare.take(`${own.worldRankOf(r)}/${k.id}`, ctx.params.connectTimeout);

@@ -214,7 +214,16 @@ test('rkeys: pack/unpack round trip; bad versions and lengths are refused', () =
   assert.notEqual(b.id, a.id, 'ids are never reused');
   const seg = new Region(9, new Uint8Array(2 ** 20), SHARE_HOST, 'railcomm-1-w0');
   const k = unpackRkey(packRkey(seg, 'host/boot'));
-  assert.deepEqual({ ...k, pid: 0 }, { share: SHARE_HOST, align: 0, id: 9, length: 2 ** 20, pid: 0, hostKey: 'host/boot', segment: 'railcomm-1-w0' });
+  assert.deepEqual({ ...k, pid: 0 }, { share: SHARE_HOST, align: 0, id: 9, length: 2 ** 20, pid: 0, hostKey: 'host/boot', segment: 'railcomm-1-w0', rails: [] });
+  // Rails' keys (native one-sided operations) ride after the text, and a fixed-size slot's zero padding reads as none.
+  seg.rails.push({ rail: 'ofi:tcp;ofi_rxm/lo', packed: new Uint8Array([1, 2, 3, 4]), release() {} }, { rail: 'x', packed: new Uint8Array(24).fill(7), release() {} });
+  const packed = packRkey(seg, 'host/boot');
+  const slot = new Uint8Array(256); slot.set(packed);
+  for (const b of [packed, slot]) {
+    assert.deepEqual(unpackRkey(b).rails.map((r) => [r.rail, [...r.packed]]), [['ofi:tcp;ofi_rxm/lo', [1, 2, 3, 4]], ['x', new Array(24).fill(7)]]);
+  }
+  assert.throws(() => unpackRkey(packed.subarray(0, packed.length - 3)), { code: 'ERR_PROTOCOL' }, 'rail keys cut short');
+  assert.deepEqual(unpackRkey(new Uint8Array(256).fill(0).map((_, i) => (i === 0 ? 1 : 0))).rails, [], 'an all-zero slot has no rail keys');
   assert.equal(unpackRkey(packRkey(b, 'x')).align, 3);
   const bad = packRkey(b, 'x'); bad[0] = 99;
   assert.throws(() => unpackRkey(bad), { code: 'ERR_PROTOCOL' });

@@ -3,9 +3,10 @@
 // another thread's SharedArrayBuffer, a host segment) is done directly with
 // Atomics; otherwise it is an active message the target applies on arrival.
 // Lanes are ordered, so a FLUSH answered by the target covers everything sent
-// to it before; completion is counted per target endpoint.
+// to it before; completion is counted per target endpoint. Where the lane's
+// rail runs one-sided operations natively (ofi), native.ts issues them.
 
-import type { AmHandler, Completion, RailEndpoint } from '../../rail/api.js';
+import type { AmHandler, Rail, RailEndpoint, ValueCompletion } from '../../rail/api.js';
 import { NO_RESOURCE } from '../../rail/api.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { pendingPromise, takeReject, takeResolve } from '../../core/settlers.js';
@@ -14,6 +15,7 @@ import type { AmRegistry } from '../am.js';
 import type { Progress } from '../progress.js';
 import { LockTable, type LockRequest } from './locks.js';
 import { RegionTable, type Region, type RemoteRegion, type SharedSegments } from './region.js';
+import { NativeRma } from './native.js';
 import type { ThreadShare } from './thread-share.js';
 import { copyElements } from '../../native/copy.js';
 import { accumulateElements, applyAccumulate, applyAtomic, readValue, writeValue, TYPE_SIZE, OP_CSWAP, OP_NO_OP, type AnyArray } from './apply.js';
@@ -27,6 +29,8 @@ import {
 
 export interface RmaHost {
   readonly worldRank: number;
+  /** The open rails (memory is registered with those that run one-sided operations natively). */
+  readonly rails?: readonly Rail[];
   endpointFor(world: number): ProtoEndpoint;
   existingEndpoint(world: number): ProtoEndpoint | undefined;
 }
@@ -36,14 +40,20 @@ const KIND_NAMES = ['put', 'get', 'accumulate', 'atomic', 'flush', 'lock', 'unlo
 const STATUS_TEXT = ['', 'the target region is not registered (window freed?)', 'the range is outside the target region', 'the target refused the operation or element type'];
 
 /** Ignores completions nobody waits for (replies sent from window memory). */
-const NOOP: Completion = { railComplete(): void { /* nothing waits */ } };
+const NOOP: ValueCompletion = { railComplete(): void { /* nothing waits */ }, railValue(): void { /* nothing waits */ } };
 /** Marks a rejection handled: the next flush of that target reports the failure too (failedUnflushed). */
 const ignore = (): void => { /* reported by the next flush */ };
 const RESOLVED: Promise<void> = Promise.resolve();
 
 /** One operation in flight: its parameters (it may wait for the lane) and what it still waits for. */
-class RmaOp implements Completion {
+class RmaOp implements ValueCompletion {
   id = 0;
+  /** The target's region as this rank knows it (native operations use its rail keys); null for control operations. */
+  rr: RemoteRegion | null = null;
+  /** A native operation of the lane's rail in flight (native.ts). */
+  native = false;
+  /** FLUSH/UNLOCK: the emulated accumulates it covers (native.ts). */
+  accMark = 0;
   /** Local completions outstanding: rail operations queued or in flight. */
   pieces = 0;
   /** Reply bytes (get) or replies (atomic, control) still expected. */
@@ -75,9 +85,14 @@ class RmaOp implements Completion {
   }
 
   railComplete(err: RailcommError | null): void {
-    if (err !== null) { this.fail(err); return; }
-    this.pieces--;
-    this.check();
+    if (err !== null) this.fail(err);
+    else { this.pieces--; this.check(); }
+    if (this.native) { this.native = false; this.engine.native.done(this, err); }
+  }
+
+  /** A native fetching atomic's old value (before railComplete). */
+  railValue(v: number | bigint): void {
+    this.result = v;
   }
 
   check(): void {
@@ -87,6 +102,7 @@ class RmaOp implements Completion {
   finish(): void {
     if (this.settled) return;
     this.settled = true;
+    if (this.kind === K_FLUSH || this.kind === K_UNLOCK) this.engine.flushFinished(this);
     this.engine.settled(this);
     this.resolveFn!(this.kind === K_ATOMIC ? this.result : 0);
   }
@@ -134,10 +150,18 @@ export class RmaEngine {
   private readonly hv = new DataView(this.hdr.buffer);
   private readonly val = new DataView(new ArrayBuffer(8));
   private readonly valBytes = new Uint8Array(this.val.buffer);
+  /** Operations the lane's rail runs natively (ofi), and the order rules beside emulation. */
+  readonly native: NativeRma;
 
   constructor(host: RmaHost, am: AmRegistry, progress: Progress) {
     this.host = host;
     this.progress = progress;
+    this.native = new NativeRma((target, op) => {
+      const ep = this.host.existingEndpoint(target);
+      if (ep === undefined || ep.failure !== null || ep.lane === null) op.fail(ep?.failure ?? new RailcommError(ErrorCode.PEER_FAILED, `rank ${target} is gone`));
+      else this.issue(ep, op as RmaOp);
+    }, () => { this.nativeOps++; });
+    this.regions.onRegister = (r) => NativeRma.register(r, this.host.rails ?? []);
     am.register(AM_RMA_PUT, 'rma-put', this.putHandler);
     am.register(AM_RMA_ACC, 'rma-acc', this.accHandler);
     am.register(AM_RMA_GET, 'rma-get', this.getHandler);
@@ -212,7 +236,9 @@ export class RmaEngine {
       this.nativeOps++;
       return RESOLVED;
     }
-    return this.start(new RmaOp(this, K_PUT, target, rr.id, offset, src, 0, 0, 0, 0));
+    const op = new RmaOp(this, K_PUT, target, rr.id, offset, src, 0, 0, 0, 0);
+    op.rr = rr;
+    return this.start(op);
   }
 
   /** Copy the target region at offset into dst. Resolves once the bytes are here. */
@@ -238,7 +264,9 @@ export class RmaEngine {
       return RESOLVED;
     }
     if (dst.byteLength === 0) return RESOLVED;
-    return this.start(new RmaOp(this, K_GET, target, rr.id, offset, dst, 0, 0, 0, 0));
+    const op = new RmaOp(this, K_GET, target, rr.id, offset, dst, 0, 0, 0, 0);
+    op.rr = rr;
+    return this.start(op);
   }
 
   /**
@@ -254,7 +282,9 @@ export class RmaEngine {
       return RESOLVED;
     }
     const src = new Uint8Array(elements.buffer, elements.byteOffset, elements.byteLength);
-    return this.start(new RmaOp(this, K_ACC, target, rr.id, offset, src, type, op, 0, 0));
+    const o = new RmaOp(this, K_ACC, target, rr.id, offset, src, type, op, 0, 0);
+    o.rr = rr;
+    return this.start(o);
   }
 
   /** Fetch-and-op (op) or compare-and-swap (OP_CSWAP) on one element; resolves to the old value. */
@@ -265,7 +295,9 @@ export class RmaEngine {
       this.nativeOps++;
       return Promise.resolve(applyAtomic(rr.local, offset, type, op, operand, compare));
     }
-    return this.start(new RmaOp(this, K_ATOMIC, target, rr.id, offset, EMPTY, type, op, operand, compare));
+    const o = new RmaOp(this, K_ATOMIC, target, rr.id, offset, EMPTY, type, op, operand, compare);
+    o.rr = rr;
+    return this.start(o);
   }
 
   /**
@@ -295,6 +327,7 @@ export class RmaEngine {
     if (t === undefined || t.flushed >= t.issued) return RESOLVED;
     const op = new RmaOp(this, K_FLUSH, target, 0, 0, EMPTY, 0, 0, 0, 0);
     op.mark = t.issued;
+    op.accMark = this.native.accMark(target);
     return this.start(op);
   }
 
@@ -323,6 +356,7 @@ export class RmaEngine {
   unlock(target: number, region: number): Promise<unknown> {
     const op = new RmaOp(this, K_UNLOCK, target, region, 0, EMPTY, 0, 0, 0, 0);
     op.mark = this.state(target).issued;
+    op.accMark = this.native.accMark(target);
     return this.start(op);
   }
 
@@ -355,6 +389,8 @@ export class RmaEngine {
 
   private issue(ep: ProtoEndpoint, op: RmaOp): void {
     const lane = ep.lane!;
+    if (this.native.intercept(lane, op)) return;
+    this.native.emulated(op);
     const caps = lane.rail.caps;
     this.emulatedOps++;
     const v = this.hv;
@@ -425,6 +461,13 @@ export class RmaEngine {
     // A queued reply keeps a copy: its payload may be scratch (an atomic's old value) or window memory that changes.
     const keep = copy && op === null && payload !== null ? payload.slice() : payload;
     ep.pushOp(ProtoEndpoint.op(am, this.hdr, hdrLen, keep, !copy && payload !== null, null, op ?? NOOP));
+  }
+
+  /** A FLUSH or UNLOCK finished: everything issued to its target before it is complete there. */
+  flushFinished(op: RmaOp): void {
+    const t = this.state(op.target);
+    if (op.mark > t.flushed) t.flushed = op.mark;
+    this.native.flushed(op.target, op.accMark);
   }
 
   /** Called by an op once it settled. */
@@ -595,12 +638,10 @@ export class RmaEngine {
           op.awaiting = 0;
           break;
         case K_FLUSH:
-        case K_UNLOCK: {
-          const t = this.state(op.target);
-          if (op.mark > t.flushed) t.flushed = op.mark;
+        case K_UNLOCK:
+          // (What it covers counts as flushed once it finishes: a flush may also wait for native operations.)
           op.awaiting = 0;
           break;
-        }
         default:
           op.awaiting = 0;
       }
@@ -622,6 +663,7 @@ export class RmaEngine {
       t.waitingLane = [];
     }
     for (const op of [...this.ops.values()]) if (op.target === ep.rank) op.fail(err);
+    this.native.peerFailed(ep.rank, err);
     for (const { granted } of this.locks.dropRank(ep.rank)) this.sendGrants(granted);
   }
 
@@ -630,12 +672,12 @@ export class RmaEngine {
     const t = this.targets.get(ep.rank);
     if (t !== undefined && t.waitingLane.length > 0) return true;
     for (const op of this.ops.values()) if (op.target === ep.rank) return true;
-    return false;
+    return this.native.waitsOn(ep.rank);
   }
 
   /** Operations still waiting (for the hang report). */
   describePending(): string[] {
-    return [...this.ops.values()].map((op) => `${KIND_NAMES[op.kind]} to rank ${op.target} (op ${op.id}, awaiting ${op.awaiting})`);
+    return [...this.ops.values()].map((op) => `${KIND_NAMES[op.kind]} to rank ${op.target} (op ${op.id}, awaiting ${op.awaiting})`).concat(this.native.describe());
   }
 }
 

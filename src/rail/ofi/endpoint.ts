@@ -127,8 +127,8 @@ export class OfiEndpoint implements RailRma {
     const id = rail.ops.take(done, this, payload, -1);
     const r = rail.b.send(rail.h, d, head, FRAME_HEAD + hdrLen, payload, id);
     if (r === IN_PROGRESS) { this.txSeq = (this.txSeq + 1) >>> 0; this.counters.msgsSent++; this.counters.bytesSent += payload.length; return IN_PROGRESS; }
+    if (r === NO_RESOURCE) { rail.ops.drop(id); return this.blocked(); }
     rail.ops.fail(id, this.gone());
-    if (r === NO_RESOURCE) return this.blocked();
     this.fail(`cannot send to it: ${rail.fiError(r)}`, false);
     return IN_PROGRESS;
   }
@@ -139,7 +139,8 @@ export class OfiEndpoint implements RailRma {
   private issue(r: number, id: number): RailStatus {
     if (r === IN_PROGRESS) return IN_PROGRESS;
     const rail = this.rail;
-    if (r === NO_RESOURCE) { rail.ops.fail(id, this.gone()); return this.blocked(); }
+    // (The one-sided engine emulates what finds no room: nothing to re-drive.)
+    if (r === NO_RESOURCE) { rail.ops.drop(id); return NO_RESOURCE; }
     // Refused at the call (a bad key or range): that operation fails, the peer stays.
     rail.ops.fail(id, new RailcommError(ErrorCode.INVALID_ARG, `ofi: the provider refused a one-sided operation to ${formatId(this.peer)}: ${rail.fiError(r)}`));
     return IN_PROGRESS;
@@ -219,7 +220,9 @@ export class OfiEndpoint implements RailRma {
     if (this.failed) return;
     this.failed = true;
     if (bad) { this.counters.badFrames++; this.rail.counters.badFrames++; }
-    this.rail.env.log.error(`ofi: dropping peer ${formatId(this.peer)}: ${reason}`);
+    // (Finalizing, peers that finalized first are gone: no alarm.)
+    if (this.rail.closing && !bad) this.rail.env.log.debug(`ofi: peer ${formatId(this.peer)} gone while closing: ${reason}`);
+    else this.rail.env.log.error(`ofi: dropping peer ${formatId(this.peer)}: ${reason}`);
     this.rail.forget(this);
     const err = new RailcommError(ErrorCode.PEER_FAILED, `ofi (${this.rail.provider}): peer ${formatId(this.peer)} failed: ${reason}`);
     this.rail.ops.failOwner(this, err);

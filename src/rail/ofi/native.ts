@@ -133,6 +133,20 @@ export function ofiDir(): string {
   return path.join(nativeDir(), 'ofi');
 }
 
+/**
+ * Whether the binding is built here, without loading it: loading it loads
+ * libfabric, whose psm providers' libraries sleep in their constructors (200 ms
+ * here), and every init asks components whether they are available.
+ */
+export function ofiBuilt(): { ok: boolean; why: string } {
+  if (loaded !== undefined) return { ok: loaded !== null, why };
+  if (process.env['RAILCOMM_NO_NATIVE'] === '1') return { ok: false, why: 'disabled by RAILCOMM_NO_NATIVE=1' };
+  if (process.platform !== 'linux') return { ok: false, why: `needs Linux (this is ${process.platform})` };
+  const bin = resolveBinary(ofiDir());
+  if (bin === null) { loadOfi(); return { ok: false, why }; }
+  return { ok: true, why: `libfabric binding built (${path.relative(path.dirname(nativeDir()), bin.file)}; loaded when a job uses it)` };
+}
+
 export function loadOfi(): OfiBinding | null {
   if (loaded !== undefined) return loaded;
   loaded = null;

@@ -66,6 +66,11 @@ export class OpTable<E extends OpOwner> {
     this.release(id)?.done.railComplete(err);
   }
 
+  /** The operation was not taken (no resource): its slot goes back, nobody is told. */
+  drop(id: number): void {
+    this.release(id);
+  }
+
   /** Id of slot i as it stands (for failing everything of one owner). */
   private idOf(i: number): number {
     return ((this.gen[i]! << SLOT_BITS) | i) >>> 0;

@@ -106,6 +106,17 @@ export class OfiRail implements Rail {
   private idleTicks = 0;
   private polling = false;
   private closed = false;
+  /** close() began: peers going away now is expected (their errors are not worth a warning). */
+  closing = false;
+  /**
+   * Native atomics refused on this provider (emulated there), from what
+   * libfabric 1.17 did here: shm frees an atomic's command slot before it
+   * reads the operation from it, so atomics from two origins at once to one
+   * target land on the wrong elements (sums and maxima wrong with 3 ranks,
+   * right with 2); udp;ofi_rxd crashes in progress with two fetching atomics
+   * to one peer in flight. RAILCOMM_OFI_NATIVE_ATOMICS=1 forces them on.
+   */
+  private readonly atomicsOff: boolean;
   private readonly valueWords = new Int32Array(2);
   private readonly valueView = new DataView(this.valueWords.buffer);
 
@@ -125,7 +136,7 @@ export class OfiRail implements Rail {
       // udp;ofi_rxd takes injects past its transmit queue and then stalls (1.17): every frame gets a completion there.
       inject: !info.provider.startsWith('udp;ofi_rxd'),
       // shm names its /dev/shm file after the endpoint: under the job's prefix, railcomm run removes what a killed rank left.
-      ...(info.provider === 'shm' ? { node: `${shmJobPrefix(env.jobId)}ofi${this.rank}-${process.pid}` } : {}),
+      ...(info.provider === 'shm' ? { node: `${shmJobPrefix(env.jobId, env.jobKey)}ofi${this.rank}-${process.pid}` } : {}),
     });
     this.h = this.opened.handle;
     b.setEvents(this.h, this.events, this.hold);
@@ -133,6 +144,7 @@ export class OfiRail implements Rail {
     this.rxView = new DataView(this.opened.rx);
     this.rx = { buf: this.rxBuf, view: this.rxView, hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null, words: null };
     this.gathers = this.opened.iovLimit >= 2;
+    this.atomicsOff = (info.provider === 'shm' || info.provider.startsWith('udp;ofi_rxd')) && process.env['RAILCOMM_OFI_NATIVE_ATOMICS'] !== '1';
     const zcopy = this.gathers ? Math.min(ZCOPY_MAX, this.opened.rxSlot - FRAME_HEAD - HEADER_MAX) : COPY_MAX;
     this.caps = {
       reliable: true, ordered: true,
@@ -343,6 +355,7 @@ export class OfiRail implements Rail {
     }
     if (id !== 0) this.ops.fail(id, new RailcommError(ErrorCode.PEER_FAILED, `ofi (${this.provider}): a send failed: ${text}`));
     if (ep !== null) ep.fail(`the provider reports: ${text}`, false);
+    else if (this.closing) this.env.log.debug(`ofi (${this.provider}): completion error while closing: ${text}`);
     else this.env.log.warnEvery('ofi-cq-error', `ofi (${this.provider}): completion error: ${text}`);
   }
 
@@ -434,6 +447,7 @@ export class OfiRail implements Rail {
 
   /** Max elements of one native atomic for the engine's type and op (0: emulate). */
   atomicCount(type: number, op: number, fetch: boolean): number {
+    if (this.atomicsOff) return 0;
     // JavaScript's semantics differ from C's for these: NaN in min/max, truthiness in land/lor, bit patterns in cswap.
     if (isFloatType(type) && (op === OP_MIN || op === OP_MAX || op === OP_LAND || op === OP_LOR || op === OP_CSWAP)) return 0;
     const dt = FI_TYPE[type];
@@ -482,6 +496,7 @@ export class OfiRail implements Rail {
    */
   async close(): Promise<void> {
     if (this.closed) return;
+    this.closing = true;
     // BYEs that came in first: those peers are gone, and a BYE to them might never complete (udp;ofi_rxd waits for an ack).
     while (this.poll()) { /* deliver */ }
     await Promise.all([...this.endpoints.values()].map((ep) => ep.close()));
