@@ -127,6 +127,12 @@ export class KvClient implements KeyValueStore {
     return this.call(code === undefined ? { op: 'abort', message } : { op: 'abort', message, code }).then(() => undefined);
   }
 
+  /** Tell the launcher what this rank waits for (proto/hang.ts); nothing waits for the answer. */
+  hangReport(report: string): void {
+    if (this.closedByUs) return;
+    this.call({ op: 'hang', report }).catch(() => undefined);
+  }
+
   /**
    * `cb` runs once if the connection ends without close() having been called,
    * i.e. the launcher is gone. Registered after the loss, it runs on the next tick.

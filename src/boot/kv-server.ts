@@ -55,6 +55,8 @@ export interface KvServerOptions {
 }
 
 export type AbortListener = (rank: number, message: string, code: number) => void;
+/** A rank's hang report, as the rank sent it (JSON text; cli/hang-board.ts reads it). */
+export type HangListener = (rank: number, report: string) => void;
 
 interface Conn {
   socket: net.Socket;
@@ -84,6 +86,7 @@ export class KvServer {
   private readonly joinedRanks: boolean[];
   private readonly finalizedRanks: boolean[];
   private readonly abortListeners: AbortListener[] = [];
+  private readonly hangListeners: HangListener[] = [];
   private unauthenticated = 0;
   private bound: { host: string; port: number } | undefined;
   private closing = false;
@@ -145,6 +148,10 @@ export class KvServer {
 
   onAbort(cb: AbortListener): void {
     this.abortListeners.push(cb);
+  }
+
+  onHang(cb: HangListener): void {
+    this.hangListeners.push(cb);
   }
 
   /** True once `rank` sent finalize: its exit is expected from then on. */
@@ -387,6 +394,10 @@ export class KvServer {
         for (const cb of this.abortListeners) cb(rank, req.message, code);
         return;
       }
+      case 'hang':
+        this.reply(conn, { id: req.id, ok: true });
+        for (const cb of this.hangListeners) cb(rank, req.report);
+        return;
     }
   }
 

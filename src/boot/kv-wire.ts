@@ -30,7 +30,9 @@ export interface GetReq { id: number; op: 'get'; key: string; timeoutMs?: number
 export interface FinalizeReq { id: number; op: 'finalize' }
 /** `code` is the exit status the launcher should report (1 when absent). */
 export interface AbortReq { id: number; op: 'abort'; message: string; code?: number }
-export type KvRequest = PutReq | FenceReq | GetReq | FinalizeReq | AbortReq;
+/** A rank's hang report (JSON of proto/hang.ts's HangReport), for the launcher to gather. */
+export interface HangReq { id: number; op: 'hang'; report: string }
+export type KvRequest = PutReq | FenceReq | GetReq | FinalizeReq | AbortReq | HangReq;
 export type KvOp = KvRequest['op'];
 
 /**
@@ -127,6 +129,11 @@ export function parseRequest(line: string): { req: KvRequest } | { id?: number; 
         return bad('abort "code" must be an integer in [1, 255]');
       }
       return { req: code === undefined ? { id, op: 'abort', message } : { id, op: 'abort', message, code } };
+    }
+    case 'hang': {
+      const report = str('report');
+      if (report === undefined) return bad('hang needs a string "report"');
+      return { req: { id, op: 'hang', report } };
     }
     default:
       return bad(`unknown op ${JSON.stringify(o['op'])}`);

@@ -18,4 +18,6 @@ export interface KeyValueStore {
   close(): void;
   /** Tell `cb` about ranks that died, where the backend can see it (railcomm's services; not PMIx). */
   onPeerLost?(cb: PeerLostListener): void;
+  /** Hand a hang report (JSON, proto/hang.ts) to the launcher, which gathers the job's (railcomm run's service only). */
+  hangReport?(report: string): void;
 }

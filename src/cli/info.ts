@@ -3,7 +3,7 @@
 // parameter with its default, current value and meaning.
 
 import { Context } from '../proto/context.js';
-import { describeParams, resolveParams } from '../core/params.js';
+import { describeEnvSettings, describeParams, resolveParams } from '../core/params.js';
 import { detectLaunch } from '../boot/launch-env.js';
 import type { LaunchInfo } from '../boot/launch-env.js';
 import { loadPmix, pmixWhy } from '../boot/pmix.js';
@@ -47,7 +47,7 @@ export async function infoCommand(argv: string[]): Promise<number> {
   try {
     if (json) {
       const native = { available: loadNative() !== null, why: nativeWhy(), origin: nativeOrigin() };
-      process.stdout.write(JSON.stringify({ launcher: { name: launch.launcher, why: launch.why }, native, pmix, steps: ctx.report, params: showParams ? describeParams(params) : undefined }, null, 2) + '\n');
+      process.stdout.write(JSON.stringify({ launcher: { name: launch.launcher, why: launch.why }, native, pmix, steps: ctx.report, params: showParams ? describeParams(params) : undefined, environment: showParams ? describeEnvSettings() : undefined }, null, 2) + '\n');
       return 0;
     }
     const out: string[] = [];
@@ -68,6 +68,10 @@ export async function infoCommand(argv: string[]): Promise<number> {
       out.push('', 'parameters (init() options win over RAILCOMM_* variables, which win over defaults):');
       for (const p of describeParams(params)) {
         out.push(`  ${p.name} = ${p.value} (default ${p.def || "''"}, ${p.kind})`, `      ${p.doc}`);
+      }
+      out.push('', 'read from the environment only (not through init() options):');
+      for (const e of describeEnvSettings()) {
+        out.push(`  ${e.name} = ${e.value ?? '(unset)'} (default ${e.def || '(unset)'}, read by ${e.readBy})`, `      ${e.doc}`);
       }
     }
     process.stdout.write(out.join('\n') + '\n');

@@ -20,6 +20,8 @@ import { LineCutter, MAX_HELD_LINE, NL, OutputGate, parseRankPrefix, rankPrefix 
 import { THREAD_ENV } from './thread-host.js';
 import { removeJobSegments } from '../native/addon.js';
 import { HOST_CPUS_VAR } from '../core/host-cpus.js';
+import { HangBoard } from './hang-board.js';
+import { DEFAULT_NODE_FLAGS } from '../core/params.js';
 
 export interface JobOptions {
   /** Number of ranks. */
@@ -131,7 +133,7 @@ options:
   --threads-per-process K
                     run N/K processes of K worker-thread ranks each (N a multiple of K);
                     process p runs ranks p*K .. p*K+K-1
-  --timeout S       stop the job after S seconds (exit code 124)
+  --timeout S       stop the job after S seconds (exit code 124); nothing else stops a hung job
   --rails LIST      rails the ranks use, e.g. tcp (sets RAILCOMM_RAILS)
   --stats[=json]    ranks print traffic counters at finalize, a table each (sets RAILCOMM_STATS=1;
                     =json: one JSON line each, RAILCOMM_STATS_FORMAT=json)
@@ -147,6 +149,12 @@ and see the same process.argv and environment as a process rank, plus
 RAILCOMM_THREAD_BASE and RAILCOMM_THREADS. Output lines are prefixed with [rank].
 The exit code is that of the first rank that failed (128+signal number if killed;
 for thread ranks, their process's first failure), 0 when all ranks succeeded.
+
+Hang report: when ranks wait and no operation completes on any rank for
+RAILCOMM_HANG_TIMEOUT ms (default 60000; 0 turns it off; set it with -x or in
+the environment), the launcher prints once what each rank waits for, who waits
+on whom, and any cycle of waits (a deadlock). The report never stops the job:
+--timeout does.
 `;
 }
 
@@ -347,11 +355,11 @@ export function typeScriptFlags(script: string, cwd = process.cwd()): string[] |
  * budget applies to the program's own code too. RAILCOMM_NODE_FLAGS replaces
  * them (empty: none).
  */
-export const DEFAULT_NODE_FLAGS = ['--max-inlined-bytecode-size-cumulative=3000', '--max-inlined-bytecode-size=1000'];
+export { DEFAULT_NODE_FLAGS };
 
 export function nodeFlags(env: NodeJS.ProcessEnv): string[] {
   const v = env['RAILCOMM_NODE_FLAGS'];
-  return v === undefined ? DEFAULT_NODE_FLAGS : v.split(/\s+/).filter((f) => f !== '');
+  return v === undefined ? [...DEFAULT_NODE_FLAGS] : v.split(/\s+/).filter((f) => f !== '');
 }
 
 export async function startJob(opts: JobOptions): Promise<Job> {
@@ -470,6 +478,15 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     fail(code, `rank ${rank} called abort: ${message || '(no message)'}; stopping the job`);
   });
 
+  // RAILCOMM_HANG_TIMEOUT: the ranks' reports, printed as one picture once every running rank is stuck.
+  const hangs = new HangBoard(np, (r) => {
+    if (kv.finalized(r)) return 'finalized';
+    return procs[Math.floor(r / perProc)]?.live.has(r) === true ? 'running' : 'exited';
+  }, (lines) => {
+    if (!failure && !finished) say(lines.join('\n'));
+  });
+  kv.onHang((rank, report) => hangs.add(rank, report));
+
   const finish = async (): Promise<void> => {
     finished = true;
     if (timeoutTimer) clearTimeout(timeoutTimer);
@@ -517,6 +534,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   const rankGone = (p: ProcState, rank: number, code: number | null): boolean => {
     if (!p.live.delete(rank)) return false;
     ranksAlive--;
+    hangs.check();
     // Its peers may wait for it forever; MPI launchers treat this as a failure too.
     return code === 0 && ranksAlive > 0 && kv.joined(rank) && !kv.finalized(rank);
   };

@@ -283,6 +283,8 @@ export class Communicator {
     this.world.check(what);
     const p = plan();
     if (p.shared !== true) return this.done(this.startColl(what, () => p));
+    // No Request counts it: starting one tells the hang report the last one completed.
+    this.world.ctx.progress.completedAtOnce();
     this.planner.announce(p);
     if (this.checking) return this.checkedRun(p);
     // Once the segment is attached the point-to-point half of a CollComm is never

@@ -8,7 +8,7 @@ import type { KeyValueStore } from '../boot/kv.js';
 import { finalized } from '../core/errors.js';
 import { formatStats } from '../core/stats-table.js';
 import { KIND_SEND, type Request, type RequestWatcher } from '../proto/request.js';
-import { HangWatch } from '../proto/hang.js';
+import { HangWatch, type HangReport, type HangWait } from '../proto/hang.js';
 
 export class World implements RequestWatcher {
   readonly ctx: Context;
@@ -35,11 +35,18 @@ export class World implements RequestWatcher {
     this.ctx = ctx;
     this.kv = kv;
     const t = ctx.params.hangTimeout;
+    // Under railcomm run the launcher gathers every rank's report into one picture.
+    const sink = kv?.hangReport !== undefined ? (r: HangReport): void => kv.hangReport!(JSON.stringify(r)) : null;
     this.hangWatch = t > 0 ? new HangWatch({
-      outstanding: () => ctx.progress.active,
+      outstanding: () => ctx.progress.waiting,
       settledCount: () => ctx.progress.completions,
-      describePending: () => [...ctx.p2p.describePending(), ...ctx.rma.describePending()],
-    }, t, ctx.log, ctx.worldRank) : null;
+      waits: () => {
+        const out: HangWait[] = [];
+        ctx.p2p.waits(out);
+        ctx.rma.waits(out);
+        return out;
+      },
+    }, t, ctx.log, ctx.worldRank, sink) : null;
   }
 
   /** Called for every request this rank starts. */

@@ -44,7 +44,7 @@ export const PARAMS = {
   udpSocketBuffer: spec({ name: 'UDP_SOCKET_BUFFER', kind: 'size', def: 4194304, min: 65536, doc: 'udp: send and receive socket buffer size asked of the kernel (capped by net.core.rmem_max / wmem_max); bytes in flight per peer stay within it' }),
   ofiProviders: spec({ name: 'OFI_PROVIDERS', kind: 'string', def: '', doc: 'ofi: libfabric providers the ofi rail may use, comma-separated (tcp;ofi_rxm, shm, udp;ofi_rxd, sockets; a core name such as tcp matches tcp;ofi_rxm; * globs); empty: all it can use, the first in libfabric\'s order opens (FI_PROVIDER also filters, in libfabric itself)' }),
   spinUs: spec({ name: 'SPIN_US', kind: 'int', def: 1000, min: 0, doc: 'while requests are outstanding, keep polling (no sleep) this many microseconds after the last activity; 0 never spins; ranks that outnumber the cores do not spin' }),
-  hangTimeout: spec({ name: 'HANG_TIMEOUT', kind: 'ms', def: 0, min: 0, doc: 'when a wait exceeds this, print pending requests (0: never)' }),
+  hangTimeout: spec({ name: 'HANG_TIMEOUT', kind: 'ms', def: 60000, min: 0, doc: 'hang report: when ranks wait and no operation completes for this long, print once what each waits for (railcomm run gathers one picture of who waits on whom across the job, naming any cycle; elsewhere each rank prints its own); it never stops the job (--timeout does); 0: off' }),
   tbsmRing: spec({ name: 'TBSM_RING', kind: 'size', def: 1048576, min: 65536, doc: 'bytes of each shared-memory ring between two thread ranks (a power of two)' }),
   shmRing: spec({ name: 'SHM_RING', kind: 'size', def: 1048576, min: 65536, doc: 'bytes of each shared-memory ring between two process ranks on one host (a power of two; one /dev/shm segment per ordered pair that talks)' }),
   shmRndvThreshold: spec({ name: 'SHM_RNDV_THRESHOLD', kind: 'size', def: 0, min: 0, doc: 'rendezvous threshold between ranks on one host (0: each ring rail\'s measured crossover, shm 256 KiB, tbsm 128 KiB: below it copying through the ring beats a single-copy rendezvous round trip); RAILCOMM_RNDV_THRESHOLD applies to the network rails' }),
@@ -122,6 +122,49 @@ export function resolveParams(options: ParamOptions = {}, env: Readonly<Record<s
     else out[key] = s.def;
   }
   return out as Params;
+}
+
+/**
+ * Variables railcomm reads outside resolveParams: the launcher, a module as it
+ * loads, or `npm install` read them from the environment (init() options do
+ * not reach them). Documented beside the parameters; `railcomm info --params`
+ * lists them after them. def is the text shown for the default ('' when it is
+ * decided at run time, as the doc says).
+ */
+export interface EnvSetting {
+  readonly name: string;
+  readonly def: string;
+  /** Who reads it, and when. */
+  readonly readBy: string;
+  readonly doc: string;
+  /** Its value is never printed. */
+  readonly secret?: boolean;
+}
+
+/** The node flags `railcomm run` starts JavaScript ranks with unless RAILCOMM_NODE_FLAGS says otherwise (cli/run.ts says why). */
+export const DEFAULT_NODE_FLAGS: readonly string[] = ['--max-inlined-bytecode-size-cumulative=3000', '--max-inlined-bytecode-size=1000'];
+
+export const ENV_SETTINGS: readonly EnvSetting[] = [
+  { name: 'RAILCOMM_NODE_FLAGS', def: DEFAULT_NODE_FLAGS.join(' '), readBy: 'railcomm run', doc: 'node flags railcomm run starts JavaScript ranks and thread hosts with, replacing the default (a larger V8 inlining budget: 25-30% less CPU per small message over shared memory); set but empty: none' },
+  { name: 'RAILCOMM_HOST_CPUS', def: '', readBy: 'init()', doc: 'CPUs the job\'s ranks share on this host; more ranks than that turns spinning off. railcomm run sets it for the ranks on its host to its own CPU count; unset: SLURM_CPUS_ON_NODE, else this process\'s affinity' },
+  { name: 'RAILCOMM_PLAIN_SYNC', def: '', readBy: 'railcomm as it loads', doc: 'ring positions: 1 reads and publishes them with plain typed-array accesses, 0 with Atomics; unset: 1 on x86 under Node 20, else 0' },
+  { name: 'RAILCOMM_JOB_KEY', def: '', readBy: 'init()', secret: true, doc: 'the job\'s secret (hex, at least 16 digits) every connection proves it knows; railcomm run and PMIx make one; under other launchers set the same value on every rank' },
+  { name: 'RAILCOMM_NO_NATIVE', def: '0', readBy: 'railcomm as it loads', doc: '1: ignore the built native addon and libfabric binding (no shm rail, no ofi rail, JavaScript checksums and reductions)' },
+  { name: 'RAILCOMM_SAB_SHIM', def: '0', readBy: 'railcomm as it loads', doc: '1: map shared memory through the V8 shim (native/sab) even where Node-API can do it' },
+  { name: 'RAILCOMM_NO_PMIX', def: '0', readBy: 'init()', doc: '1: do not use PMIx even under a PMIx launcher (wire up through MASTER_ADDR:MASTER_PORT instead)' },
+  { name: 'RAILCOMM_PMIX_LIB', def: '', readBy: 'init()', doc: 'the PMIx library to load (unset: libpmix.so.2 from the system\'s library path, as openmpi-bin installs it)' },
+  { name: 'RAILCOMM_SKIP_NATIVE', def: '0', readBy: 'npm install', doc: '1: build and load no native part at install (railcomm then runs without them)' },
+  { name: 'RAILCOMM_BUILD_FROM_SOURCE', def: '0', readBy: 'npm install', doc: '1: build the native parts from source even where a prebuilt binary fits (needs g++, make and python3)' },
+];
+
+/** Rows for the variables read outside resolveParams, with the value set in `env` (a secret's as '(set)'). */
+export function describeEnvSettings(env: Readonly<Record<string, string | undefined>> = process.env): Array<{ name: string; def: string; value?: string; readBy: string; doc: string }> {
+  return ENV_SETTINGS.map((e) => {
+    const row: { name: string; def: string; value?: string; readBy: string; doc: string } = { name: e.name, def: e.def, readBy: e.readBy, doc: e.doc };
+    const v = env[e.name];
+    if (v !== undefined) row.value = e.secret === true ? '(set)' : v;
+    return row;
+  });
 }
 
 /** Rows for `railcomm info --params`. */

@@ -1,43 +1,105 @@
-// The hang report: when requests are outstanding and none has completed for
-// RAILCOMM_HANG_TIMEOUT ms, print what this rank waits for (posted receives,
-// unexpected messages, rendezvous in flight, queued sends per peer), so that a
-// stuck job says why instead of hanging silently.
+// The hang report, rank side: when this rank has had operations outstanding
+// and none has completed for RAILCOMM_HANG_TIMEOUT ms, say what it waits for
+// (posted receives, probes, rendezvous, queued sends, one-sided operations),
+// each wait with the world rank it depends on. Under `railcomm run` the report
+// goes to the launcher, which prints one picture of who waits on whom once
+// every rank is stuck (cli/hang-board.ts); elsewhere the rank prints it itself.
 
 import type { Logger } from '../core/log.js';
 
+/** One thing this rank waits for. */
+export interface HangWait {
+  /** World rank it depends on; 'any' for an ANY_SOURCE receive or probe; null when it names no peer. */
+  peer: number | 'any' | null;
+  /** What it is, in words (communicator ranks as the program sees them). */
+  what: string;
+}
+
+/**
+ * What a rank tells the launcher. 'waiting': operations outstanding and none
+ * completed for forMs; 'idle': nothing outstanding and nothing completed for
+ * forMs (the rank is in its own code); 'moving': an operation completed
+ * again after one of those.
+ */
+export interface HangReport {
+  rank: number;
+  state: 'waiting' | 'idle' | 'moving';
+  forMs: number;
+  timeoutMs: number;
+  waits: HangWait[];
+}
+
 export interface HangSource {
-  /** Requests not yet settled. */
+  /** Operations not yet settled (requests, one-sided operations, shared-memory collective waits). */
   outstanding(): number;
-  /** Increases each time a request settles. */
+  /** Increases each time an operation completes. */
   settledCount(): number;
-  /** Lines describing what is pending. */
-  describePending(): string[];
+  /** What is pending (rare: only when a report is due). */
+  waits(): HangWait[];
+}
+
+/** Waits sent or printed per report; a rank with thousands of unexpected messages says how many more. */
+export const MAX_REPORTED_WAITS = 64;
+
+/** A rank's report as lines, for printing where no launcher gathers them. */
+export function describeWaits(waits: readonly HangWait[]): string[] {
+  return waits.length > 0 ? waits.map((w) => w.what) : ['nothing visible in the protocol layer (a request waits on the application)'];
 }
 
 export class HangWatch {
   private readonly timer: NodeJS.Timeout;
   private lastSettled = -1;
-  private stuckSince = 0;
-  private reported = false;
+  private lastBusy = false;
+  private since = Date.now();
+  /** What was last reported in this quiet spell; 'moving' when nothing was. */
+  private reported: HangReport['state'] = 'moving';
 
-  constructor(src: HangSource, timeoutMs: number, log: Logger, rank: number) {
+  /**
+   * sink: where reports go (the launcher's service); null prints 'waiting'
+   * reports here and drops the others.
+   */
+  constructor(
+    private readonly src: HangSource,
+    private readonly timeoutMs: number,
+    private readonly log: Logger,
+    private readonly rank: number,
+    private readonly sink: ((r: HangReport) => void) | null,
+  ) {
     const period = Math.max(50, Math.floor(timeoutMs / 4));
-    this.timer = setInterval(() => {
-      const now = Date.now();
-      const settled = src.settledCount();
-      if (src.outstanding() === 0 || settled !== this.lastSettled) {
-        this.lastSettled = settled;
-        this.stuckSince = now;
-        this.reported = false;
-        return;
-      }
-      if (!this.reported && now - this.stuckSince >= timeoutMs) {
-        this.reported = true;
-        const lines = src.describePending();
-        log.error(`rank ${rank}: no request completed for ${now - this.stuckSince} ms (RAILCOMM_HANG_TIMEOUT); waiting on:\n  ${lines.join('\n  ')}`);
-      }
-    }, period);
+    this.timer = setInterval(() => this.tick(Date.now()), period);
     this.timer.unref();
+  }
+
+  /** One look (the timer's; tests call it with their own clock). */
+  tick(now: number): void {
+    const settled = this.src.settledCount();
+    const busy = this.src.outstanding() > 0;
+    if (settled !== this.lastSettled || busy !== this.lastBusy) {
+      // Progress, or a wait that started (or ended) since the last look: a new quiet spell.
+      this.lastSettled = settled;
+      this.lastBusy = busy;
+      this.since = now;
+      if (this.reported !== 'moving') this.send('moving', 0, []);
+      return;
+    }
+    const quiet = now - this.since;
+    const state = busy ? 'waiting' : 'idle';
+    if (quiet < this.timeoutMs || this.reported === state) return;
+    const all = busy ? this.src.waits() : [];
+    const waits = all.length > MAX_REPORTED_WAITS
+      ? [...all.slice(0, MAX_REPORTED_WAITS - 1), { peer: null, what: `... and ${all.length - MAX_REPORTED_WAITS + 1} more` }]
+      : all;
+    this.send(state, quiet, waits);
+  }
+
+  private send(state: HangReport['state'], forMs: number, waits: HangWait[]): void {
+    this.reported = state;
+    if (this.sink !== null) {
+      this.sink({ rank: this.rank, state, forMs, timeoutMs: this.timeoutMs, waits });
+      return;
+    }
+    if (state !== 'waiting') return;
+    this.log.warn(`rank ${this.rank}: no request completed for ${forMs} ms (RAILCOMM_HANG_TIMEOUT=${this.timeoutMs}; the job goes on); waiting on:\n  ${describeWaits(waits).join('\n  ')}`);
   }
 
   dispose(): void {

@@ -8,6 +8,7 @@ import type { AmHandler, PolledEndpoint, RailEndpoint, RxFrame } from '../rail/a
 import { NO_RESOURCE } from '../rail/api.js';
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
+import type { HangWait } from './hang.js';
 import { copySmall } from '../core/word-copy.js';
 import { MatchQueues, ANY_SOURCE, ANY_TAG } from './matching.js';
 import { nextSeq } from '../core/seq.js';
@@ -787,6 +788,29 @@ export class PointToPoint implements Canceller {
       if (ep.hasPending) out.push(`sends to world rank ${ep.rank} queued (${ep.lane === null ? 'peer address not resolved yet' : 'rail has no resources'})`);
     }
     return out.length > 0 ? out : ['nothing visible in the protocol layer (a request waits on the application)'];
+  }
+
+  /** What this rank waits for, each with the world rank it depends on (hang report; rare). */
+  waits(out: HangWait[]): void {
+    for (const [ctx, st] of this.contexts) {
+      const world = (r: number): number => (st.group === null ? r : st.group[r] ?? -1);
+      const on = `context ${ctx}${st.collective ? ' (collectives)' : ''}`;
+      const tagText = (t: number): string => (t < 0 ? 'ANY_TAG' : String(t));
+      for (const r of st.queues.allPosted()) {
+        const any = r.matchSrc === ANY_SOURCE;
+        out.push({ peer: any ? 'any' : world(r.matchSrc), what: `receive on ${on} from ${any ? 'ANY_SOURCE' : 'rank ' + r.matchSrc} tag ${tagText(r.matchTag)} (${r.buf.byteLength} B buffer), no matching message yet` });
+      }
+      for (const p of st.probes) {
+        const any = p.matchSrc === ANY_SOURCE;
+        out.push({ peer: any ? 'any' : world(p.matchSrc), what: `probe on ${on} from ${any ? 'ANY_SOURCE' : 'rank ' + p.matchSrc} tag ${tagText(p.matchTag)}` });
+      }
+      for (const u of st.queues.allArrived()) out.push({ peer: null, what: `unexpected message on ${on} from rank ${u.src} tag ${u.tag}, ${u.size} B, not received yet` });
+    }
+    for (const r of this.rndv.sends.values()) out.push({ peer: r.peerWorld, what: `large send (${r.buf.byteLength} B, tag ${r.tag}) to world rank ${r.peerWorld}: waiting for the receiver to post a matching receive` });
+    for (const r of this.rndv.recvs.values()) out.push({ peer: r.peerWorld, what: `large receive from world rank ${r.peerWorld}: ${r.progressBytes} of ${r.bytes} B arrived` });
+    for (const ep of this.host.allEndpoints()) {
+      if (ep.hasPending) out.push({ peer: ep.rank, what: `sends to world rank ${ep.rank} queued (${ep.lane === null ? 'peer address not resolved yet' : 'rail has no resources'})` });
+    }
   }
 
   /**

@@ -82,6 +82,11 @@ export class Progress {
     return this.outstanding;
   }
 
+  /** Held requests plus waits that hold the loop themselves (shared-memory collectives): the hang report's 'busy'. */
+  get waiting(): number {
+    return this.outstanding + this.kept;
+  }
+
   /**
    * A request started: start polling, and make sure the loop stays open. While
    * progress spins, its own setImmediate/microtask chain keeps the loop open,

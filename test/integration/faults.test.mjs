@@ -44,28 +44,23 @@ test('bad connections are refused and counted; the job is unaffected', async () 
   assert.match(job.stderr, /does not know the job key/);
 });
 
-test('a rank that waits too long says what it waits for (RAILCOMM_HANG_TIMEOUT), and --timeout ends the job', async () => {
-  const job = await railcomm(['run', '-n', '2', '--timeout', '4', jobScript('hang.mjs')], { limitMs: 30_000, env: { RAILCOMM_HANG_TIMEOUT: '500' } });
-  assert.equal(job.code, 124);
-  assert.match(job.stderr, /\[1\] .*no request completed for \d+ ms/);
-  assert.match(job.stderr, /receive on context 0 from rank 0 tag 99 \(4 B buffer\), no matching message yet/);
-  assert.match(job.stderr, /large send \(300000 B, tag 8\) to world rank 1: waiting for the receiver/);
-  assert.match(job.stderr, /job exceeded --timeout 4 s/);
-});
+// (A rank that waits too long, and the launcher's report of it: hang.test.mjs.)
 
 test('a rank that waits on one receive while small messages keep completing is not reported as hung', async () => {
   const job = await railcomm(['run', '-n', '2', '--timeout', '30', jobScript('busy-no-hang.mjs')], { limitMs: 60_000, env: { RAILCOMM_HANG_TIMEOUT: '300' } });
   assert.equal(job.code, 0, `${job.stdout}\n${job.stderr}`);
   assert.equal(linesWith(job.stdout, 'RESULT').length, 2, job.stdout);
-  assert.doesNotMatch(job.stderr, /no request completed/);
+  // Under railcomm run a rank's report goes to the launcher, which prints only when every rank is stuck.
+  assert.doesNotMatch(job.stderr, /hang report|no request completed/);
 });
 
 test('a stream of one-sided gets completing over a network rail is not reported as hung', async () => {
   const job = await railcomm(['run', '-n', '2', '--rails', 'tcp', '--timeout', '30', jobScript('rma-busy-no-hang.mjs')], { limitMs: 60_000, env: { RAILCOMM_HANG_TIMEOUT: '300' } });
   assert.equal(job.code, 0, `${job.stdout}\n${job.stderr}`);
   assert.equal(linesWith(job.stdout, 'RESULT').length, 2, job.stdout);
-  // (Rank 1 really waits in the barrier meanwhile, and may say so.)
-  assert.doesNotMatch(job.stderr, /\[0\] .*no request completed/);
+  // (Rank 1 really waits in the barrier meanwhile, and may tell the launcher so;
+  // a report from rank 0 too would make the launcher print the picture.)
+  assert.doesNotMatch(job.stderr, /hang report|no request completed/);
 });
 
 test('with no eager credit at all, eager-sized sends still never wait for the receiver, and empty messages flow', async () => {

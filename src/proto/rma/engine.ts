@@ -13,6 +13,7 @@ import { pendingPromise, takeReject, takeResolve } from '../../core/settlers.js'
 import { ProtoEndpoint } from '../endpoint.js';
 import type { AmRegistry } from '../am.js';
 import type { Progress } from '../progress.js';
+import type { HangWait } from '../hang.js';
 import { LockTable, type LockRequest } from './locks.js';
 import { RegionTable, type Region, type RemoteRegion, type SharedSegments } from './region.js';
 import { NativeRma } from './native.js';
@@ -673,6 +674,15 @@ export class RmaEngine {
     if (t !== undefined && t.waitingLane.length > 0) return true;
     for (const op of this.ops.values()) if (op.target === ep.rank) return true;
     return this.native.waitsOn(ep.rank);
+  }
+
+  /** Operations still waiting, with their target's world rank (hang report). */
+  waits(out: HangWait[]): void {
+    for (const op of this.ops.values()) out.push({ peer: op.target, what: `one-sided ${KIND_NAMES[op.kind]} to world rank ${op.target} (op ${op.id}, awaiting ${op.awaiting})` });
+    for (const what of this.native.describe()) {
+      const m = /to rank (\d+)/.exec(what);
+      out.push({ peer: m === null ? null : Number(m[1]), what });
+    }
   }
 
   /** Operations still waiting (for the hang report). */

@@ -1,0 +1,167 @@
+// The hang report, launcher side: `railcomm run` collects the ranks' reports
+// (proto/hang.ts, sent over the key-value service) and, once every rank still
+// running is stuck (waiting with nothing completing, or idle) and one of them
+// waits, prints one picture of who waits on whom, naming the cycles. It
+// prints once per stuck spell and never stops the job (--timeout does).
+
+import type { HangReport, HangWait } from '../proto/hang.js';
+
+/** What the launcher knows of a rank besides its report. */
+export type RankState = 'running' | 'finalized' | 'exited';
+
+/** Cycles named in one picture at most. */
+const MAX_CYCLES = 8;
+
+const isPeer = (v: unknown): v is HangWait['peer'] => v === null || v === 'any' || (typeof v === 'number' && Number.isSafeInteger(v) && v >= -1);
+
+/** A rank's report, or undefined when the text is not one (a stranger's or a bug's; the board ignores it). */
+export function parseHangReport(text: string, rank: number): HangReport | undefined {
+  let o: unknown;
+  try { o = JSON.parse(text); } catch { return undefined; }
+  if (typeof o !== 'object' || o === null) return undefined;
+  const r = o as Record<string, unknown>;
+  const state = r['state'];
+  if (state !== 'waiting' && state !== 'idle' && state !== 'moving') return undefined;
+  if (typeof r['forMs'] !== 'number' || typeof r['timeoutMs'] !== 'number' || !Array.isArray(r['waits'])) return undefined;
+  const waits: HangWait[] = [];
+  for (const w of r['waits'] as unknown[]) {
+    if (typeof w !== 'object' || w === null) return undefined;
+    const { peer, what } = w as Record<string, unknown>;
+    if (!isPeer(peer) || typeof what !== 'string') return undefined;
+    waits.push({ peer, what });
+  }
+  // The rank is the connection's (proven with the job key), not what the text says.
+  return { rank, state, forMs: r['forMs'], timeoutMs: r['timeoutMs'], waits };
+}
+
+/** The distinct world ranks a report waits on, in order of first mention. */
+function peersOf(rep: HangReport): number[] {
+  const out: number[] = [];
+  for (const w of rep.waits) if (typeof w.peer === 'number' && w.peer >= 0 && !out.includes(w.peer)) out.push(w.peer);
+  return out;
+}
+
+/**
+ * Cycles among waiting ranks, each as the ranks in order (rank a waits on b,
+ * b on c, ..., the last on a), every cycle once, smallest rank first.
+ */
+export function findCycles(edges: ReadonlyMap<number, readonly number[]>): number[][] {
+  const cycles: number[][] = [];
+  const seen = new Set<string>();
+  const color = new Map<number, 1 | 2>();
+  const path: number[] = [];
+  const visit = (v: number): void => {
+    color.set(v, 1);
+    path.push(v);
+    for (const w of edges.get(v) ?? []) {
+      if (!edges.has(w)) continue;
+      const c = color.get(w);
+      if (c === 1) {
+        const cyc = path.slice(path.indexOf(w));
+        const start = cyc.indexOf(Math.min(...cyc));
+        const canon = [...cyc.slice(start), ...cyc.slice(0, start)];
+        const key = canon.join(',');
+        if (!seen.has(key) && cycles.length < MAX_CYCLES) { seen.add(key); cycles.push(canon); }
+      } else if (c === undefined) {
+        visit(w);
+      }
+    }
+    path.pop();
+    color.set(v, 2);
+  };
+  for (const v of [...edges.keys()].sort((a, b) => a - b)) if (!color.has(v)) visit(v);
+  return cycles;
+}
+
+const seconds = (ms: number): string => `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+
+/**
+ * The picture when the job is stuck: every running rank has reported waiting
+ * or idle, and at least one waits. Undefined while some rank still moves.
+ */
+export function hangPicture(size: number, reports: ReadonlyMap<number, HangReport>, state: (rank: number) => RankState): string[] | undefined {
+  const waiting: HangReport[] = [];
+  let minFor = Infinity;
+  let timeoutMs = 0;
+  for (let r = 0; r < size; r++) {
+    if (state(r) !== 'running') continue;
+    const rep = reports.get(r);
+    if (rep === undefined || rep.state === 'moving') return undefined;
+    if (rep.state === 'waiting') waiting.push(rep);
+    minFor = Math.min(minFor, rep.forMs);
+    timeoutMs = Math.max(timeoutMs, rep.timeoutMs);
+  }
+  if (waiting.length === 0) return undefined;
+  const lines = [`hang report: no operation completed on any running rank for at least ${seconds(minFor)} (RAILCOMM_HANG_TIMEOUT=${timeoutMs} ms); who waits on whom (world ranks):`];
+  const edges = new Map<number, number[]>();
+  const notes: string[] = [];
+  for (let r = 0; r < size; r++) {
+    const st = state(r);
+    if (st !== 'running') {
+      lines.push(`  rank ${r}: ${st === 'finalized' ? 'finalized' : 'exited'}`);
+      continue;
+    }
+    const rep = reports.get(r)!;
+    if (rep.state === 'idle') {
+      lines.push(`  rank ${r}: nothing pending in railcomm (in its own code, or idle)`);
+      continue;
+    }
+    const peers = peersOf(rep);
+    edges.set(r, peers);
+    const any = rep.waits.some((w) => w.peer === 'any');
+    const on = [...peers.map((p) => `rank ${p}`), ...(any ? ['any rank (ANY_SOURCE)'] : [])];
+    lines.push(`  rank ${r} waits${on.length > 0 ? ` on ${on.join(', ')}` : ''}:`);
+    for (const w of rep.waits) lines.push(`      ${w.what}`);
+    if (rep.waits.length === 0) lines.push('      nothing visible in the protocol layer (a request waits on the application)');
+    for (const p of peers) {
+      if (p >= size) continue;
+      const ps = state(p);
+      if (ps !== 'running') notes.push(`rank ${r} waits on rank ${p}, which has ${ps === 'finalized' ? 'finalized' : 'exited'}: it will never answer`);
+      else if (reports.get(p)?.state === 'idle') notes.push(`rank ${r} waits on rank ${p}, which has nothing pending in railcomm: does rank ${p} ever make the matching call?`);
+    }
+  }
+  const cycles = findCycles(edges);
+  for (const c of cycles) {
+    notes.push(c.length === 1
+      ? `deadlock: rank ${c[0]} waits on itself (a receive from itself that no send of its own matches)`
+      : `deadlock: cycle ${[...c, c[0]!].map((x) => `rank ${x}`).join(' -> ')} (each waits on the next)`);
+  }
+  if (cycles.length === 0 && notes.length === 0) notes.push('no cycle of waits among the ranks: look for a receive whose tag, source or communicator no send matches');
+  lines.push(...notes.map((n) => `  ${n}`));
+  lines.push('  the job goes on: the hang report never stops it (--timeout S does)');
+  return lines;
+}
+
+/** Collects reports as they come and prints the picture once per stuck spell. */
+export class HangBoard {
+  private readonly reports = new Map<number, HangReport>();
+  private printed = false;
+
+  constructor(
+    private readonly size: number,
+    private readonly state: (rank: number) => RankState,
+    private readonly print: (lines: string[]) => void,
+  ) {}
+
+  /** A report arrived from `rank` (JSON text as the rank sent it). */
+  add(rank: number, text: string): void {
+    const rep = parseHangReport(text, rank);
+    if (rep === undefined || rank < 0 || rank >= this.size) return;
+    if (rep.state === 'moving') {
+      this.reports.delete(rank);
+      this.printed = false;
+      return;
+    }
+    this.reports.set(rank, rep);
+    this.check();
+  }
+
+  /** Look again (a rank finalized or exited: the others may all be stuck now). */
+  check(): void {
+    if (this.printed) return;
+    const lines = hangPicture(this.size, this.reports, this.state);
+    if (lines === undefined) return;
+    this.printed = true;
+    this.print(lines);
+  }
+}
