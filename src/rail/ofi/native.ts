@@ -159,6 +159,13 @@ export function loadOfi(): OfiBinding | null {
     why = `libfabric binding not built (${log || 'run node native/ofi/build.mjs'}; it needs libfabric's headers: apt-get install libfabric-dev)`;
     return null;
   }
+  // libfabric's psm providers link libinfinipath and libpsm2, whose constructors
+  // (run as the binding loads) take over SIGTERM, SIGINT, SIGSEGV... to print a
+  // backtrace into a file in the working directory and exit: a rank's own
+  // SIGTERM listener then never runs, and railcomm run's polite stop kills it.
+  // They read these at load time; a user who wants the backtraces sets them.
+  process.env['IPATH_NO_BACKTRACE'] ??= '1';
+  process.env['HFI_NO_BACKTRACE'] ??= '1';
   try {
     loaded = requireHere(bin.file) as OfiBinding;
     why = `libfabric binding loaded (${path.relative(path.dirname(nativeDir()), bin.file)}, headers ${loaded.headers})`;
