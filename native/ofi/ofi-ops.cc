@@ -116,7 +116,8 @@ namespace {
  * send(h, fiAddr, head, headLen, payload | null, jsId) -> DONE | IN_PROGRESS | NO_RESOURCE | -errno.
  * head holds the frame head and the AM header (headLen bytes); payload follows
  * on the wire. jsId 0: copied now (DONE); else the payload is sent from the
- * caller's memory and completes later (event DONE with jsId).
+ * caller's memory and completes later (event DONE with jsId); a frame with
+ * no payload and a jsId is copied and completes later (never injected).
  */
 napi_value Send(napi_env env, napi_callback_info info) {
   napi_value a[6];
@@ -155,6 +156,16 @@ napi_value Send(napi_env env, napi_callback_info info) {
     const ssize_t r = Submit(e, x);
     if (r != 0) { Free(e, x); return Ret(env, static_cast<int32_t>(r)); }
     return Ret(env, kDone);
+  }
+  if (payLen == 0) {
+    // A frame without payload whose completion someone waits for (a BYE before close): copied, never injected.
+    Entry* c = Alloc(e, headLen);
+    if (c == nullptr) return Ret(env, kNoResource);
+    std::memcpy(reinterpret_cast<uint8_t*>(c) + kHead, head, headLen);
+    c->kind = K_SEND; c->dest = dest; c->len = headLen; c->jsId = jsId;
+    const ssize_t r = Submit(e, c);
+    if (r != 0) { Free(e, c); return Ret(env, static_cast<int32_t>(r)); }
+    return Ret(env, kInProgress);
   }
   Entry* x = Alloc(e, headLen);
   if (x == nullptr) return Ret(env, kNoResource);

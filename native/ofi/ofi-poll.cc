@@ -128,7 +128,7 @@ void HandleError(Ep* e, uint32_t& n, uint32_t& freed) {
 
 /**
  * poll(h) -> events written (head: [count, transmit entries freed, still
- * unposted, in flight]). Receive slots delivered by the previous poll are
+ * unposted, in flight, free small entries, free large entries]). Receive slots delivered by the previous poll are
  * posted again first: JavaScript has handled them by then.
  */
 napi_value Poll(napi_env env, napi_callback_info info) {
@@ -165,6 +165,8 @@ napi_value Poll(napi_env env, napi_callback_info info) {
   e->events[1] = static_cast<int32_t>(freed);
   e->events[2] = static_cast<int32_t>(e->pending.size() - e->pendingHead);
   e->events[3] = static_cast<int32_t>(e->inFlight);
+  e->events[4] = static_cast<int32_t>(e->pools[0].free.size());
+  e->events[5] = static_cast<int32_t>(e->pools[1].free.size());
   return Ret(env, static_cast<int32_t>(n));
 }
 

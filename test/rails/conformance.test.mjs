@@ -720,6 +720,97 @@ for (const R of RAILS) {
   }
 }
 
+// ofi-specific behaviours, per provider: back-pressure from its own
+// transmit entries, the graceful close, a vanished peer process, a HELLO
+// without the job key, and no descriptor of libfabric's in a child process.
+for (const R of RAILS.filter((r) => r.name.startsWith('ofi-'))) {
+  const opts = R.missing.reason === null ? {} : R.missing;
+
+  test(`${R.name}: out of transmit entries it answers NO_RESOURCE, then ready() once its completions are read, and everything arrives in order`, opts, async () => {
+    const pair = await R.open(resolveParams());
+    try {
+      const ep = pair.epAB();
+      ep.sendCopy(AM_MSG, hdrOf(0), 8, null);
+      await pair.b.until(() => pair.b.got.length === 1, 'first message');
+      const big = fill(60000, 1);
+      let sent = 1, st;
+      for (let i = 0; i < 1000; i++) { st = ep.sendCopy(AM_MSG, hdrOf(sent), 8, big); if (st === NO_RESOURCE) break; sent++; }
+      assert.equal(st, NO_RESOURCE, 'the large transmit entries run out');
+      await pair.a.until(() => pair.a.ready > 0, 'ready upcall');
+      assert.equal(ep.sendCopy(AM_MSG, hdrOf(sent), 8, big), DONE);
+      sent++;
+      await pair.b.until(() => pair.b.got.length === sent, 'everything accepted arrives', 30_000);
+      pair.b.got.forEach((m, i) => assert.equal(m.hdr.readUInt32LE(0), i));
+    } finally { await pair.close(); }
+  });
+
+  test(`${R.name}: closing tells the peer it finalized (graceful)`, opts, async () => {
+    const pair = await R.open(resolveParams());
+    const ab = pair.epAB();
+    ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
+    await pair.b.until(() => pair.b.got.length === 1, 'first message');
+    await pair.a.rail.close();
+    await pair.b.until(() => pair.b.failed.length === 1, 'b learns a closed');
+    assert.deepEqual(pair.b.failed[0], { peer: pair.a.id, code: 'ERR_PEER_FAILED', graceful: true });
+    await pair.b.rail.close();
+    polled.delete(pair.a.rail); polled.delete(pair.b.rail);
+  });
+
+  test(`${R.name}: a peer on this host whose process is gone fails within a second`, opts, async () => {
+    const pair = await R.open(resolveParams());
+    try {
+      const { spawnSync } = await import('node:child_process');
+      const dead = Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout);
+      // b's address, claimed by a process that no longer exists.
+      const addr = pair.b.rail.address().split('|').map((f, i) => (i === 4 ? String(dead) : f)).join('|');
+      const ep = pair.a.rail.endpoint(endpointId(JOB, 5), addr);
+      ep.sendCopy(AM_MSG, hdrOf(0), 8, null);
+      const t0 = Date.now();
+      await pair.a.until(() => pair.a.failed.length === 1, 'the dead peer fails', 5000);
+      const ms = Date.now() - t0;
+      assert.ok(ms < within(PEER_GONE_MS), `took ${ms} ms, README promises ${PEER_GONE_MS} (+${MARGIN_MS} margin)`);
+      assert.match(pair.a.messages[0], new RegExp(`process ${dead} is gone`));
+    } finally { await pair.close(); }
+  });
+
+  test(`${R.name}: a HELLO that does not prove the job key is refused and counted; nothing from that sender arrives`, opts, async () => {
+    const params = resolveParams();
+    const a = makeSide(0, params);
+    const b = makeSide(1, params);
+    a.env = { ...a.env, jobKey: 'cd'.repeat(32) };
+    const dev = ofiComponent.queryDevices(params).find((d) => d.name === OFI.find(([n]) => n === R.name)[1]);
+    a.rail = await ofiComponent.open(dev, a.env);
+    b.rail = await ofiComponent.open(dev, b.env);
+    polled.add(a.rail); polled.add(b.rail);
+    try {
+      const ep = a.rail.endpoint(b.id, b.rail.address());
+      for (let i = 0; i < 5; i++) ep.sendCopy(AM_MSG, hdrOf(i), 8, fill(10, i));
+      await b.until(() => b.rail.counters.snapshot().refused >= 5, 'the HELLO and the frames after it refused');
+      assert.equal(b.got.length, 0);
+      assert.equal(b.accepted, 0);
+    } finally {
+      await a.rail.close(); await b.rail.close();
+      polled.delete(a.rail); polled.delete(b.rail);
+    }
+  });
+
+  test(`${R.name}: a child process inherits none of libfabric's descriptors (close-on-exec)`, opts, async () => {
+    const pair = await R.open(resolveParams());
+    try {
+      const ab = pair.epAB(), ba = pair.epBA();
+      ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
+      ba.sendCopy(AM_MSG, hdrOf(0), 8, null);
+      await pair.b.until(() => pair.b.got.length === 1 && pair.a.got.length === 1, 'both ways');
+      await new Promise((r) => setTimeout(r, 150)); // the rail's sweep after a new peer
+      const { spawnSync } = await import('node:child_process');
+      const ls = spawnSync('sh', ['-c', 'ls -l /proc/$$/fd'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).stdout;
+      // (stdio are the test runner's sockets: only descriptors past them count.)
+      const inherited = ls.split('\n').filter((l) => /-> (socket|anon_inode)/.test(l) && Number(/ (\d+) ->/.exec(l)?.[1]) > 2);
+      assert.deepEqual(inherited, [], `descriptors a child inherits:\n${ls}`);
+    } finally { await pair.close(); }
+  });
+}
+
 // udp-specific behaviours: the datagram rail must survive what a stream rail never sees.
 const udpRail = RAILS.find((r) => r.name === 'udp');
 
@@ -744,17 +835,27 @@ test('udp: a dropped peer that missed the RESET gets another when it next sends;
     await pair.b.until(() => pair.b.got.length === 1, 'connected a -> b');
     ba.sendCopy(AM_MSG, hdrOf(0), 8, null);
     await pair.a.until(() => pair.a.got.length === 1, 'connected b -> a');
-    const { T_RESET, VERSION } = await import('../../dist/rail/udp/wire.js');
-    const { checksum } = await import('../../dist/rail/udp/checksum.js');
-    // A forged RESET with b's token for a but the wrong second token: counted, nothing ends.
-    const forged = Buffer.alloc(24); forged.writeUInt16LE(0x5552, 0); forged[2] = VERSION; forged[3] = T_RESET;
-    forged.writeUInt32LE(ba.myToken, 8); forged.writeUInt32LE((ba.session.token ^ 1) >>> 0, 12);
-    forged.writeUInt32LE(checksum(forged, 8, 16), 4);
+    const { T_RESET, VERSION, SUM_MAC } = await import('../../dist/rail/udp/wire.js');
+    const { datagramSum } = await import('../../dist/rail/udp/checksum.js');
+    const { datagramMac } = await import('../../dist/rail/udp/mac.js');
+    // A forged RESET with b's token for a but the wrong second token (with the session's
+    // MAC, as a would seal it): counted, nothing ends.
+    const reset = (second, key) => {
+      const b = Buffer.alloc(24); b.writeUInt16LE(0x5552, 0); b[2] = VERSION; b[3] = T_RESET | (key ? SUM_MAC : 0);
+      b.writeUInt32LE(ba.myToken, 8); b.writeUInt32LE(second >>> 0, 12);
+      b.writeUInt32LE(key ? datagramMac(b, 24, key) : datagramSum(new DataView(b.buffer), b, 24), 4);
+      return b;
+    };
     const s = dgram.createSocket('udp4');
     const [, , prioPort] = pair.b.rail.address().split(':');
-    await new Promise((r) => s.send(forged, Number(prioPort), '127.0.0.1', r));
-    s.close();
+    await new Promise((r) => s.send(reset(ba.session.token ^ 1, ba.session.macKey), Number(prioPort), '127.0.0.1', r));
     await pair.b.until(() => pair.b.rail.counters.dropProtocol > 0, 'the forged RESET counted');
+    // Both tokens right but a checksum where the session requires its MAC (RAILCOMM_UDP_AUTH=1): dropped.
+    if (ba.session.macKey !== null) {
+      await new Promise((r) => s.send(reset(ba.session.token, null), Number(prioPort), '127.0.0.1', r));
+      await pair.b.until(() => pair.b.rail.counters.dropNoMac > 0, 'the RESET without a MAC counted');
+    }
+    s.close();
     assert.deepEqual(pair.b.failed, [], 'a RESET without both tokens ends nothing');
     assert.equal(pair.b.rail.counters.resetsRecv, 0);
     // b loses a's first RESET.
@@ -853,9 +954,9 @@ test('udp: malformed, foreign, corrupt and unknown-peer datagrams are counted an
     await send(fake, dataPort);
     for (let i = 0; i < 200; i++) { const r = Buffer.from(fill(24 + (i * 37) % 1000, i)); r.writeUInt16LE(0x5552, 0); r[2] = VERSION; await send(r, i % 2 ? dataPort : prioPort); }
     // A valid ACK datagram (right checksum) with a token nobody holds.
-    const { checksum } = await import('../../dist/rail/udp/checksum.js');
+    const { datagramSum } = await import('../../dist/rail/udp/checksum.js');
     const ack = Buffer.alloc(24); ack.writeUInt16LE(0x5552, 0); ack[2] = VERSION; ack[3] = 3; ack.writeUInt32LE(12345, 8);
-    ack.writeUInt32LE(checksum(ack, 8, 16), 4);
+    ack.writeUInt32LE(datagramSum(new DataView(ack.buffer), ack, 24), 4);
     await send(ack, prioPort);
     s.close();
     await new Promise((r) => setTimeout(r, 100));
@@ -897,8 +998,8 @@ test('udp: under injected faults (drop, dup, reorder, corrupt) every message arr
     const ca = pair.a.rail.counters.snapshot();
     const cb = pair.b.rail.counters.snapshot();
     assert.ok(ca.faultDrops > 0 && ca.retransmits > 0, 'faults were injected and repaired');
-    // Corrupted datagrams (one flipped bit each) were injected and the checksum caught them. (That every
-    // flip is caught is udp-wire.test.mjs's, bit by bit: a flip in the type byte, outside the checksum, is not.)
+    // Corrupted datagrams (one flipped bit each) were injected and the checksum (with RAILCOMM_UDP_AUTH=1,
+    // the MAC) caught them. (That every flip is caught is udp-wire.test.mjs's and udp-mac.test.mjs's, bit by bit.)
     const corrupted = ca.faultCorrupts + cb.faultCorrupts;
     assert.ok(corrupted > 0, 'corrupt datagrams were injected');
     assert.ok(ca.dropCorrupt + cb.dropCorrupt > 0, `the checksum caught corrupt datagrams: ${JSON.stringify({ corrupted, a: ca.dropCorrupt, b: cb.dropCorrupt })}`);

@@ -16,6 +16,8 @@ import type { OfiRail, OfiRemoteKey } from './rail.js';
 /** Zero-copy sends of at most this many payload bytes are copied instead (a completion costs more than the copy). */
 const ZCOPY_COPY_BELOW = 16384;
 const NO_ADDR = -1;
+/** The BYE's completion: nothing waits for it but the rail's close (which counts operations in flight). */
+const BYE_SENT: Completion = { railComplete(): void { /* sent, or its peer is gone */ } };
 
 export class OfiEndpoint implements RailRma {
   readonly rail: OfiRail;
@@ -240,13 +242,19 @@ export class OfiEndpoint implements RailRma {
     }
   }
 
-  /** Tell the peer we finalized (only if we ever talked); true once handed to the provider. */
+  /**
+   * Tell the peer we finalized (only if we ever talked); true once handed to
+   * the provider. Never injected: its completion keeps the rail open until
+   * the provider sent it (the sockets provider drops injected frames at close).
+   */
   sayBye(): boolean {
     if (this.failed || !this.helloSent) return true;
     const rail = this.rail;
     encodeHead(rail.headView, AM_CONTROL, F_BYE, 0, 0, rail.rank, rail.job, this.txSeq);
-    const r = rail.b.send(rail.h, this.fiAddr, rail.head, FRAME_HEAD, null, 0);
-    if (r === NO_RESOURCE) return false;
+    const id = rail.ops.take(BYE_SENT, this, null, -1);
+    const r = rail.b.send(rail.h, this.fiAddr, rail.head, FRAME_HEAD, null, id);
+    if (r === NO_RESOURCE) { rail.ops.drop(id); return false; }
+    if (r < 0) rail.ops.drop(id);
     this.txSeq = (this.txSeq + 1) >>> 0;
     return true;
   }

@@ -87,7 +87,7 @@ export interface OfiRegistration {
 
 /** Transmit entry kinds (native/ofi/ofi.h). */
 export const K_SEND = 1, K_SENDV = 2, K_WRITE = 3, K_READ = 4, K_ATOMIC = 5, K_FETCH = 6, K_CSWAP = 7;
-/** Event records (8 int32 words each, after an 8-word head: count, entries freed, unposted, in flight). */
+/** Event records (8 int32 words each, after an 8-word head: count, entries freed, unposted, in flight, free small and large entries). */
 export const EV_RECV = 1, EV_DONE = 2, EV_ERROR = 3;
 export const EVENT_WORDS = 8;
 

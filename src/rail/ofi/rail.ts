@@ -227,10 +227,10 @@ export class OfiRail implements Rail {
           else if (type === EV_DONE) this.ops.complete(ev[o + 1]! >>> 0, ev[o + 4] === 6 || ev[o + 4] === 7 ? this.decode(o) : null);
           else if (type === EV_ERROR) this.errored(o);
         }
-        if (freed > 0 && this.blocked.size > 0) this.redrive();
+        if (freed > 0 && this.blocked.size > 0 && this.roomy()) this.redrive();
         if (n < EVENTS) break;
       }
-      if (!any && this.blocked.size > 0 && ev[2] === 0) this.redrive();
+      if (!any && this.blocked.size > 0 && ev[2] === 0 && this.roomy()) this.redrive();
     } finally {
       this.polling = false;
     }
@@ -245,6 +245,11 @@ export class OfiRail implements Rail {
     return this.readValue;
   }
   private readonly readValue = (type: number): number | bigint => readValue(this.valueView, 0, type);
+
+  /** Both transmit pools have an entry free (a blocked sender may need either). */
+  private roomy(): boolean {
+    return this.events[4]! > 0 && this.events[5]! > 0;
+  }
 
   /** Senders that found no room: the layer above tries them again. */
   private redrive(): void {
