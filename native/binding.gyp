@@ -1,6 +1,6 @@
 # railcomm's native addon (Node-API: one binary for every Node version):
 # shared-memory segments as SharedArrayBuffer, a cross-process futex doorbell,
-# CMA single-copy reads, CRC32C, batched datagram sends, vectorised reductions
+# CMA single-copy reads, CRC32C, SipHash-2-4 (the udp MAC), batched datagram sends, vectorised reductions
 # and copies for the shared-memory collectives, a watch on the process that
 # started the rank, and the PMIx client (libpmix.so.2 opened at run time, so
 # no libpmix-dev is needed). Linux only.
@@ -8,7 +8,7 @@
   "targets": [
     {
       "target_name": "railcomm_native",
-      "sources": ["src/addon.cc", "src/shm.cc", "src/doorbell.cc", "src/cma.cc", "src/crc32c.cc", "src/udp.cc", "src/reduce.cc", "src/process.cc", "src/pmix.cc"],
+      "sources": ["src/addon.cc", "src/shm.cc", "src/doorbell.cc", "src/cma.cc", "src/crc32c.cc", "src/siphash.cc", "src/udp.cc", "src/reduce.cc", "src/process.cc", "src/pmix.cc"],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       # NAPI_VERSION 8: Node 12.22 on, so every Node this package supports has each call.
       "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS"],

@@ -100,6 +100,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitDoorbell(env, exports);
   InitCma(env, exports);
   InitCrc(env, exports);
+  InitSiphash(env, exports);
   InitUdp(env, exports);
   InitReduce(env, exports);
   InitProcess(env, exports);

@@ -49,6 +49,7 @@ void InitShm(Napi::Env env, Napi::Object exports);
 void InitDoorbell(Napi::Env env, Napi::Object exports);
 void InitCma(Napi::Env env, Napi::Object exports);
 void InitCrc(Napi::Env env, Napi::Object exports);
+void InitSiphash(Napi::Env env, Napi::Object exports);
 void InitUdp(Napi::Env env, Napi::Object exports);
 void InitReduce(Napi::Env env, Napi::Object exports);
 void InitProcess(Napi::Env env, Napi::Object exports);

@@ -1,7 +1,7 @@
 // Loader of railcomm's native addon (native/: Node-API, one binary for every
 // Node, a prebuild or built by npm install): /dev/shm segments as
 // SharedArrayBuffer, a cross-process futex doorbell, CMA single-copy reads,
-// CRC32C and batched datagram sends. Returns null, with the reason, when absent.
+// CRC32C, SipHash and batched datagram sends. Returns null, with the reason, when absent.
 
 import { createRequire } from 'node:module';
 import { existsSync, readFileSync, readdirSync, unlinkSync } from 'node:fs';
@@ -56,6 +56,13 @@ export interface NativeAddon {
   crc32c(view: ArrayBufferView, seed?: number): number;
   /** CRC32C of view[offset, offset + length) (seed 0), without a subarray per call. */
   crc32cRange(view: ArrayBufferView, offset: number, length: number): number;
+  /**
+   * SipHash-2-4 of view[offset, offset + length) under a 16-byte key, with the
+   * 4 bytes at offset + hole read as zeros (hole -1: none): its low 32 bits
+   * (the udp rail's datagram MAC); `out` (8 bytes) takes all 64. Absent from
+   * addons built before it.
+   */
+  siphash24Range?(view: ArrayBufferView, offset: number, length: number, key: Uint8Array, hole: number, out?: Uint8Array): number;
   /**
    * sendmmsg(2) on a UDP socket's fd: bufs[i]'s first lens[i] bytes to the IPv4
    * address addrs[i] (host order) port ports[i], for i < count (at most 256).

@@ -33,7 +33,7 @@ const DEFAULTS = {
   eagerLimit: 16384, rndvThreshold: 65536, rndvChunk: 1 << 20, eagerCredits: 4 << 20, sendBuffer: 32 << 20,
   tcpMaxFrame: 4 << 20, tcpRecvBuffer: 256 << 10, tcpSendHighWater: 16 << 20,
   connectTimeout: 30000, handshakeTimeout: 5000,
-  udpMtu: 0, udpTinyMtu: 768, udpWindow: 4096, udpRtoMs: 100, udpAckDelay: 1, udpPeerTimeout: 300, udpFaults: '', udpChecksum: true, udpSocketBuffer: 4 << 20,
+  udpMtu: 0, udpTinyMtu: 768, udpWindow: 4096, udpRtoMs: 100, udpAckDelay: 1, udpPeerTimeout: 300, udpFaults: '', udpChecksum: true, udpAuth: true, udpSocketBuffer: 4 << 20,
   spinUs: 1000, hangTimeout: 60000,
   tbsmRing: 1 << 20, shmRing: 1 << 20, shmRndvThreshold: 0, shmSingleCopy: true,
   collAllreduceRing: 256 << 10, collAllgatherRing: 64 << 10, collGatherBinomial: 4 << 10, collAlltoallPairwise: 32 << 10,

@@ -2,6 +2,7 @@
 // simulated link that drops, duplicates, reorders and corrupts datagrams as
 // fast-check likes. Every message must arrive exactly once, in order, with the
 // right bytes, and the sender's state must drain (window, hotel, retransmit list).
+// Sessions run with checksums, or with the per-session MAC (RAILCOMM_UDP_AUTH).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,11 +12,14 @@ import { Segment, Frag } from '../../dist/rail/udp/segment.js';
 import { Hotel, GuestList } from '../../dist/core/hotel.js';
 import { UdpCounters } from '../../dist/rail/udp/counters.js';
 import { TrafficCounters } from '../../dist/core/counters.js';
-import { checksum } from '../../dist/rail/udp/checksum.js';
-import { Bad, ACK_BYTES, FRAG_BYTES, SUM_FROM, T_ACK, checkDatagram, encodeAck, setSum } from '../../dist/rail/udp/wire.js';
+import { datagramSum } from '../../dist/rail/udp/checksum.js';
+import { datagramMac } from '../../dist/rail/udp/mac.js';
+import { Bad, ACK_BYTES, FRAG_BYTES, T_ACK, checkDatagram, encodeAck, getSum, isMac, markMac, setSum } from '../../dist/rail/udp/wire.js';
 import { SEQ_MASK, seqAdd, seqDiff, seqLt } from '../../dist/core/seq.js';
 
 const AM = 1;
+/** A session MAC key, for the scenarios that run with one. */
+const KEY = Uint8Array.from({ length: 16 }, (_, i) => i * 17 + 3);
 const LIMITS = { hdrMax: 64, fragMax: 1 << 20, tinyMax: 200, dataMax: 600, window: 16, rtoMs: 20, rtoFloorMs: 5, highWater: 1 << 24 };
 
 function mulberry(seed) {
@@ -60,14 +64,17 @@ function makeSide(name, clock, link, got) {
     if (s.ackOwed) {
       const b = Buffer.alloc(ACK_BYTES); const v = new DataView(b.buffer);
       encodeAck(v, s.token, (s.rxNext - 1) >>> 0, 1 << 16, s.rxHeld > 0, s.rxHighest);
-      setSum(v, checksum(b, SUM_FROM, ACK_BYTES - SUM_FROM));
+      if (s.macKey !== null) { markMac(v); setSum(v, datagramMac(b, ACK_BYTES, s.macKey)); } else setSum(v, datagramSum(v, b, ACK_BYTES));
       host.transmit(s, b, ACK_BYTES); s.ackSent();
     }
   };
   host.deliver = (bytes) => {
     const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
-    const bad = checkDatagram(v, bytes.length, checksum(bytes, SUM_FROM, bytes.length - SUM_FROM), LIMITS.hdrMax, LIMITS.fragMax);
+    // As the rail: a session with a MAC key takes only datagrams whose MAC verifies.
+    const key = s.macKey;
+    const bad = checkDatagram(v, bytes.length, key !== null ? -1 : datagramSum(v, bytes, bytes.length), LIMITS.hdrMax, LIMITS.fragMax);
     if (bad !== Bad.OK) { host.bad++; return; }
+    if (key !== null && (!isMac(v) || datagramMac(bytes, bytes.length, key) !== getSum(v))) { host.bad++; return; }
     s.receive(bytes, v, bytes.length);
     host.scheduled = true; // the rail runs a pass after each receive burst
   };
@@ -80,21 +87,21 @@ function payload(i, n) {
   return b;
 }
 
-/** Two sessions a -> b over one simulated link, started at sequence number `start`; b's deliveries land in got. */
-function connectedPair(start) {
+/** Two sessions a -> b over one simulated link, started at sequence number `start` (with the MAC when `mac`); b's deliveries land in got. */
+function connectedPair(start, mac = false) {
   const clock = { t: 1000 };
   const link = [];
   const got = [];
   const a = makeSide('a', clock, link, []);
   const b = makeSide('b', clock, link, got);
-  a.session.start(1, start, 7, 1 << 16);
-  b.session.start(2, 7, start, 1 << 16);
+  a.session.start(1, start, 7, 1 << 16, mac ? KEY : null);
+  b.session.start(2, 7, start, 1 << 16, mac ? KEY : null);
   return { clock, link, got, a, b };
 }
 
 /** Run one scenario; returns what b received and both hosts. */
-function simulate({ sizes, seed, drop, dup, reorder, corrupt, start }) {
-  const { clock, link, got, a, b } = connectedPair(start);
+function simulate({ sizes, seed, drop, dup, reorder, corrupt, start, mac }) {
+  const { clock, link, got, a, b } = connectedPair(start, mac);
   const rand = mulberry(seed);
   const hdr = Buffer.alloc(8);
   sizes.forEach((n, i) => { hdr.writeUInt32LE(i, 0); assert.ok(a.session.send(AM, 0, hdr, 8, payload(i, n), null)); });
@@ -128,6 +135,7 @@ const scenario = fc.record({
   corrupt: fc.double({ min: 0, max: 0.05, noNaN: true }),
   // Sequence numbers start anywhere, often just before the wrap at 2^30.
   start: fc.oneof(fc.integer({ min: 0, max: SEQ_MASK }), fc.integer({ min: SEQ_MASK - 40, max: SEQ_MASK })),
+  mac: fc.boolean(),
 });
 
 test('udp session: over a lossy, duplicating, reordering, corrupting link every message arrives once, in order, intact; the sender drains', () => {

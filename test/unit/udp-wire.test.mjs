@@ -1,18 +1,19 @@
 // udp wire format: headers round-trip, every structural defect has its drop
-// reason, the checksum catches any single flipped bit, handshakes round-trip.
+// reason, the checksum catches any single flipped bit (the type byte's too),
+// handshakes round-trip. (The MAC kind: udp-mac.test.mjs.)
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { checksum } from '../../dist/rail/udp/checksum.js';
+import { checksum, datagramSum } from '../../dist/rail/udp/checksum.js';
 import {
   ACK_BYTES, Bad, CHUNK_BYTES, COMMON_BYTES, FRAG_BYTES, HS_BYTES, SUM_FROM, T_ACK, T_CHUNK, T_FRAG, T_HELLO, T_PROBE,
   checkDatagram, decodeHandshake, encodeAck, encodeChunk, encodeCommon, encodeFrag, encodeHandshake,
   getAck, getCredit, getFragId, getHdrLen, getHole, getOffset, getPayLen, getSeq, getToken, getType, setSum, stampAck,
 } from '../../dist/rail/udp/wire.js';
 
-const seal = (b) => { const v = new DataView(b.buffer, b.byteOffset, b.length); setSum(v, checksum(b, SUM_FROM, b.length - SUM_FROM)); return v; };
-const check = (b) => checkDatagram(new DataView(b.buffer, b.byteOffset, b.length), b.length, checksum(b, SUM_FROM, b.length - SUM_FROM), 64, 1 << 20);
+const seal = (b) => { const v = new DataView(b.buffer, b.byteOffset, b.length); setSum(v, datagramSum(v, b, b.length)); return v; };
+const check = (b) => { const v = new DataView(b.buffer, b.byteOffset, b.length); return checkDatagram(v, b.length, datagramSum(v, b, b.length), 64, 1 << 20); };
 
 test('udp wire: FRAG and CHUNK headers round-trip and pass the checks', () => {
   fc.assert(fc.property(fc.integer({ min: 0, max: 0xffffffff }), fc.integer({ min: 0, max: 0xffffffff }), fc.integer({ min: 0, max: 0x7fffffff }), fc.boolean(),
@@ -51,7 +52,7 @@ test('udp wire: each defect has its reason', () => {
 
 test('udp wire: each structural limit at its edge (short, header limit, fragment bound, empty chunk, chunk at offset 0, handshake length)', () => {
   const HDR_MAX = 64, FRAG_MAX = 1 << 20;
-  const checkAt = (b) => checkDatagram(new DataView(b.buffer, b.byteOffset, b.length), b.length, checksum(b, SUM_FROM, b.length - SUM_FROM), HDR_MAX, FRAG_MAX);
+  const checkAt = (b) => { const v = new DataView(b.buffer, b.byteOffset, b.length); return checkDatagram(v, b.length, datagramSum(v, b, b.length), HDR_MAX, FRAG_MAX); };
   const frag = (len, hdrLen, payLen) => { const b = Buffer.alloc(len); const v = new DataView(b.buffer); encodeCommon(v, T_FRAG, 1, 1); if (len >= FRAG_BYTES) encodeFrag(v, 3, 0, hdrLen, payLen); seal(b); return b; };
   const chunk = (len, hdrLen, payLen, offset) => { const b = Buffer.alloc(len); const v = new DataView(b.buffer); encodeCommon(v, T_CHUNK, 1, 1); if (len >= CHUNK_BYTES) encodeChunk(v, 3, 0, hdrLen, payLen, 9, offset); seal(b); return b; };
   // FRAG: shorter than its header; a header just within and just past the limit, lengths adding up.
@@ -116,14 +117,14 @@ test('udp checksum: any single flipped bit is caught, at any alignment', () => {
   }));
 });
 
-/** Sealed datagrams of each shape, both checksum kinds: an ACK, a FRAG of 88 bytes (a handshake's length), a CHUNK. */
+/** Sealed datagrams of each shape, both checksum kinds: an ACK, a FRAG of HS_BYTES (a handshake's length), a CHUNK. */
 async function sealedDatagrams() {
   const { markCrcSum } = await import('../../dist/rail/udp/wire.js');
   const { datagramSum } = await import('../../dist/rail/udp/checksum.js');
   const out = [];
   for (const crc of [false, true]) {
     const ack = Buffer.alloc(ACK_BYTES); encodeAck(new DataView(ack.buffer), 5, 1000, 4096, true, 1003, T_ACK);
-    const frag = Buffer.alloc(88); { const v = new DataView(frag.buffer); encodeCommon(v, T_FRAG, 7, 9); encodeFrag(v, 3, 0, 8, 88 - FRAG_BYTES - 8); }
+    const frag = Buffer.alloc(HS_BYTES); { const v = new DataView(frag.buffer); encodeCommon(v, T_FRAG, 7, 9); encodeFrag(v, 3, 0, 8, HS_BYTES - FRAG_BYTES - 8); }
     const chunk = Buffer.alloc(CHUNK_BYTES + 100); { const v = new DataView(chunk.buffer); encodeCommon(v, T_CHUNK, 7, 10); encodeChunk(v, 3, 0, 8, 5000, 77, 0); }
     for (const [name, b] of [['ACK', ack], ['FRAG', frag], ['CHUNK', chunk]]) {
       const v = new DataView(b.buffer, b.byteOffset, b.length);
@@ -157,11 +158,12 @@ test('udp wire: a datagram with any one bit flipped outside its type byte is ref
   }
 });
 
-// Byte 3 (type and checksum-kind bits) lies outside the checksum (bytes 8..end): a flipped
-// bit 2 turns an ACK (3) into a PROBE (7), both valid 24-byte datagrams, and a FRAG (1) of
-// 88 bytes into a CHALLENGE (5); bit 7 (header-only sum) changes nothing the sum covers in a
-// datagram of at most 40 bytes. Reported; fixing it changes the wire format.
-test('udp wire: a flipped bit in the type byte is refused too', { todo: 'the type byte is outside the checksum (ACK -> PROBE, 88-byte FRAG -> CHALLENGE pass checkDatagram)' }, async () => {
+// Byte 3 (type and checksum-kind bits) lay outside the checksum (bytes 8..end) before wire
+// version 3: a flipped bit 2 turned an ACK (3) into a PROBE (7), both valid 24-byte
+// datagrams. The first word is now mixed into the sum (checksum.ts, datagramSum). (A flip
+// that names the MAC kind is refused by the rail: a session without a key drops MAC
+// datagrams, one with a key checks the MAC; udp-mac.test.mjs.)
+test('udp wire: a flipped bit in the type byte is refused too', async () => {
   const { out, accepts } = await sealedDatagrams();
   const missed = out.flatMap(({ name, b }) => acceptedFlips(b, accepts, (i) => i === 3).map((f) => `${name}: ${f}`));
   assert.deepEqual(missed, []);
@@ -169,7 +171,7 @@ test('udp wire: a flipped bit in the type byte is refused too', { todo: 'the typ
 
 test('udp wire: handshakes round-trip', () => {
   const b = Buffer.alloc(HS_BYTES);
-  const h = { type: T_HELLO, jobId: 9, token: 0xfeedbeef, from: (9n << 32n) | 1n, to: 9n << 32n, nonce: Buffer.alloc(16, 7), dataPort: 4000, prioPort: 4001, credit: 123456, mac: Buffer.alloc(32, 3) };
+  const h = { type: T_HELLO, jobId: 9, token: 0xfeedbeef, from: (9n << 32n) | 1n, to: 9n << 32n, nonce: Buffer.alloc(16, 7), dataPort: 4000, prioPort: 4001, credit: 123456, mac: Buffer.alloc(32, 3), keyNonce: Buffer.alloc(16, 9), flags: 1 };
   encodeHandshake(b, h);
   seal(b);
   assert.equal(check(b), Bad.OK);
@@ -191,7 +193,8 @@ test('CRC32C: the addon and the JS table agree with the standard check value, an
   assert.equal(isCrcSum(v), true);
   assert.equal(getType(v), 1, 'the CRC bit does not change the type');
   const sum = datagramSum(v, dg, dg.length);
-  assert.equal(sum, crc32cTable(dg, SUM_FROM, dg.length - SUM_FROM));
+  // CRC32C of bytes 8.., with the first word (magic, version, type) mixed in.
+  assert.equal(sum, (crc32cTable(dg, SUM_FROM, dg.length - SUM_FROM) ^ Math.imul(v.getUint32(0, true), 0x9e3779b1)) >>> 0);
   dg[150] ^= 0x10;
   assert.notEqual(datagramSum(v, dg, dg.length), sum);
 });

@@ -166,6 +166,10 @@ export function loadOfi(): OfiBinding | null {
   // They read these at load time; a user who wants the backtraces sets them.
   process.env['IPATH_NO_BACKTRACE'] ??= '1';
   process.env['HFI_NO_BACKTRACE'] ??= '1';
+  // The sockets provider's progress thread spins 10 ms before it blocks; beside
+  // Node ranks that already fill the cores it starves them (a passive-target
+  // lock/put/unlock took 40-76 ms instead of 4): it blocks at once unless told otherwise.
+  process.env['FI_SOCKETS_PE_WAITTIME'] ??= '0';
   try {
     loaded = requireHere(bin.file) as OfiBinding;
     why = `libfabric binding loaded (${path.relative(path.dirname(nativeDir()), bin.file)}, headers ${loaded.headers})`;

@@ -3,7 +3,9 @@
 // of sums swapped words), mixed into 32 bits. Aligned buffers are read a word
 // at a time; misaligned ones by bytes. Where the native addon computes CRC32C
 // in hardware, senders use that instead (several times faster on 64 KB
-// datagrams) and say so in the header; any receiver can check either.
+// datagrams) and say so in the header; any receiver can check either. (With
+// RAILCOMM_UDP_AUTH=1, the default, a session's datagrams carry a MAC instead:
+// mac.ts; handshakes still carry this sum.)
 
 import { loadNative } from '../../native/addon.js';
 import { SUM_FROM, isCrcSum, sumLength } from './wire.js';
@@ -41,10 +43,18 @@ export function crc32cTable(bytes: Uint8Array, off: number, len: number): number
   return (c ^ 0xffffffff) >>> 0;
 }
 
-/** The checksum a datagram carries (or should carry), by the kind its header names. */
+/**
+ * The checksum a datagram carries (or should carry), by the kind its header
+ * names (not a MAC: mac.ts). The sum covers bytes SUM_FROM.. and then the
+ * first word (magic, version, type byte) is mixed in: times an odd constant,
+ * a bijection, so any change there changes the result. (Before wire version 3
+ * the type byte lay outside the checksum: a flipped bit turned an ACK into a
+ * PROBE.)
+ */
 export function datagramSum(v: DataView, bytes: Uint8Array, len: number, words?: Int32Array): number {
   const n = sumLength(v, len);
-  return isCrcSum(v) ? crc32c(bytes, SUM_FROM, n) : checksum(bytes, SUM_FROM, n, words, v);
+  const s = isCrcSum(v) ? crc32c(bytes, SUM_FROM, n) : checksum(bytes, SUM_FROM, n, words, v);
+  return (s ^ Math.imul(v.getUint32(0, true), 0x9e3779b1)) >>> 0;
 }
 
 /**

@@ -41,6 +41,14 @@ export class UdpCounters extends TrafficCounters {
   dropWindow = 0;
   /** Consistent datagrams whose content is wrong (chunk out of place, unknown AM id). */
   dropProtocol = 0;
+  /** Datagrams without the session's MAC on a session that requires it (RAILCOMM_UDP_AUTH=1): a forger's, or a peer's that runs without. */
+  dropNoMac = 0;
+  /** Datagrams whose MAC failed: forged, or corrupted on the way (also counted in dropCorrupt). */
+  macFailures = 0;
+  /** Incoming handshakes (HELLOs not yet proven) evicted to make room for newer ones. */
+  hsEvicted = 0;
+  /** Gauge: incoming handshakes waiting for their PROOF. */
+  hsPending = 0;
   /** Dropped, duplicated, reordered, corrupted by RAILCOMM_UDP_FAULTS. */
   faultDrops = 0;
   faultDups = 0;
@@ -65,7 +73,8 @@ export class UdpCounters extends TrafficCounters {
       dupAcks: this.dupAcks, dupSegs: this.dupSegs, outOfOrder: this.outOfOrder,
       dropShort: this.dropShort, dropForeign: this.dropForeign, dropCorrupt: this.dropCorrupt,
       dropType: this.dropType, dropLength: this.dropLength, dropUnknownPeer: this.dropUnknownPeer,
-      dropWindow: this.dropWindow, dropProtocol: this.dropProtocol,
+      dropWindow: this.dropWindow, dropProtocol: this.dropProtocol, dropNoMac: this.dropNoMac, macFailures: this.macFailures,
+      hsEvicted: this.hsEvicted, hsPending: this.hsPending,
       faultDrops: this.faultDrops, faultDups: this.faultDups, faultReorders: this.faultReorders, faultCorrupts: this.faultCorrupts,
       rtoMs: Math.round(this.rtoMs * 100) / 100, inflightSegs: this.inflightSegs, inflightBytes: this.inflightBytes, windowSegs: this.windowSegs,
     };

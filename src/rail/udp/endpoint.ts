@@ -1,7 +1,9 @@
 // One udp rail endpoint: the handshake with one peer (job-key proof both ways,
-// which hands each side the token the other stamps on every datagram), then a
-// Session that moves active messages reliably and in order, then an orderly
-// close (BYE, sequenced after everything else) or a failure.
+// which hands each side the token the other stamps on every datagram and keys
+// the session's MAC), then a Session that moves active messages reliably and
+// in order, then an orderly close (BYE, sequenced after everything else) or a
+// failure. Our own connect lives here; HELLOs from the peer wait in
+// handshake.ts until one proves the key.
 
 import type { Completion, RailEndpoint, RailStatus } from '../api.js';
 import { DONE, IN_PROGRESS, NO_RESOURCE } from '../api.js';
@@ -11,13 +13,18 @@ import { mac, macEquals, nonce } from '../../core/auth.js';
 import { formatId } from '../../core/ids.js';
 import { Session, type SessionOwner } from './session.js';
 import {
-  ACK_BYTES, AM_CONTROL, FLAG_BYE, HS_BYTES, SUM_FROM, T_ACK, T_CHALLENGE, T_HELLO, T_PROBE, T_PROOF,
-  encodeAck, encodeHandshake, handshakeContext, setSum, type Handshake,
+  ACK_BYTES, AM_CONTROL, FLAG_BYE, HS_AUTH, HS_BYTES, T_ACK, T_HELLO, T_PROBE, T_PROOF,
+  encodeAck, encodeHandshake, handshakeContext, markMac, sessionContext, setSum, type Handshake, type HandshakeSide,
 } from './wire.js';
-import { checksum } from './checksum.js';
+import { datagramSum } from './checksum.js';
+import { datagramMac } from './mac.js';
+import type { Accept } from './handshake.js';
 import type { UdpRail } from './rail.js';
 
-const enum State { IDLE, CONNECTING, ACCEPTING, OPEN, CLOSING, CLOSED }
+const enum State { IDLE, CONNECTING, OPEN, CLOSING, CLOSED }
+
+/** Bad MACs a session takes before it is ended (see UdpEndpoint.badMac). */
+export const MAC_FAILURE_LIMIT = 1 << 16;
 
 /** After our BYE is acknowledged, how long to wait for the peer's (so that we can ACK it). */
 const LINGER_MS = 250;
@@ -32,6 +39,8 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
   readonly session: Session;
   /** The token the peer stamps on datagrams to us. */
   readonly myToken: number;
+  /** Ours for this endpoint's life, like the token: the session key covers both sides' (wire.ts). */
+  readonly keyNonce: Buffer;
   ip = '';
   /** `ip` as a host-order IPv4 number for batched sends (0: not a dotted quad). */
   private ipNum = 0;
@@ -40,12 +49,15 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
   prioPort = 0;
 
   private state = State.IDLE;
-  private myNonce: Buffer = Buffer.alloc(16);
-  private peerNonce: Buffer = Buffer.alloc(16);
+  /** Our connect's nonce (its HELLO's), kept once open to answer a repeated CHALLENGE. */
+  private connectNonce: Buffer | null = null;
+  /** The peer as the handshake that opened the session proved it. */
   private peerToken = 0;
-  private peerCredit = 0;
-  /** The handshake datagram we (re)send: HELLO, CHALLENGE or PROOF. */
+  private peerKeyNonce: Uint8Array = new Uint8Array(16);
+  private peerFlags = 0;
+  /** Our HELLO, sent again until answered. */
   private readonly hsBuf = Buffer.alloc(HS_BYTES);
+  private proofBuf: Buffer | null = null;
   hsDeadline = 0;
   hsNext = 0;
   private hsInterval = 50;
@@ -59,10 +71,11 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
   private lingerTimer: NodeJS.Timeout | null = null;
   private closeWhenOpen = false;
 
-  constructor(rail: UdpRail, peer: bigint, address: string, token: number) {
+  constructor(rail: UdpRail, peer: bigint, address: string, token: number, keyNonce: Buffer) {
     this.rail = rail;
     this.peer = peer;
     this.myToken = token;
+    this.keyNonce = keyNonce;
     this.session = new Session(rail, this);
     this.ackBuf = Buffer.allocUnsafeSlow(ACK_BYTES);
     this.ackView = new DataView(this.ackBuf.buffer, this.ackBuf.byteOffset, ACK_BYTES);
@@ -90,6 +103,12 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
 
   get open(): boolean { return this.state === State.OPEN; }
   get closing(): boolean { return this.state === State.CLOSING; }
+  get isClosed(): boolean { return this.state === State.CLOSED; }
+
+  /** This side of a handshake with the peer. */
+  side(): HandshakeSide {
+    return { id: this.rail.env.self, token: this.myToken, keyNonce: this.keyNonce, flags: this.rail.hsFlags };
+  }
 
   // ---- sending -------------------------------------------------------------
 
@@ -121,113 +140,125 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
 
   // ---- handshake -----------------------------------------------------------
 
-  /** We speak first: HELLO, repeated until answered or the connect timeout. */
+  /**
+   * We speak first: HELLO, repeated until answered or the connect timeout.
+   * HELLOs from the peer meanwhile (it connects too, or a stranger claims its
+   * rank) do not stop it: whichever handshake proves the key first opens the
+   * session, and every handshake between the same two endpoints keys the
+   * same session (wire.ts, sessionContext), so no tie-break is needed.
+   */
   startConnect(): void {
     if (this.state !== State.IDLE) return;
     if (this.ip === '') return; // the peer will reach us: it knows our address
-    const env = this.rail.env;
+    const r = this.rail;
     this.state = State.CONNECTING;
-    this.myNonce = nonce();
-    this.hsDeadline = this.rail.now() + env.params.connectTimeout;
-    this.writeHandshake(T_HELLO, Buffer.alloc(32));
-    this.rail.handshakeStarted(this);
+    this.connectNonce = nonce();
+    this.hsDeadline = r.now() + r.env.params.connectTimeout;
+    this.writeHandshake(this.hsBuf, T_HELLO, this.connectNonce, Buffer.alloc(32));
+    r.handshakeStarted(this);
     this.sendHandshake();
   }
 
-  private writeHandshake(type: number, m: Buffer): void {
+  private writeHandshake(b: Buffer, type: number, n: Buffer, m: Buffer): void {
     const r = this.rail;
     const h: Handshake = {
-      type, jobId: r.env.jobId, token: this.myToken, from: r.env.self, to: this.peer, nonce: this.myNonce,
-      dataPort: r.dataPort, prioPort: r.prioPort, credit: r.grant(this.session), mac: m,
+      type, jobId: r.env.jobId, token: this.myToken, from: r.env.self, to: this.peer, nonce: n,
+      dataPort: r.dataPort, prioPort: r.prioPort, credit: r.grant(this.session), mac: m, keyNonce: this.keyNonce, flags: r.hsFlags,
     };
-    encodeHandshake(this.hsBuf, h);
-    setSum(new DataView(this.hsBuf.buffer, this.hsBuf.byteOffset, HS_BYTES), checksum(this.hsBuf, SUM_FROM, HS_BYTES - SUM_FROM));
+    encodeHandshake(b, h);
+    const v = new DataView(b.buffer, b.byteOffset, HS_BYTES);
+    setSum(v, datagramSum(v, b, HS_BYTES));
   }
 
-  /** (Re)send the current handshake datagram; retries back off up to 1 s. */
+  /** (Re)send our HELLO; retries back off up to 1 s. */
   sendHandshake(): void {
     this.rail.transmitRaw(this, this.hsBuf, HS_BYTES, true);
     this.hsNext = this.rail.now() + this.hsInterval;
     this.hsInterval = Math.min(1000, this.hsInterval * 2);
   }
 
-  /** The handshake is taking too long. */
+  /** Our connect is taking too long (HELLOs claiming the peer that never proved anything do not count). */
   handshakeExpired(): void {
-    const what = this.state === State.CONNECTING ? `no answer from ${this.ip}:${this.dataPort}:${this.prioPort} on device ${this.rail.device.name}` : 'the peer did not complete the handshake';
-    this.fail(this.error(`cannot connect: ${what} within ${this.rail.env.params.connectTimeout} ms`), false);
+    this.fail(this.error(`cannot connect: no answer from ${this.ip}:${this.dataPort}:${this.prioPort} on device ${this.rail.device.name} within ${this.rail.env.params.connectTimeout} ms`), false);
   }
 
-  onHello(h: Handshake, ip: string): void {
-    const env = this.rail.env;
-    if (this.state === State.OPEN || this.state === State.ACCEPTING) {
-      // Our CHALLENGE was lost, or the HELLO was duplicated: answer it again.
-      if (h.nonce.equals(this.peerNonce) && this.state === State.ACCEPTING) this.sendHandshake();
-      return;
-    }
-    if (this.state === State.CONNECTING && env.self < h.from) return; // both connect: the lower id's HELLO wins
-    if (this.state >= State.CLOSING) return;
-    this.ip = ip;
-    this.dataPort = h.dataPort;
-    this.prioPort = h.prioPort;
-    this.peerToken = h.token;
-    this.peerNonce = h.nonce;
-    this.peerCredit = h.credit;
-    this.myNonce = nonce();
-    this.state = State.ACCEPTING;
-    this.hsInterval = 50;
-    this.hsDeadline = this.rail.now() + env.params.handshakeTimeout;
-    const ctx = handshakeContext(this.peer, env.self, h.token, this.myToken);
-    this.writeHandshake(T_CHALLENGE, mac(env.jobKey, 'railcomm-udp-B', h.nonce, this.myNonce, ctx));
-    this.rail.handshakeStarted(this);
-    this.sendHandshake();
-  }
-
+  /**
+   * A CHALLENGE: the peer answers our HELLO. Verified, it is answered with a
+   * PROOF and opens the session if it is not open yet; once open, a repeated
+   * one (our PROOF was lost, or the peer accepted our HELLO after we accepted
+   * its own) is answered again.
+   */
   onChallenge(h: Handshake): void {
     const env = this.rail.env;
-    if (this.state === State.OPEN || this.state === State.CLOSING) {
-      // Our PROOF was lost: the peer asks again.
-      if (h.nonce.equals(this.peerNonce)) this.rail.transmitRaw(this, this.hsBuf, HS_BYTES, true);
-      return;
-    }
-    if (this.state !== State.CONNECTING) return;
-    const ctx = handshakeContext(env.self, this.peer, this.myToken, h.token);
-    if (!macEquals(h.mac, mac(env.jobKey, 'railcomm-udp-B', this.myNonce, h.nonce, ctx))) {
+    const n = this.connectNonce;
+    if (n === null || this.state === State.CLOSED) { this.rail.counters.refused++; return; }
+    const them: HandshakeSide = { id: this.peer, token: h.token, keyNonce: h.keyNonce, flags: h.flags };
+    const ctx = handshakeContext(this.side(), them);
+    if (!macEquals(h.mac, mac(env.jobKey, 'railcomm-udp-B', n, h.nonce, ctx))) {
       this.rail.counters.refused++;
       env.log.warnEvery('udp-bad-answer', `udp: ignored an answer claiming to be peer ${formatId(this.peer)}: it does not know the job key`);
       return;
     }
+    if (this.state !== State.CONNECTING && (!this.session.open || h.token !== this.session.token)) return;
+    const b = this.proofBuf ??= Buffer.alloc(HS_BYTES);
+    this.writeHandshake(b, T_PROOF, n, mac(env.jobKey, 'railcomm-udp-A', h.nonce, n, ctx));
+    this.rail.transmitRaw(this, b, HS_BYTES, true);
+    if (this.state !== State.CONNECTING) return;
     this.peerToken = h.token;
-    this.peerNonce = h.nonce;
-    this.writeHandshake(T_PROOF, mac(env.jobKey, 'railcomm-udp-A', h.nonce, this.myNonce, ctx));
-    this.rail.transmitRaw(this, this.hsBuf, HS_BYTES, true);
+    this.peerKeyNonce = Buffer.from(h.keyNonce);
+    this.peerFlags = h.flags;
     this.becomeOpen(h.credit);
   }
 
-  onProof(h: Handshake): void {
-    const env = this.rail.env;
-    if (this.state !== State.ACCEPTING) return;
-    const ctx = handshakeContext(this.peer, env.self, this.peerToken, this.myToken);
-    if (!h.nonce.equals(this.peerNonce) || !macEquals(h.mac, mac(env.jobKey, 'railcomm-udp-A', this.myNonce, this.peerNonce, ctx))) {
-      this.rail.counters.refused++;
-      env.log.warnEvery('udp-refused', `udp: refused peer ${formatId(this.peer)} from ${this.ip}: it does not know the job key`);
-      return;
-    }
-    this.becomeOpen(this.peerCredit);
+  /** One of the peer's HELLOs proved the key (handshake.ts): its address and token are the peer's. */
+  acceptProven(a: Accept): void {
+    if (this.state !== State.IDLE && this.state !== State.CONNECTING) return; // open already (through our own connect)
+    this.ip = a.ip;
+    this.dataPort = a.dataPort;
+    this.prioPort = a.prioPort;
+    this.peerToken = a.them.token;
+    this.peerKeyNonce = a.them.keyNonce;
+    this.peerFlags = a.them.flags;
+    this.becomeOpen(a.credit);
   }
 
-  /** A datagram with our token came before the PROOF (it was lost): ask again. */
+  /** A datagram with our token came before the session opened here (our PROOF-awaited CHALLENGE was lost): ask again. */
   earlyData(): void {
-    if (this.state === State.ACCEPTING && this.rail.now() >= this.hsNext - this.hsInterval / 2) this.sendHandshake();
+    this.rail.earlyData(this.peer);
   }
 
   private becomeOpen(credit: number): void {
+    const r = this.rail;
+    const env = r.env;
+    if ((this.peerFlags & HS_AUTH) !== (r.hsFlags & HS_AUTH)) {
+      const mine = (r.hsFlags & HS_AUTH) !== 0 ? 1 : 0;
+      this.fail(this.error(`RAILCOMM_UDP_AUTH is ${mine} here but ${1 - mine} at the peer: set it alike on every rank (1, the default: every datagram carries a MAC)`), false);
+      return;
+    }
     this.state = State.OPEN;
-    this.rail.handshakeDone(this);
+    r.handshakeDone(this);
+    let key: Uint8Array | null = null;
+    if ((r.hsFlags & HS_AUTH) !== 0) {
+      const ctx = sessionContext(this.side(), { id: this.peer, token: this.peerToken, keyNonce: this.peerKeyNonce, flags: this.peerFlags });
+      key = new Uint8Array(mac(env.jobKey, 'railcomm-udp-session-key', ctx).subarray(0, 16));
+    }
     // Each side's sequence numbers start at the token the receiver chose.
-    this.session.start(this.peerToken, this.peerToken, this.myToken, credit);
-    this.rail.env.log.debug(`udp: connected to peer ${formatId(this.peer)} (${this.ip}:${this.dataPort}:${this.prioPort})`);
-    this.rail.upcalls.accepted(this);
+    this.session.start(this.peerToken, this.peerToken, this.myToken, credit, key);
+    env.log.debug(`udp: connected to peer ${formatId(this.peer)} (${this.ip}:${this.dataPort}:${this.prioPort})`);
+    r.upcalls.accepted(this);
     if (this.closeWhenOpen) this.beginClose();
+  }
+
+  /**
+   * A datagram with this session's token failed its MAC: forged, or corrupt
+   * on the way (which the MAC catches too). A 32-bit tag lets one forged
+   * datagram pass with probability 2^-32; as with SRTP's 32-bit tags (RFC
+   * 3711) a forger must send every guess, and the session is ended after
+   * MAC_FAILURE_LIMIT (2^16) failures so that its chance stays below 2^-16.
+   */
+  badMac(): void {
+    if (++this.session.badMacs < MAC_FAILURE_LIMIT) return;
+    this.protocolError(`${MAC_FAILURE_LIMIT} datagrams carrying this session's token failed authentication (forged, or corrupted on the way); ending the session keeps a forgery improbable`);
   }
 
   // ---- SessionOwner ----------------------------------------------------------
@@ -274,7 +305,7 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
    */
   private drop(err: RailcommError): void {
     if (this.state === State.CLOSED) return;
-    this.rail.dropSession(this, this.peerToken);
+    this.rail.dropSession(this, this.peerToken, this.session.macKey);
     this.fail(err, false);
   }
 
@@ -326,6 +357,7 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
     else if (this.state === State.IDLE && this.ip === '') this.finishClose(); // queued for a peer that never came
     else if (this.state !== State.CLOSING) {
       // Still connecting with sends queued: deliver them first; the connect deadline bounds the wait.
+      // (An IDLE endpoint with sends queued and HELLOs of the peer pending connects too: those may be forged.)
       this.closeWhenOpen = true;
       if (this.state === State.IDLE) this.startConnect();
     }
@@ -373,6 +405,8 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
   encodeAck(ack: number, credit: number, hole: boolean, highest: number, probe = false): void {
     const v = this.ackView;
     encodeAck(v, this.session.token, ack, credit, hole, highest, probe ? T_PROBE : T_ACK);
-    setSum(v, checksum(this.ackBuf, SUM_FROM, ACK_BYTES - SUM_FROM, this.ackWords));
+    const key = this.session.macKey;
+    if (key !== null) { markMac(v); setSum(v, datagramMac(this.ackBuf, ACK_BYTES, key)); }
+    else setSum(v, datagramSum(v, this.ackBuf, ACK_BYTES, this.ackWords));
   }
 }

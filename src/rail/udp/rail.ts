@@ -16,13 +16,16 @@ import { UdpCounters } from './counters.js';
 import { Frag, SEG_OVERHEAD, Segment } from './segment.js';
 import { Session, expireToSession, type SessionHost, type SessionLimits } from './session.js';
 import { UdpEndpoint } from './endpoint.js';
+import { Handshakes, type HandshakeHost } from './handshake.js';
 import { crcInHardware, datagramSum } from './checksum.js';
+import { datagramMac } from './mac.js';
+import { nonce } from '../../core/auth.js';
 import { FaultInjector, parseFaults, type FaultWire } from './faults.js';
 import { loadNative, type NativeAddon } from '../../native/addon.js';
 import { seqAdd } from '../../core/seq.js';
 import {
-  ACK_BYTES, Bad, COMMON_BYTES, FRAG_BYTES, T_CHALLENGE, T_HELLO, T_PROOF, T_RESET,
-  checkDatagram, decodeHandshake, getSeq, getToken, getType,
+  ACK_BYTES, Bad, COMMON_BYTES, FRAG_BYTES, HS_AUTH, T_HELLO, T_PROOF, T_RESET,
+  checkDatagram, getSeq, getSum, getToken, getType, isMac,
 } from './wire.js';
 import { Tombstones } from './tombs.js';
 
@@ -37,8 +40,6 @@ const HIGH_WATER = 16 << 20;
 const TICK_MS = 2;
 /** Lowest retransmission timeout (ms): Node's timers and pauses are millisecond-grained. */
 const RTO_FLOOR_MS = 5;
-/** Handshakes under way (bounds memory spent on unproven peers). */
-const MAX_HANDSHAKES = 256;
 const EMPTY = Buffer.alloc(0);
 /** Data segments a pass posts with one sendmmsg (the addon's limit). */
 const BATCH_MAX = 256;
@@ -56,7 +57,7 @@ function socketFd(s: dgram.Socket): number {
   return -1;
 }
 
-export class UdpRail implements Rail, SessionHost, FaultWire {
+export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost {
   readonly name: string;
   readonly component = 'udp';
   readonly device: Device;
@@ -77,7 +78,12 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
   private readonly byToken = new Map<number, UdpEndpoint>();
   /** Sessions this rail dropped, still answered with RESETs. */
   private readonly tombs: Tombstones;
+  /** Endpoints whose own connect is under way. */
   private readonly handshaking = new Set<UdpEndpoint>();
+  /** Incoming handshakes waiting for their PROOF. */
+  private readonly hs: Handshakes;
+  /** Handshake flags: HS_AUTH when sessions carry MACs (RAILCOMM_UDP_AUTH). */
+  readonly hsFlags: number;
   private readonly dataSegs: FreeList<Segment>;
   private readonly tinySegs: FreeList<Segment>;
   private readonly frags: FreeList<Frag>;
@@ -156,6 +162,8 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
     this.tinySegs = new FreeList(() => new Segment(tinyMax, true), 4096);
     this.frags = new FreeList(() => new Frag(HDR_MAX), 1024);
     this.counters.refresh = () => this.refreshGauges();
+    this.hsFlags = p.udpAuth ? HS_AUTH : 0;
+    this.hs = new Handshakes(this);
     this.peerTimeoutMs = p.udpPeerTimeout * 1000;
     this.ackDelay = p.udpAckDelay;
     const f = parseFaults(p.udpFaults);
@@ -215,21 +223,57 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
   }
 
   endpoint(peer: bigint, address: string): UdpEndpoint {
-    let ep = this.endpoints.get(peer);
-    if (ep === undefined) {
-      let token = 0;
-      while (token === 0 || this.byToken.has(token) || this.tombs.has(token)) token = randomInt(1, 0xffffffff);
-      ep = new UdpEndpoint(this, peer, address, token);
-      this.endpoints.set(peer, ep);
-      this.byToken.set(token, ep);
-    } else {
-      ep.setAddress(address);
-    }
+    const ep = this.endpoints.get(peer);
+    if (ep === undefined) return this.createEndpoint(peer, address);
+    ep.setAddress(address);
     return ep;
   }
 
+  /** A new endpoint; a peer whose HELLOs wait here gets the token and key nonce their CHALLENGEs named. */
+  private createEndpoint(peer: bigint, address: string): UdpEndpoint {
+    const st = this.hs.takeStranger(peer);
+    const token = st?.token ?? this.newToken();
+    const ep = new UdpEndpoint(this, peer, address, token, st?.keyNonce ?? nonce());
+    this.endpoints.set(peer, ep);
+    this.byToken.set(token, ep);
+    return ep;
+  }
+
+  // ---- HandshakeHost ---------------------------------------------------------
+
+  get closingDown(): boolean { return this.closing; }
+
+  newToken(): number {
+    let token = 0;
+    while (token === 0 || this.byToken.has(token) || this.tombs.has(token) || this.hs.tokenTaken(token)) token = randomInt(1, 0xffffffff);
+    return token;
+  }
+
+  endpointOf(peer: bigint): UdpEndpoint | undefined {
+    return this.endpoints.get(peer);
+  }
+
+  adopt(peer: bigint): UdpEndpoint {
+    return this.endpoints.get(peer) ?? this.createEndpoint(peer, '');
+  }
+
+  handshakeCredit(): number {
+    return Math.max(2 * (this.limits.dataMax + SEG_OVERHEAD), Math.floor(this.rxBudget / Math.max(1, this.openCount)));
+  }
+
+  sendRaw(buf: Buffer, len: number, port: number, ip: string): void {
+    if (this.closed) return;
+    if (this.faults !== null) this.faults.send(buf, len, port, ip, true);
+    else this.prio.send(buf, 0, len, port, ip);
+  }
+
+  /** A datagram with the token of `peer`, whose session is not open here yet. */
+  earlyData(peer: bigint): void {
+    this.hs.earlyData(peer);
+  }
+
   forget(ep: UdpEndpoint): void {
-    if (this.endpoints.get(ep.peer) === ep) this.endpoints.delete(ep.peer);
+    if (this.endpoints.get(ep.peer) === ep) { this.endpoints.delete(ep.peer); this.hs.dropPeer(ep.peer); }
     if (this.byToken.get(ep.myToken) === ep) this.byToken.delete(ep.myToken);
     // Not ep.session.open: a failed or closed endpoint's session is already
     // killed here, and the count would never come down (grants shrinking).
@@ -241,9 +285,9 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
    * RESET, so that it fails us at once instead of waiting on ACKs until
    * RAILCOMM_CONNECT_TIMEOUT. Call before the session is killed.
    */
-  dropSession(ep: UdpEndpoint, peerToken: number): void {
+  dropSession(ep: UdpEndpoint, peerToken: number, key: Uint8Array | null): void {
     if (this.closed || !ep.session.open || ep.ip === '') return;
-    this.tombs.drop(ep.ip, ep.prioPort, peerToken, ep.myToken);
+    this.tombs.drop(ep.ip, ep.prioPort, peerToken, ep.myToken, key);
     this.counters.resetsSent = this.tombs.sent;
   }
 
@@ -289,7 +333,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
 
   grant(_s: Session): number {
     // The receive buffer is shared by every peer that may send at once.
-    return Math.max(2 * (this.limits.dataMax + SEG_OVERHEAD), Math.floor(this.rxBudget / Math.max(1, this.openCount)));
+    return this.handshakeCredit();
   }
 
   transmit(s: Session, buf: Buffer, len: number, prio: boolean): void {
@@ -389,7 +433,9 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
     const len = msg.length;
     if (len < COMMON_BYTES) { c.dropShort++; return; }
     const v = new DataView(msg.buffer, msg.byteOffset, len);
-    const bad = checkDatagram(v, len, datagramSum(v, msg, len), HDR_MAX, FRAG_MAX);
+    // A MAC is checked once the token names the session (its key); a sum here.
+    const mac = isMac(v);
+    const bad = checkDatagram(v, len, mac ? -1 : datagramSum(v, msg, len), HDR_MAX, FRAG_MAX);
     if (bad !== Bad.OK) {
       if (bad === Bad.SHORT) c.dropShort++;
       else if (bad === Bad.FOREIGN) c.dropForeign++;
@@ -399,42 +445,32 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
       return;
     }
     const type = getType(v);
-    if (type >= T_HELLO && type <= T_PROOF) { this.handshake(msg, type, rinfo.address); return; }
-    const ep = this.byToken.get(getToken(v));
+    if (type >= T_HELLO && type <= T_PROOF) {
+      if (mac) { c.dropType++; return; } // handshakes carry a sum: they prove the key themselves
+      this.hs.receive(msg, type, rinfo.address);
+      this.armTimer();
+      return;
+    }
+    const token = getToken(v);
+    const ep = this.byToken.get(token);
     if (ep === undefined) {
       c.dropUnknownPeer++;
-      // A peer we dropped that did not hear our RESET: say it again.
-      if (type !== T_RESET && this.tombs.answer(getToken(v))) c.resetsSent = this.tombs.sent;
+      // A peer whose PROOF was lost sends data already: ask again. A peer we
+      // dropped that did not hear our RESET (and still has the session's key): say it again.
+      if (!this.hs.earlyDataFor(token) && type !== T_RESET && this.tombs.answer(token, msg, v, len)) c.resetsSent = this.tombs.sent;
       return;
     }
+    const s = ep.session;
+    if (!s.open) { c.dropUnknownPeer++; ep.earlyData(); return; }
+    const key = s.macKey;
+    if (key !== null) {
+      // A session that requires the MAC takes nothing without it: a sniffed token and a valid checksum forge nothing.
+      if (!mac) { c.dropNoMac++; return; }
+      if (datagramMac(msg, len, key) !== getSum(v)) { c.dropCorrupt++; c.macFailures++; ep.badMac(); return; }
+    } else if (mac) { c.dropNoMac++; return; } // (the handshake makes both sides agree: not reached)
     if (type === T_RESET) { ep.onReset(getSeq(v)); return; }
-    if (!ep.session.open) { c.dropUnknownPeer++; ep.earlyData(); return; }
-    ep.session.receive(msg, v, len);
+    s.receive(msg, v, len);
     this.schedulePass();
-  }
-
-  private handshake(msg: Buffer, type: number, ip: string): void {
-    const h = decodeHandshake(msg);
-    const env = this.env;
-    if (h.jobId !== env.jobId || h.to !== env.self) {
-      this.counters.refused++;
-      return;
-    }
-    let ep = this.endpoints.get(h.from);
-    if (type === T_HELLO) {
-      if (ep === undefined) {
-        if (this.closing || this.handshaking.size >= MAX_HANDSHAKES) { this.counters.refused++; return; }
-        ep = this.endpoint(h.from, '');
-      }
-      ep.onHello(h, ip);
-    } else if (ep === undefined) {
-      this.counters.refused++;
-    } else if (type === T_CHALLENGE) {
-      ep.onChallenge(h);
-    } else if (type === T_PROOF) {
-      ep.onProof(h);
-    }
-    this.armTimer();
   }
 
   // ---- progress ----------------------------------------------------------------
@@ -495,7 +531,8 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
   armTimer(): void {
     if (this.closed) return;
     const busy = this.hotel.guests > 0 || this.retx.size > 0 || this.handshaking.size > 0;
-    if (!busy && this.acks.length === 0) return;
+    // Strangers' pending handshakes keep the timer (to expire them) but never the process.
+    if (!busy && this.acks.length === 0 && this.hs.pending === 0) return;
     if (this.timer === null) this.timer = setTimeout(this.onTimer, TICK_MS);
     if (busy) this.timer.ref(); else this.timer.unref();
   }
@@ -511,6 +548,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
       if (now >= ep.hsDeadline) ep.handshakeExpired();
       else if (now >= ep.hsNext) ep.sendHandshake();
     }
+    this.hs.expire(now);
     if (now - this.lastPeerCheck >= 100) {
       this.lastPeerCheck = now;
       // A closing endpoint (finalize) waits for its last ACKs at most the
@@ -568,6 +606,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
     this.counters.inflightSegs = segs;
     this.counters.inflightBytes = bytes;
     this.counters.windowSegs = this.limits.window;
+    this.counters.hsPending = this.hs.pending;
   }
 
   async close(): Promise<void> {
@@ -581,6 +620,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire {
     if (this.liveness !== null) { clearInterval(this.liveness); this.liveness = null; }
     this.faults?.close();
     this.tombs.clear();
+    this.hs.clear();
     await Promise.all([this.data, this.prio].map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
     this.env.log.debug(`udp: ${this.name} closed (${formatId(this.env.self)})`);
   }

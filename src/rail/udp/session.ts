@@ -13,12 +13,13 @@ import type { UdpCounters } from './counters.js';
 import { Frag, SEG_OVERHEAD, Segment } from './segment.js';
 import { RttEstimator } from './rtt.js';
 import { datagramSum } from './checksum.js';
+import { datagramMac } from './mac.js';
 import { Reassembler } from './reassembly.js';
 import { SEQ_MASK, seqAdd, seqDiff, seqLt } from '../../core/seq.js';
 import {
   CHUNK_BYTES, FRAG_BYTES, T_ACK, T_CHUNK, T_FRAG, T_PROBE,
   encodeChunk, encodeCommon, encodeFrag, getAck, getCredit, getHole, getSeq, getType,
-  markCrcSum, markHeaderSum, setSeq, setSum, setToken, stampAck,
+  markCrcSum, markHeaderSum, markMac, setSeq, setSum, setToken, stampAck,
 } from './wire.js';
 
 /** Datagrams at least this long carry CRC32C when this process has it in hardware. */
@@ -102,6 +103,13 @@ export class Session {
   /** Handshake done: segments may be posted. */
   open = false;
   dead = false;
+  /**
+   * The session's 128-bit MAC key (RAILCOMM_UDP_AUTH=1): every datagram of
+   * the session carries the MAC under it, both ways; null: checksums only.
+   */
+  macKey: Uint8Array | null = null;
+  /** Datagrams with this session's token whose MAC failed (forged, or corrupt on the way). */
+  badMacs = 0;
 
   // ---- send side
   txNext = 0;
@@ -175,8 +183,9 @@ export class Session {
   }
 
   /** Sequence numbers start where the handshake says (each side's token), so wrap-around is exercised. */
-  start(token: number, txStart: number, rxStart: number, credit: number): void {
+  start(token: number, txStart: number, rxStart: number, credit: number, macKey: Uint8Array | null = null): void {
     this.token = token >>> 0;
+    this.macKey = macKey;
     this.txNext = this.txBase = txStart & SEQ_MASK;
     this.rxNext = rxStart & SEQ_MASK;
     this.credit = credit;
@@ -370,11 +379,18 @@ export class Session {
     // Segments queued before the handshake finished learn the peer's token only now.
     setToken(seg.view, this.token);
     stampAck(seg.view, seqAdd(this.rxNext, -1), this.host.grant(this), this.rxHeld > 0);
-    if (this.host.limits.headerSumOnly === true) markHeaderSum(seg.view);
-    // The addon's CRC32C beats the JS sum from about 512 bytes (202 vs 322 ns at 1472 B)
-    // but not below, where the call dominates (118 vs 71 ns at 256 B; bench/udp-checksum.mjs).
-    if (this.host.limits.crc32c === true && seg.len >= CRC_FROM_BYTES) markCrcSum(seg.view);
-    setSum(seg.view, datagramSum(seg.view, seg.buf, seg.len, seg.words));
+    const key = this.macKey;
+    if (key !== null) {
+      // The MAC covers the whole datagram (a header-only checksum would leave the payload forgeable).
+      markMac(seg.view);
+      setSum(seg.view, datagramMac(seg.buf, seg.len, key));
+    } else {
+      if (this.host.limits.headerSumOnly === true) markHeaderSum(seg.view);
+      // The addon's CRC32C beats the JS sum from about 512 bytes (202 vs 322 ns at 1472 B)
+      // but not below, where the call dominates (118 vs 71 ns at 256 B; bench/udp-checksum.mjs).
+      else if (this.host.limits.crc32c === true && seg.len >= CRC_FROM_BYTES) markCrcSum(seg.view);
+      setSum(seg.view, datagramSum(seg.view, seg.buf, seg.len, seg.words));
+    }
     const now = this.host.now();
     seg.sentAt = now;
     seg.sends++;

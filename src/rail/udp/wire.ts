@@ -1,6 +1,6 @@
 // udp rail wire format: the segment header every datagram carries, the ACK,
-// and the handshake that proves the job key and hands out session tokens.
-// Nothing outside this file reads raw offsets.
+// and the handshake that proves the job key, hands out session tokens and
+// keys the per-session MAC. Nothing outside this file reads raw offsets.
 
 /*
  * Common header, 24 bytes, little endian (ACK, PROBE and RESET segments are
@@ -12,7 +12,7 @@
  *       +--------+--------+--------+--------+
  *     0 | magic 'R','U'   | version| type   |
  *       +--------+--------+--------+--------+
- *     4 | checksum of bytes 8 .. end (u32)  |
+ *     4 | checksum or MAC (u32), see below  |
  *       +--------+--------+--------+--------+
  *     8 | session token (u32): the receiver's token for this sender
  *       +--------+--------+--------+--------+
@@ -37,9 +37,22 @@
  *    36 | payload offset of this chunk (u32)
  *
  * am id 0 is the rail's own control fragment (flags: BYE = orderly close).
+ *
+ * The type byte's top two bits say what the field at byte 4 is:
+ *   0 (0x00) the word-wise sum of checksum.ts over bytes 8 .. end,
+ *   1 (0x40) CRC32C over bytes 8 .. end (a sender with the addon, from 512 bytes),
+ *   2 (0x80) the word-wise sum over bytes 8 .. 40 only (RAILCOMM_UDP_CHECKSUM=0),
+ *   3 (0xC0) the session's MAC: SipHash-2-4 keyed with the 128-bit session key
+ *            (sessionKey below), truncated to 32 bits, over the whole datagram
+ *            with bytes 4 .. 8 read as zeros: the type byte is covered.
+ * With a sum (kinds 0-2) the first word (magic, version, type) is mixed into it
+ * too (checksum.ts, datagramSum), so a flipped type bit is caught there as well.
+ * Every datagram of a session that requires the MAC (RAILCOMM_UDP_AUTH=1, the
+ * default) carries kind 3; one without it is dropped and counted (dropNoMac).
+ * Handshake datagrams carry a sum: they prove the key with their own HMACs.
  */
 export const MAGIC = 0x5552; // 'R','U' read as little-endian u16
-export const VERSION = 2; // 2: sequence numbers modulo 2^30
+export const VERSION = 3; // 2: sequence numbers modulo 2^30; 3: the MAC, the sum covering the type byte, key nonces and flags in handshakes
 export const T_FRAG = 1;
 export const T_CHUNK = 2;
 export const T_ACK = 3;
@@ -59,27 +72,36 @@ export const FLAG_BYE = 1;
 /** Largest UDP payload over IPv4. */
 export const UDP_MAX = 65507;
 
-/**
- * Set in the type byte when the checksum covers only the first CHUNK_BYTES
- * (RAILCOMM_UDP_CHECKSUM=0: the payload is left to the link's own checksum).
- */
-export const SUM_HEADER_ONLY = 0x80;
-/**
- * Set in the type byte when the checksum is CRC32C (the sender's native addon
- * computes it in hardware); otherwise it is the word-wise sum of checksum.ts.
- */
+/** The type byte's bits that name the kind of the field at byte 4 (see above). */
+export const SUM_KIND = 0xc0;
+/** The word-wise sum of checksum.ts over the whole datagram. */
+export const SUM_WORDS = 0x00;
+/** CRC32C (the sender's native addon computes it in hardware). */
 export const SUM_CRC32C = 0x40;
+/** The word-wise sum of the first CHUNK_BYTES only (RAILCOMM_UDP_CHECKSUM=0: the payload is left to the link's own checksum). */
+export const SUM_HEADER_ONLY = 0x80;
+/** The session's MAC (mac.ts). */
+export const SUM_MAC = 0xc0;
 export const getType = (v: DataView): number => v.getUint8(3) & 0x3f;
-export const isCrcSum = (v: DataView): boolean => (v.getUint8(3) & SUM_CRC32C) !== 0;
+export const sumKind = (v: DataView): number => v.getUint8(3) & SUM_KIND;
+export const isCrcSum = (v: DataView): boolean => (v.getUint8(3) & SUM_KIND) === SUM_CRC32C;
+export const isMac = (v: DataView): boolean => (v.getUint8(3) & SUM_KIND) === SUM_MAC;
+/** Name the kind of the field at byte 4 (one of SUM_WORDS, SUM_CRC32C, SUM_HEADER_ONLY, SUM_MAC). */
+export function setSumKind(v: DataView, kind: number): void {
+  v.setUint8(3, (v.getUint8(3) & ~SUM_KIND & 0xff) | kind);
+}
 export function markCrcSum(v: DataView): void {
-  v.setUint8(3, v.getUint8(3) | SUM_CRC32C);
+  setSumKind(v, SUM_CRC32C);
+}
+export function markHeaderSum(v: DataView): void {
+  setSumKind(v, SUM_HEADER_ONLY);
+}
+export function markMac(v: DataView): void {
+  setSumKind(v, SUM_MAC);
 }
 /** How many bytes from SUM_FROM the checksum of this datagram covers. */
 export const sumLength = (v: DataView, len: number): number =>
-  ((v.getUint8(3) & SUM_HEADER_ONLY) !== 0 ? Math.min(len, CHUNK_BYTES) : len) - SUM_FROM;
-export function markHeaderSum(v: DataView): void {
-  v.setUint8(3, v.getUint8(3) | SUM_HEADER_ONLY);
-}
+  ((v.getUint8(3) & SUM_KIND) === SUM_HEADER_ONLY ? Math.min(len, CHUNK_BYTES) : len) - SUM_FROM;
 export const getSum = (v: DataView): number => v.getUint32(4, true);
 export const getToken = (v: DataView): number => v.getUint32(8, true);
 export const getSeq = (v: DataView): number => v.getUint32(12, true);
@@ -158,12 +180,14 @@ export const Bad = { OK: 0, SHORT: 1, FOREIGN: 2, CORRUPT: 3, TYPE: 4, LENGTH: 5
 /**
  * Structural checks every datagram passes before anything reads it further:
  * size, magic and version, checksum, type, and lengths that add up.
- * `sum` is the checksum of bytes [SUM_FROM, len) (computed by the caller).
+ * `sum` is the checksum the datagram should carry (datagramSum, computed by
+ * the caller); a negative `sum` skips that check: a MAC, checked once the
+ * session (its key) is known.
  */
 export function checkDatagram(v: DataView, len: number, sum: number, hdrMax: number, fragMax: number): number {
   if (len < COMMON_BYTES) return Bad.SHORT;
   if (v.getUint16(0, true) !== MAGIC || v.getUint8(2) !== VERSION) return Bad.FOREIGN;
-  if (getSum(v) !== sum) return Bad.CORRUPT;
+  if (sum >= 0 && getSum(v) !== sum) return Bad.CORRUPT;
   const type = getType(v);
   switch (type) {
     case T_ACK:
@@ -195,7 +219,7 @@ export function checkDatagram(v: DataView, len: number, sum: number, hdrMax: num
 }
 
 /*
- * Handshake datagrams (HELLO, CHALLENGE, PROOF), 88 bytes, after the same
+ * Handshake datagrams (HELLO, CHALLENGE, PROOF), 108 bytes, after the same
  * magic / version / type / checksum:
  *
  *     8 | job id (u32)
@@ -206,12 +230,19 @@ export function checkDatagram(v: DataView, len: number, sum: number, hdrMax: num
  *    48 | data port (u16) | priority port (u16)
  *    52 | credit (u32): bytes the sender can take in flight
  *    56 | HMAC-SHA256 (32 bytes; zero in HELLO)
+ *    88 | key nonce of the sender (16 bytes): its endpoint's, fixed for the
+ *       | endpoint's life like its token; the session key covers both sides'
+ *   104 | flags (u32): HS_AUTH = the sender MACs its datagrams and requires MACs
  *
- * The connecting side sends HELLO; the other answers CHALLENGE, with its MAC
- * over both nonces, ids and tokens; the connector checks it and answers PROOF
- * with its own. Lost handshake datagrams are sent again on a timer.
+ * The connecting side sends HELLO (again on a timer until answered); the other
+ * answers each HELLO with a CHALLENGE, with its MAC over both nonces and the
+ * context (ids, tokens, key nonces, flags); the connector checks it and answers
+ * PROOF with its own. An acceptor may hold several HELLOs claiming one peer at
+ * once (handshake.ts): nothing a HELLO says is believed before its PROOF.
  */
-export const HS_BYTES = 88;
+export const HS_BYTES = 108;
+/** Handshake flag: the sender MACs its datagrams (RAILCOMM_UDP_AUTH=1). */
+export const HS_AUTH = 1;
 
 export interface Handshake {
   type: number;
@@ -224,6 +255,8 @@ export interface Handshake {
   prioPort: number;
   credit: number;
   mac: Buffer;
+  keyNonce: Buffer;
+  flags: number;
 }
 
 export function encodeHandshake(b: Buffer, h: Handshake): void {
@@ -240,24 +273,50 @@ export function encodeHandshake(b: Buffer, h: Handshake): void {
   b.writeUInt16LE(h.prioPort, 50);
   b.writeUInt32LE(h.credit >>> 0, 52);
   h.mac.copy(b, 56, 0, 32);
+  h.keyNonce.copy(b, 88, 0, 16);
+  b.writeUInt32LE(h.flags >>> 0, 104);
 }
 
 export function decodeHandshake(b: Buffer): Handshake {
   return {
-    type: b[3]! & 0x7f, jobId: b.readUInt32LE(8), token: b.readUInt32LE(12),
+    type: b[3]! & 0x3f, jobId: b.readUInt32LE(8), token: b.readUInt32LE(12),
     from: b.readBigUInt64LE(16), to: b.readBigUInt64LE(24),
     nonce: Buffer.from(b.subarray(32, 48)),
     dataPort: b.readUInt16LE(48), prioPort: b.readUInt16LE(50), credit: b.readUInt32LE(52),
     mac: Buffer.from(b.subarray(56, 88)),
+    keyNonce: Buffer.from(b.subarray(88, 104)), flags: b.readUInt32LE(104),
   };
 }
 
-/** What the MACs cover besides the nonces: both ids and both tokens, connector first. */
-export function handshakeContext(connector: bigint, acceptor: bigint, connectorToken: number, acceptorToken: number): Buffer {
-  const b = Buffer.alloc(24);
-  b.writeBigUInt64LE(connector, 0);
-  b.writeBigUInt64LE(acceptor, 8);
-  b.writeUInt32LE(connectorToken >>> 0, 16);
-  b.writeUInt32LE(acceptorToken >>> 0, 20);
+/** One side of a handshake as its MACs and the session key see it. */
+export interface HandshakeSide {
+  id: bigint;
+  token: number;
+  keyNonce: Uint8Array;
+  flags: number;
+}
+
+/** What the handshake MACs cover besides the nonces: both sides' ids, tokens, key nonces and flags, connector first. */
+export function handshakeContext(connector: HandshakeSide, acceptor: HandshakeSide): Buffer {
+  const b = Buffer.alloc(64);
+  b.writeBigUInt64LE(connector.id, 0);
+  b.writeBigUInt64LE(acceptor.id, 8);
+  b.writeUInt32LE(connector.token >>> 0, 16);
+  b.writeUInt32LE(acceptor.token >>> 0, 20);
+  b.set(connector.keyNonce.subarray(0, 16), 24);
+  b.set(acceptor.keyNonce.subarray(0, 16), 40);
+  b.writeUInt32LE(connector.flags >>> 0, 56);
+  b.writeUInt32LE(acceptor.flags >>> 0, 60);
   return b;
+}
+
+/**
+ * The same context in id order (lower id first), whoever connected: what the
+ * session key covers. Each side's token and key nonce are fixed for its
+ * endpoint's life, so every handshake that completes between two endpoints
+ * (both may connect at once, each may accept several HELLOs) yields the same
+ * key, and no tie-break between them is needed.
+ */
+export function sessionContext(a: HandshakeSide, b: HandshakeSide): Buffer {
+  return a.id < b.id ? handshakeContext(a, b) : handshakeContext(b, a);
 }
