@@ -7,6 +7,7 @@ import type { Linked, List } from './list.js';
 import type { Posted } from './matching.js';
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import { pendingPromise, takeReject, takeResolve } from '../core/settlers.js';
+import { failedHere, rejectAtAwait } from '../core/at-await.js';
 
 /** What a completed send or receive reports. Frozen: railcomm may hand the same object to several calls. */
 export interface Status {
@@ -86,7 +87,6 @@ export class Request implements Posted, Completion {
   holder: BytesHolder | null = null;
   private signalCleanup: (() => void) | null = null;
   private resolveFn: ((s: Status) => void) | null = null;
-  private rejectFn: ((e: RailcommError) => void) | null = null;
   private promise: Promise<Status> | null = null;
   private status: Status | null = null;
   /** Internal listeners (waitAny, finalize); usually null. */
@@ -101,18 +101,20 @@ export class Request implements Posted, Completion {
   wait(): Promise<Status> {
     if (this.promise !== null) return this.promise;
     if (this.state === COMPLETE) return (this.promise = Promise.resolve(this.getStatus()));
-    if (this.state === FAILED) return (this.promise = Promise.reject(this.error!));
+    // Failed before anyone waited: the error names the program's call that waits now.
+    if (this.state === FAILED) return (this.promise = Promise.reject(failedHere(this.error!, this, Request.prototype.wait)));
     // No closure per waited request (it ran on every receive's hot path).
     this.promise = pendingPromise<Status>();
     this.resolveFn = takeResolve<Status>();
-    this.rejectFn = takeReject();
+    // (A failure resolves it with a promise that rejects: rejectAtAwait.)
+    takeReject();
     return this.promise;
   }
 
   /** The Status once complete, undefined while pending; throws the error of a failed request. */
   test(): Status | undefined {
     if (this.state === COMPLETE) return this.getStatus();
-    if (this.state === FAILED) throw this.error!;
+    if (this.state === FAILED) throw failedHere(this.error!, this, Request.prototype.test);
     return undefined;
   }
 
@@ -169,7 +171,9 @@ export class Request implements Posted, Completion {
     this.state = FAILED;
     this.error = err;
     this.settle();
-    if (this.rejectFn !== null) this.rejectFn(err);
+    // The error was made where railcomm found it (a rail's callback): it reaches the waiter
+    // with the waiter's stack instead (core/at-await.ts; the success path is untouched).
+    if (this.resolveFn !== null) rejectAtAwait(this.resolveFn, err, this);
   }
 
   /** A rail finished with a zero-copy piece of this request. */
