@@ -4,6 +4,7 @@
 // and the collective algorithms (with RAILCOMM_CHECK, agreed on first).
 
 import { RailcommError, ErrorCode } from '../core/errors.js';
+import type { AbortSignalLike } from '../core/signal.js';
 import { asBytes } from '../core/bytes.js';
 import { ANY_SOURCE, ANY_TAG } from '../proto/matching.js';
 import { Request, KIND_COLL, KIND_PROBE, KIND_RECV, KIND_SEND, statusOf, type Status } from '../proto/request.js';
@@ -25,7 +26,8 @@ import { sharedPathFor } from './coll/shared-host.js';
 import { SettledStatus } from './settled-status.js';
 
 export interface RequestOptions {
-  signal?: AbortSignal;
+  /** Cancels a receive not yet matched (an AbortSignal; any object of this shape). */
+  signal?: AbortSignalLike;
 }
 
 const EMPTY = new Uint8Array(0);

@@ -51,9 +51,12 @@ export interface Canceller {
   cancel(r: Request): boolean;
 }
 
-export class Request implements Posted, Completion {
-  state = PENDING;
-  readonly kind: number;
+// Request is what the matching queues post (Posted) and what rails complete
+// (Completion): RequestFits below checks it, since an implements clause would
+// put those internal types, and Node's Buffer with them, into the public declarations.
+export class Request {
+  /** @internal */ state = PENDING;
+  /** @internal */ readonly kind: number;
   source = 0;
   tag = 0;
   bytes = 0;
@@ -61,30 +64,30 @@ export class Request implements Posted, Completion {
 
   // --- protocol-layer fields (not part of the public contract) ---
   /** User bytes: the send payload or the receive buffer. */
-  buf: Uint8Array;
-  ctx = 0;
+  /** @internal */ buf: Uint8Array;
+  /** @internal */ ctx = 0;
   /** World rank of the peer for sends; for receives, the world rank once matched. */
-  peerWorld = -1;
-  matchSrc = 0;
-  matchTag = 0;
-  postSeq = 0;
-  prev: Linked | null = null;
-  next: Linked | null = null;
-  list: List<Linked> | null = null;
+  /** @internal */ peerWorld = -1;
+  /** @internal */ matchSrc = 0;
+  /** @internal */ matchTag = 0;
+  /** @internal */ postSeq = 0;
+  /** @internal */ prev: Linked | null = null;
+  /** @internal */ next: Linked | null = null;
+  /** @internal */ list: List<Linked> | null = null;
   /** Rendezvous id (this side's), 0 when unused. */
-  rndvId = 0;
+  /** @internal */ rndvId = 0;
   /** Bytes moved so far (rendezvous). */
-  progressBytes = 0;
+  /** @internal */ progressBytes = 0;
   /** Zero-copy pieces still owned by a rail. */
-  railPending = 0;
+  /** @internal */ railPending = 0;
   /** For probes: claim the message (mprobe) instead of peeking. */
-  claim = false;
+  /** @internal */ claim = false;
   /** What a matched probe found. */
-  found: unknown = null;
-  canceller: Canceller | null = null;
-  watcher: RequestWatcher | null = null;
+  /** @internal */ found: unknown = null;
+  /** @internal */ canceller: Canceller | null = null;
+  /** @internal */ watcher: RequestWatcher | null = null;
   /** For a copy of a send that already completed: who counts its bytes until it settles. */
-  holder: BytesHolder | null = null;
+  /** @internal */ holder: BytesHolder | null = null;
   private signalCleanup: (() => void) | null = null;
   private resolveFn: ((s: Status) => void) | null = null;
   private promise: Promise<Status> | null = null;
@@ -134,6 +137,7 @@ export class Request implements Posted, Completion {
   }
 
   /** Bind an AbortSignal: aborting cancels the request if it can still be cancelled. */
+  /** @internal */
   bindSignal(signal: AbortSignal): void {
     // Already settled (an irecv that matched at once): nothing to cancel, and a
     // listener added now would never be removed (settle() already ran).
@@ -144,11 +148,13 @@ export class Request implements Posted, Completion {
     this.signalCleanup = () => signal.removeEventListener('abort', onAbort);
   }
 
+  /** @internal */
   onSettled(fn: (r: Request) => void): void {
     if (this.state !== PENDING) { fn(this); return; }
     (this.listeners ??= []).push(fn);
   }
 
+  /** @internal */
   offSettled(fn: (r: Request) => void): void {
     const l = this.listeners;
     if (l === null) return;
@@ -156,6 +162,7 @@ export class Request implements Posted, Completion {
     if (i >= 0) l.splice(i, 1);
   }
 
+  /** @internal */
   complete(source: number, tag: number, bytes: number): void {
     if (this.state !== PENDING) return;
     this.state = COMPLETE;
@@ -166,6 +173,7 @@ export class Request implements Posted, Completion {
     if (this.resolveFn !== null) this.resolveFn(this.getStatus());
   }
 
+  /** @internal */
   fail(err: RailcommError): void {
     if (this.state !== PENDING) return;
     this.state = FAILED;
@@ -177,6 +185,7 @@ export class Request implements Posted, Completion {
   }
 
   /** A rail finished with a zero-copy piece of this request. */
+  /** @internal */
   railComplete(err: RailcommError | null): void {
     this.railPending--;
     if (err !== null) { this.fail(err); return; }
@@ -202,4 +211,8 @@ export class Request implements Posted, Completion {
 }
 
 const EMPTY = new Uint8Array(0);
+
+/** @internal Fails to compile when Request stops being a Posted and a Completion. */
+export type RequestFits = Fits<Request>;
+type Fits<T extends Posted & Completion> = T;
 
