@@ -6,7 +6,8 @@
 // (.ci/run). Extra arguments go to node --test.
 import { spawnSync } from 'node:child_process';
 
-const FULL = ['test/unit/', 'test/rails/', 'test/integration/'];
+// test/gpu/ needs a GPU: elsewhere each test is skipped, saying why (helpers/requires.mjs, part 'cuda').
+const FULL = ['test/unit/', 'test/rails/', 'test/integration/', 'test/gpu/'];
 const FAST = [
   'test/unit/',
   'test/integration/install.test.mjs',

@@ -14,3 +14,6 @@ export { Request, type Status } from './proto/request.js';
 export { ANY_SOURCE, ANY_TAG } from './proto/matching.js';
 export { RailcommError, ErrorCode, type ErrorCodeName } from './core/errors.js';
 export { PARAMS, describeParams, type ParamOptions } from './core/params.js';
+export { cuda } from './cuda/api.js';
+export { DeviceArray, type DeviceElements, type ElementType } from './cuda/memory.js';
+export { DeviceBuffer } from './core/bytes.js';

@@ -105,6 +105,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitReduce(env, exports);
   InitProcess(env, exports);
   InitPmix(env, exports);
+#ifdef __linux__
+  InitCuda(env, exports);
+#endif
   return exports;
 }
 

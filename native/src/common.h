@@ -54,5 +54,6 @@ void InitUdp(Napi::Env env, Napi::Object exports);
 void InitReduce(Napi::Env env, Napi::Object exports);
 void InitProcess(Napi::Env env, Napi::Object exports);
 void InitPmix(Napi::Env env, Napi::Object exports);
+void InitCuda(Napi::Env env, Napi::Object exports);
 
 }  // namespace railcomm

@@ -8,6 +8,7 @@ import { detectLaunch } from '../boot/launch-env.js';
 import type { LaunchInfo } from '../boot/launch-env.js';
 import { loadPmix, pmixWhy } from '../boot/pmix.js';
 import { loadNative, nativeOrigin, nativeWhy } from '../native/addon.js';
+import { cudaReport } from '../cuda/api.js';
 
 interface PmixReport { available: boolean; why: string; launchedUnder: boolean; used: boolean; detail: string }
 
@@ -47,7 +48,8 @@ export async function infoCommand(argv: string[]): Promise<number> {
   try {
     if (json) {
       const native = { available: loadNative() !== null, why: nativeWhy(), origin: nativeOrigin() };
-      process.stdout.write(JSON.stringify({ launcher: { name: launch.launcher, why: launch.why }, native, pmix, steps: ctx.report, params: showParams ? describeParams(params) : undefined, environment: showParams ? describeEnvSettings() : undefined }, null, 2) + '\n');
+      const gpu = cudaReport();
+      process.stdout.write(JSON.stringify({ launcher: { name: launch.launcher, why: launch.why }, native, pmix, cuda: gpu, steps: ctx.report, params: showParams ? describeParams(params) : undefined, environment: showParams ? describeEnvSettings() : undefined }, null, 2) + '\n');
       return 0;
     }
     const out: string[] = [];
@@ -55,6 +57,9 @@ export async function infoCommand(argv: string[]): Promise<number> {
     out.push(`launcher: ${launch.launcher} (${launch.why})`);
     out.push(`native: ${loadNative() !== null ? 'available' : 'unavailable'} (${nativeWhy()})`);
     out.push(`pmix: ${pmix.available ? 'available' : 'unavailable'} (${pmix.why}); ${pmix.detail}`);
+    // GPU memory (src/cuda): the driver loaded or why not, its devices, and whether CUDA IPC can join them.
+    const gpu = cudaReport();
+    out.push(`cuda: ${gpu.lines[0]}`, ...gpu.lines.slice(1).map((l) => `   ${l}`));
     for (const s of ctx.report) {
       out.push('', `${s.step}. ${s.title}`);
       for (const l of s.lines) out.push(`   ${l}`);

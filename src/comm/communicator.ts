@@ -5,7 +5,7 @@
 
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import type { AbortSignalLike } from '../core/signal.js';
-import { asBytes } from '../core/bytes.js';
+import { asBytes, DeviceBuffer } from '../core/bytes.js';
 import { ANY_SOURCE, ANY_TAG } from '../proto/matching.js';
 import { Request, KIND_COLL, KIND_PROBE, KIND_RECV, KIND_SEND, statusOf, type Status } from '../proto/request.js';
 import { CollectivePlanner, type CollPlan } from './collectives.js';
@@ -24,6 +24,12 @@ import { deserialize, serialize, type World } from './world.js';
 import { allocateWindow, exposeWindow, type Window } from './window.js';
 import { sharedPathFor } from './coll/shared-host.js';
 import { SettledStatus } from './settled-status.js';
+import { DevicePlanner } from '../cuda/coll.js';
+import { deviceIrecv, deviceIsend, type DeviceLink } from '../cuda/p2p.js';
+import type { DeviceArray } from '../cuda/memory.js';
+
+/** A buffer in host memory, or a device array (src/cuda): the calls that take both accept either. */
+type Mem = ArrayBufferView | DeviceBuffer;
 
 export interface RequestOptions {
   /** Cancels a receive not yet matched (an AbortSignal; any object of this shape). */
@@ -70,7 +76,8 @@ export class Communicator {
     this.collCtx = collCtx;
     world.ctx.p2p.registerContext(p2pCtx, group, false);
     world.ctx.p2p.registerContext(collCtx, group, true);
-    this.planner = new CollectivePlanner(rank, this.size, world.ctx.params, world.ctx.log);
+    // Device arrays are staged, or moved and combined on the GPU (src/cuda/coll.ts); host arrays as before.
+    this.planner = new DevicePlanner(rank, this.size, world.ctx.params, world.ctx.log, () => this.deviceLink());
     this.planner.shared = sharedPathFor(this, group, collCtx);
     this.checking = this.planner.checking;
   }
@@ -78,8 +85,9 @@ export class Communicator {
   // ---- point-to-point ----------------------------------------------------
 
   /** Send buf to dest. Resolves once buf may be reused (eager: at once; large: once the receiver took it). */
-  send(buf: ArrayBufferView, dest: number, tag = 0): Promise<Status> {
+  send(buf: Mem, dest: number, tag = 0): Promise<Status> {
     this.world.check('send');
+    if (!(buf instanceof Uint8Array) && buf instanceof DeviceBuffer) return this.deviceSend(buf, dest, tag, null).wait();
     const bytes = asBytes(buf, 'send buffer');
     checkRank(dest, this.size, 'destination', false);
     checkTag(tag, false);
@@ -92,8 +100,9 @@ export class Communicator {
   }
 
   /** Receive into buf from source (or ANY_SOURCE) with tag (or ANY_TAG). */
-  recv(buf: ArrayBufferView, source: number = ANY_SOURCE, tag: number = ANY_TAG): Promise<Status> {
+  recv(buf: Mem, source: number = ANY_SOURCE, tag: number = ANY_TAG): Promise<Status> {
     this.world.check('recv');
+    if (!(buf instanceof Uint8Array) && buf instanceof DeviceBuffer) return this.deviceRecv(buf, source, tag, null).wait();
     const bytes = asBytes(buf, 'receive buffer');
     checkRank(source, this.size, 'source', true);
     checkTag(tag, true);
@@ -111,8 +120,9 @@ export class Communicator {
     return this.startRecv(bytes, source, tag, this.p2pCtx, null).wait();
   }
 
-  isend(buf: ArrayBufferView, dest: number, tag = 0, opts?: RequestOptions): Request {
+  isend(buf: Mem, dest: number, tag = 0, opts?: RequestOptions): Request {
     this.world.check('isend');
+    if (!(buf instanceof Uint8Array) && buf instanceof DeviceBuffer) return this.deviceSend(buf, dest, tag, checkSignal(opts));
     const bytes = asBytes(buf, 'send buffer');
     checkRank(dest, this.size, 'destination', false);
     checkTag(tag, false);
@@ -120,8 +130,9 @@ export class Communicator {
     return this.startSend(bytes, dest, tag, this.p2pCtx, signal);
   }
 
-  irecv(buf: ArrayBufferView, source: number = ANY_SOURCE, tag: number = ANY_TAG, opts?: RequestOptions): Request {
+  irecv(buf: Mem, source: number = ANY_SOURCE, tag: number = ANY_TAG, opts?: RequestOptions): Request {
     this.world.check('irecv');
+    if (!(buf instanceof Uint8Array) && buf instanceof DeviceBuffer) return this.deviceRecv(buf, source, tag, checkSignal(opts));
     const bytes = asBytes(buf, 'receive buffer');
     checkRank(source, this.size, 'source', true);
     checkTag(tag, true);
@@ -150,6 +161,25 @@ export class Communicator {
     if (signal !== null) r.bindSignal(signal);
     return r;
   }
+
+  /** A device array (src/cuda/p2p.ts): the same argument checks, then the device datapaths. */
+  private deviceSend(buf: DeviceBuffer, dest: number, tag: number, signal: AbortSignal | null): Request {
+    checkRank(dest, this.size, 'destination', false);
+    checkTag(tag, false);
+    return deviceIsend(this.deviceLink(), buf as DeviceArray, dest, tag, this.p2pCtx, signal);
+  }
+
+  private deviceRecv(buf: DeviceBuffer, source: number, tag: number, signal: AbortSignal | null): Request {
+    checkRank(source, this.size, 'source', true);
+    checkTag(tag, true);
+    return deviceIrecv(this.deviceLink(), buf as DeviceArray, source, tag, this.p2pCtx, signal);
+  }
+
+  /** @internal What the device datapaths need of this communicator. */
+  deviceLink(): DeviceLink {
+    return (this.link ??= { world: this.world, rank: this.rank, worldRankOf: (r) => this.group[r]!, p2pCtx: this.p2pCtx, collCtx: this.collCtx });
+  }
+  private link: DeviceLink | null = null;
 
   /** Wait until a message matching (source, tag) is queued; it stays queued. */
   async probe(source: number = ANY_SOURCE, tag: number = ANY_TAG): Promise<Status> {
@@ -260,6 +290,7 @@ export class Communicator {
       rank: this.rank,
       size: this.size,
       scratch: this.scratch,
+      tag,
       send: (b, peer) => this.startSend(b, peer, tag, this.collCtx, null),
       recv: (b, peer) => this.startRecv(b, peer, tag, this.collCtx, null),
     };
@@ -322,27 +353,27 @@ export class Communicator {
   }
 
   ibarrier(): Request { return this.startColl('barrier', () => this.planner.barrier()); }
-  ibcast(buf: ArrayBufferView, root: number): Request { return this.startColl('bcast', () => this.planner.bcast(buf, root)); }
-  ireduce<T extends ReduceArray>(send: T, recv: T | null, op: ReduceOpName | UserOp<T>, root: number): Request { return this.startColl('reduce', () => this.planner.reduce(send, recv, op, root)); }
-  iallreduce<T extends ReduceArray>(send: T, recv: T, op: ReduceOpName | UserOp<T>): Request { return this.startColl('allreduce', () => this.planner.allreduce(send, recv, op)); }
-  igather(send: ArrayBufferView, recv: ArrayBufferView | null, root: number): Request { return this.startColl('gather', () => this.planner.gather(send, recv, root)); }
-  igatherv(send: ArrayBufferView, recv: ArrayBufferView | null, counts: ArrayLike<number>, root: number): Request { return this.startColl('gatherv', () => this.planner.gatherv(send, recv, counts, root)); }
-  iscatter(send: ArrayBufferView | null, recv: ArrayBufferView, root: number): Request { return this.startColl('scatter', () => this.planner.scatter(send, recv, root)); }
-  iscatterv(send: ArrayBufferView | null, counts: ArrayLike<number>, recv: ArrayBufferView, root: number): Request { return this.startColl('scatterv', () => this.planner.scatterv(send, counts, recv, root)); }
-  iallgather(send: ArrayBufferView, recv: ArrayBufferView): Request { return this.startColl('allgather', () => this.planner.allgather(send, recv)); }
-  iallgatherv(send: ArrayBufferView, recv: ArrayBufferView, counts: ArrayLike<number>): Request { return this.startColl('allgatherv', () => this.planner.allgatherv(send, recv, counts)); }
-  ialltoall(send: ArrayBufferView, recv: ArrayBufferView): Request { return this.startColl('alltoall', () => this.planner.alltoall(send, recv)); }
-  ialltoallv(send: ArrayBufferView, sendCounts: ArrayLike<number>, recv: ArrayBufferView, recvCounts: ArrayLike<number>): Request { return this.startColl('alltoallv', () => this.planner.alltoallv(send, sendCounts, recv, recvCounts)); }
-  ireduceScatter<T extends ReduceArray>(send: T, recv: T, counts: ArrayLike<number>, op: ReduceOpName | UserOp<T>): Request { return this.startColl('reduceScatter', () => this.planner.reduceScatter(send, recv, counts, op)); }
-  iscan<T extends ReduceArray>(send: T, recv: T, op: ReduceOpName | UserOp<T>): Request { return this.startColl('scan', () => this.planner.scan(send, recv, op, false)); }
-  iexscan<T extends ReduceArray>(send: T, recv: T, op: ReduceOpName | UserOp<T>): Request { return this.startColl('exscan', () => this.planner.scan(send, recv, op, true)); }
+  ibcast(buf: Mem, root: number): Request { return this.startColl('bcast', () => this.planner.bcast(buf, root)); }
+  ireduce<T extends ReduceArray>(send: T | DeviceBuffer, recv: T | DeviceBuffer | null, op: ReduceOpName | UserOp<T>, root: number): Request { return this.startColl('reduce', () => this.planner.reduce(send, recv, op, root)); }
+  iallreduce<T extends ReduceArray>(send: T | DeviceBuffer, recv: T | DeviceBuffer, op: ReduceOpName | UserOp<T>): Request { return this.startColl('allreduce', () => this.planner.allreduce(send, recv, op)); }
+  igather(send: Mem, recv: Mem | null, root: number): Request { return this.startColl('gather', () => this.planner.gather(send, recv, root)); }
+  igatherv(send: Mem, recv: Mem | null, counts: ArrayLike<number>, root: number): Request { return this.startColl('gatherv', () => this.planner.gatherv(send, recv, counts, root)); }
+  iscatter(send: Mem | null, recv: Mem, root: number): Request { return this.startColl('scatter', () => this.planner.scatter(send, recv, root)); }
+  iscatterv(send: Mem | null, counts: ArrayLike<number>, recv: Mem, root: number): Request { return this.startColl('scatterv', () => this.planner.scatterv(send, counts, recv, root)); }
+  iallgather(send: Mem, recv: Mem): Request { return this.startColl('allgather', () => this.planner.allgather(send, recv)); }
+  iallgatherv(send: Mem, recv: Mem, counts: ArrayLike<number>): Request { return this.startColl('allgatherv', () => this.planner.allgatherv(send, recv, counts)); }
+  ialltoall(send: Mem, recv: Mem): Request { return this.startColl('alltoall', () => this.planner.alltoall(send, recv)); }
+  ialltoallv(send: Mem, sendCounts: ArrayLike<number>, recv: Mem, recvCounts: ArrayLike<number>): Request { return this.startColl('alltoallv', () => this.planner.alltoallv(send, sendCounts, recv, recvCounts)); }
+  ireduceScatter<T extends ReduceArray>(send: T | DeviceBuffer, recv: T | DeviceBuffer, counts: ArrayLike<number>, op: ReduceOpName | UserOp<T>): Request { return this.startColl('reduceScatter', () => this.planner.reduceScatter(send, recv, counts, op)); }
+  iscan<T extends ReduceArray>(send: T | DeviceBuffer, recv: T | DeviceBuffer, op: ReduceOpName | UserOp<T>): Request { return this.startColl('scan', () => this.planner.scan(send, recv, op, false)); }
+  iexscan<T extends ReduceArray>(send: T | DeviceBuffer, recv: T | DeviceBuffer, op: ReduceOpName | UserOp<T>): Request { return this.startColl('exscan', () => this.planner.scan(send, recv, op, true)); }
 
   /** Every rank waits until all ranks of the communicator have entered. */
   barrier(): Promise<void> { return this.coll('barrier', () => this.planner.barrier()); }
-  bcast(buf: ArrayBufferView, root: number): Promise<void> { return this.coll('bcast', () => this.planner.bcast(buf, root)); }
+  bcast(buf: Mem, root: number): Promise<void> { return this.coll('bcast', () => this.planner.bcast(buf, root)); }
   /** recv matters at the root only (others may pass null). */
-  reduce<T extends ReduceArray>(send: T, recv: T | null, op: ReduceOpName | UserOp<T>, root: number): Promise<void> { return this.coll('reduce', () => this.planner.reduce(send, recv, op, root)); }
-  allreduce<T extends ReduceArray>(send: T, recv: T, op: ReduceOpName | UserOp<T>): Promise<void> {
+  reduce<T extends ReduceArray>(send: T | DeviceBuffer, recv: T | DeviceBuffer | null, op: ReduceOpName | UserOp<T>, root: number): Promise<void> { return this.coll('reduce', () => this.planner.reduce(send, recv, op, root)); }
+  allreduce<T extends ReduceArray>(send: T | DeviceBuffer, recv: T | DeviceBuffer, op: ReduceOpName | UserOp<T>): Promise<void> {
     this.world.check('allreduce');
     // The most frequent collective, through shared memory: no plan, no closures.
     const now = this.planner.allreduceNow(send, recv, op);
@@ -354,22 +385,22 @@ export class Communicator {
   }
 
   /** Apart from allreduce(): its closure would cost a context on every call, fast path included. */
-  private allreduceByPlan(send: ReduceArray, recv: ReduceArray, op: unknown): Promise<void> {
+  private allreduceByPlan(send: ReduceArray | DeviceBuffer, recv: ReduceArray | DeviceBuffer, op: unknown): Promise<void> {
     return this.coll('allreduce', () => this.planner.allreduce(send, recv, op));
   }
-  gather(send: ArrayBufferView, recv: ArrayBufferView | null, root: number): Promise<void> { return this.done(this.igather(send, recv, root)); }
-  gatherv(send: ArrayBufferView, recv: ArrayBufferView | null, counts: ArrayLike<number>, root: number): Promise<void> { return this.done(this.igatherv(send, recv, counts, root)); }
-  scatter(send: ArrayBufferView | null, recv: ArrayBufferView, root: number): Promise<void> { return this.done(this.iscatter(send, recv, root)); }
-  scatterv(send: ArrayBufferView | null, counts: ArrayLike<number>, recv: ArrayBufferView, root: number): Promise<void> { return this.done(this.iscatterv(send, counts, recv, root)); }
-  allgather(send: ArrayBufferView, recv: ArrayBufferView): Promise<void> { return this.coll('allgather', () => this.planner.allgather(send, recv)); }
-  allgatherv(send: ArrayBufferView, recv: ArrayBufferView, counts: ArrayLike<number>): Promise<void> { return this.done(this.iallgatherv(send, recv, counts)); }
-  alltoall(send: ArrayBufferView, recv: ArrayBufferView): Promise<void> { return this.done(this.ialltoall(send, recv)); }
-  alltoallv(send: ArrayBufferView, sendCounts: ArrayLike<number>, recv: ArrayBufferView, recvCounts: ArrayLike<number>): Promise<void> { return this.done(this.ialltoallv(send, sendCounts, recv, recvCounts)); }
-  reduceScatter<T extends ReduceArray>(send: T, recv: T, counts: ArrayLike<number>, op: ReduceOpName | UserOp<T>): Promise<void> { return this.done(this.ireduceScatter(send, recv, counts, op)); }
+  gather(send: Mem, recv: Mem | null, root: number): Promise<void> { return this.done(this.igather(send, recv, root)); }
+  gatherv(send: Mem, recv: Mem | null, counts: ArrayLike<number>, root: number): Promise<void> { return this.done(this.igatherv(send, recv, counts, root)); }
+  scatter(send: Mem | null, recv: Mem, root: number): Promise<void> { return this.done(this.iscatter(send, recv, root)); }
+  scatterv(send: Mem | null, counts: ArrayLike<number>, recv: Mem, root: number): Promise<void> { return this.done(this.iscatterv(send, counts, recv, root)); }
+  allgather(send: Mem, recv: Mem): Promise<void> { return this.coll('allgather', () => this.planner.allgather(send, recv)); }
+  allgatherv(send: Mem, recv: Mem, counts: ArrayLike<number>): Promise<void> { return this.done(this.iallgatherv(send, recv, counts)); }
+  alltoall(send: Mem, recv: Mem): Promise<void> { return this.done(this.ialltoall(send, recv)); }
+  alltoallv(send: Mem, sendCounts: ArrayLike<number>, recv: Mem, recvCounts: ArrayLike<number>): Promise<void> { return this.done(this.ialltoallv(send, sendCounts, recv, recvCounts)); }
+  reduceScatter<T extends ReduceArray>(send: T | DeviceBuffer, recv: T | DeviceBuffer, counts: ArrayLike<number>, op: ReduceOpName | UserOp<T>): Promise<void> { return this.done(this.ireduceScatter(send, recv, counts, op)); }
   /** Inclusive prefix reduction over ranks 0..rank. */
-  scan<T extends ReduceArray>(send: T, recv: T, op: ReduceOpName | UserOp<T>): Promise<void> { return this.done(this.iscan(send, recv, op)); }
+  scan<T extends ReduceArray>(send: T | DeviceBuffer, recv: T | DeviceBuffer, op: ReduceOpName | UserOp<T>): Promise<void> { return this.done(this.iscan(send, recv, op)); }
   /** Exclusive prefix reduction over ranks 0..rank-1 (rank 0's recv is left as it is). */
-  exscan<T extends ReduceArray>(send: T, recv: T, op: ReduceOpName | UserOp<T>): Promise<void> { return this.done(this.iexscan(send, recv, op)); }
+  exscan<T extends ReduceArray>(send: T | DeviceBuffer, recv: T | DeviceBuffer, op: ReduceOpName | UserOp<T>): Promise<void> { return this.done(this.iexscan(send, recv, op)); }
 
   // ---- collectives on JavaScript values (objects.ts) ---------------------
 

@@ -3,6 +3,7 @@
 
 import { stopWatchingParent } from '../boot/launcher-tie.js';
 import v8 from 'node:v8';
+import { DeviceBuffer, deviceWhereHostOnly } from '../core/bytes.js';
 import type { Context } from '../proto/context.js';
 import type { KeyValueStore } from '../boot/kv.js';
 import { finalized } from '../core/errors.js';
@@ -104,6 +105,8 @@ export class World implements RequestWatcher {
 }
 
 export function serialize(value: unknown): Uint8Array {
+  // v8 would serialise a device array as an empty object: refuse it, saying what to do.
+  if (value instanceof DeviceBuffer) deviceWhereHostOnly('an object message (sendObject, bcastObject, ...)');
   return v8.serialize(value);
 }
 

@@ -1,9 +1,33 @@
-// Helpers to look at any ArrayBufferView as bytes without copying.
+// Helpers to look at any ArrayBufferView as bytes without copying, and the
+// memory-type classification: host memory (any ArrayBufferView) or device
+// memory (a DeviceBuffer: src/cuda's device arrays).
 
 import { invalidArg } from './errors.js';
 
 export function isView(v: unknown): v is ArrayBufferView {
   return ArrayBuffer.isView(v);
+}
+
+/**
+ * Memory on a GPU (src/cuda/memory.ts: DeviceArray extends it). Defined here,
+ * where buffers are classified, so every call that takes buffers can tell a
+ * device array from host memory without loading the CUDA part.
+ */
+export abstract class DeviceBuffer {
+  /** The device address of the first byte. */
+  abstract readonly ptr: bigint;
+  abstract readonly byteLength: number;
+  /** The device ordinal the memory lives on. */
+  abstract readonly device: number;
+}
+
+export function isDevice(v: unknown): v is DeviceBuffer {
+  return v instanceof DeviceBuffer;
+}
+
+/** A device array where only host memory can go: what to do instead. */
+export function deviceWhereHostOnly(what: string): never {
+  throw invalidArg(`${what} must be host memory, got a device array: copy it to a typed array first (d.download(host)), or pass it to a call that takes device arrays (send, recv, isend, irecv, the collectives)`);
 }
 
 /**
@@ -20,6 +44,7 @@ export function asBytes(v: ArrayBufferView, what = 'buffer'): Uint8Array {
     return v;
   }
   if (!ArrayBuffer.isView(v)) {
+    if ((v as unknown) instanceof DeviceBuffer) deviceWhereHostOnly(what);
     throw invalidArg(`${what} must be an ArrayBufferView (a typed array, Buffer or DataView), got ${describe(v)}`);
   }
   if (v.byteLength === 0) checkAttached(v, what);

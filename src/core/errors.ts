@@ -15,6 +15,8 @@ export const ErrorCode = {
   BOOT: 'ERR_BOOT',
   /** RAILCOMM_CHECK found ranks that called different collectives (or with different arguments) at the same point. */
   COLLECTIVE_MISMATCH: 'ERR_COLLECTIVE_MISMATCH',
+  /** GPU memory: the CUDA driver is missing here, or one of its calls failed (the message names the call and its CUresult). */
+  CUDA: 'ERR_CUDA',
 } as const;
 
 export type ErrorCodeName = (typeof ErrorCode)[keyof typeof ErrorCode];

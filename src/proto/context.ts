@@ -411,7 +411,7 @@ export class Context {
       if (ep === undefined || ep.lane === null) continue;
       peers[String(ep.rank)] = ep.lane.counters.snapshot();
     }
-    return { rank: this.launch.rank, rails, peers, protocol: this.p2p.snapshot(), singleCopy: this.p2p.ipcStates() };
+    return { rank: this.launch.rank, rails, peers, protocol: this.p2p.snapshot(), singleCopy: this.p2p.ipcStates(), ...(this.p2p.device.used ? { cuda: this.p2p.device.snapshot() } : {}) };
   }
 
   /** Run fn when finalize() starts (before it waits for sends): tell peers that wait on this rank. */

@@ -21,6 +21,9 @@ import { Unexpected } from './unexpected.js';
 import { Rendezvous, truncated } from './rndv/rendezvous.js';
 import { SingleCopy } from './rndv/single-copy.js';
 import { Prefetch } from './rndv/prefetch.js';
+import { DeviceRndv } from './rndv/device.js';
+import { AM_RTS_DEV } from './cuda-wire.js';
+import type { Params } from '../core/params.js';
 import { AM_RTS_RGET, AM_RTS_SEG, rgetAddress, rtsSegmentId, rtsSegmentOffset } from './ipc-wire.js';
 import {
   AM_BYE, AM_CREDIT, AM_CTS, AM_EAGER, AM_REVOKE, AM_RTS, BYE_HDR, CREDIT_HDR, CTS_HDR, CTS_REFUSED_BROKEN, CTS_REFUSED_FINALIZED,
@@ -55,6 +58,9 @@ export interface P2pHost {
   /** The endpoint if this rank ever used that peer (no lookup started). */
   existingEndpoint(world: number): ProtoEndpoint | undefined;
   allEndpoints(): Iterable<ProtoEndpoint>;
+  /** The parameters (the device datapaths read theirs), and a hook run when the context closes. */
+  readonly params?: Params;
+  atClose?(fn: () => void): void;
 }
 
 const EMPTY_BUF = Buffer.alloc(0);
@@ -72,6 +78,8 @@ export class PointToPoint implements Canceller {
   readonly rndv: Rendezvous;
   private readonly singleCopy: SingleCopy;
   private readonly prefetch: Prefetch;
+  /** Device (GPU) memory: rendezvous by CUDA IPC, direct copy or pinned staging (rndv/device.ts). */
+  readonly device: DeviceRndv;
   /** Counted protocol errors from peers (bad ids, out-of-range data). */
   protocolErrors = 0;
   private readonly startSendFn = (ep: ProtoEndpoint, r: Request): PendingOp | null => this.startSend(ep, r);
@@ -82,12 +90,15 @@ export class PointToPoint implements Canceller {
     this.rndv = new Rendezvous({ endpointFor: (w) => host.endpointFor(w), ...lied }, am, this.out);
     this.singleCopy = new SingleCopy({ get singleCopy() { return host.singleCopy; }, ...lied }, am, this.out, this.rndv);
     this.rndv.singleCopy = this.singleCopy;
+    this.device = new DeviceRndv({ params: host.params, atClose: (fn) => host.atClose?.(fn), ...lied }, am, this.out, this.rndv);
+    this.singleCopy.device = this.device;
     this.prefetch = new Prefetch(this);
     am.register(AM_EAGER, 'eager', this.matchedHandler(AM_EAGER));
     am.register(AM_RTS, 'rts', this.matchedHandler(AM_RTS));
     am.register(AM_CREDIT, 'credit', this.creditHandler);
     am.register(AM_RTS_RGET, 'rts-rget', this.matchedHandler(AM_RTS_RGET));
     am.register(AM_RTS_SEG, 'rts-seg', this.matchedHandler(AM_RTS_SEG));
+    am.register(AM_RTS_DEV, 'rts-dev', this.matchedHandler(AM_RTS_DEV));
     am.register(AM_BYE, 'bye', this.byeHandler);
     am.register(AM_REVOKE, 'revoke', this.revokeHandler);
   }
@@ -124,7 +135,7 @@ export class PointToPoint implements Canceller {
     if (ep.lane === null || ep.hasPending) {
       // It must queue (peer not resolved yet, or sends ahead of it wait for
       // the rail): an eager-sized send still completes now, from a copy.
-      ep.deferSend(req.bytes <= this.host.eagerLimit && ep.mayHold(req.bytes) ? this.detachEager(req, ep) : req);
+      ep.deferSend(req.bytes <= this.host.eagerLimit && req.dev === null && ep.mayHold(req.bytes) ? this.detachEager(req, ep) : req);
       return;
     }
     const blocked = this.startSend(ep, req);
@@ -174,6 +185,8 @@ export class PointToPoint implements Canceller {
   /** Put the first piece of a send on the lane; returns the op that found no resource, if any. */
   private startSend(ep: ProtoEndpoint, userReq: Request): PendingOp | null {
     if (userReq.state !== PENDING) return null;
+    // Device memory always announces (rndv/device.ts): its buf holds no bytes to send eagerly.
+    if (userReq.dev !== null) { const seq = ep.txSeq; ep.txSeq = nextSeq(seq); return this.rndv.announce(ep, userReq, seq); }
     let req = userReq;
     const lane = ep.lane!;
     const len = req.buf.length;
@@ -499,6 +512,7 @@ export class PointToPoint implements Canceller {
   private onMatched(ep: ProtoEndpoint, am: number, v: DataView, o: number, buf: Buffer, words: Int32Array | null, payOff: number, payLen: number): void {
     if (am === AM_BYE) this.onBye(ep);
     else if (am === AM_EAGER) this.onEager(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), buf, words, payOff, payLen);
+    else if (am === AM_RTS_DEV) this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o), 0n, this.device.arrivedRts(ep, v, o, rtsSendId(v, o)));
     else if (am === AM_RTS_SEG) this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o), BigInt(rtsSegmentOffset(v, o)), rtsSegmentId(v, o));
     else this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o), am === AM_RTS_RGET ? rgetAddress(v, o) : 0n, -1);
   }
@@ -599,6 +613,7 @@ export class PointToPoint implements Canceller {
   peerFailed(ep: ProtoEndpoint, err: RailcommError, graceful: boolean): void {
     for (const op of ep.takePending()) { (op.start ?? op.req)?.fail(err); op.done?.railComplete(err); }
     this.rndv.peerFailed(ep, err);
+    this.device.peerFailed(ep);
     for (const [ctx, st] of this.contexts) {
       if (st.group === null) continue;
       const commRank = st.group.indexOf(ep.rank);

@@ -6,6 +6,7 @@ import type { Completion } from '../rail/api.js';
 import type { Linked, List } from './list.js';
 import type { Posted } from './matching.js';
 import { RailcommError, ErrorCode } from '../core/errors.js';
+import type { DeviceBuffer } from '../core/bytes.js';
 import { pendingPromise, takeReject, takeResolve } from '../core/settlers.js';
 import { failedHere, rejectAtAwait } from '../core/at-await.js';
 
@@ -88,6 +89,13 @@ export class Request {
   /** @internal */ watcher: RequestWatcher | null = null;
   /** For a copy of a send that already completed: who counts its bytes until it settles. */
   /** @internal */ holder: BytesHolder | null = null;
+  /**
+   * Device memory this request moves (the memory type, learned at the call),
+   * or null for host memory. A device send's buf only gives the size (its
+   * bytes are never read); a device receive's buf stages data that arrives
+   * from host memory (proto/rndv/device.ts, src/cuda/p2p.ts).
+   */
+  /** @internal */ dev: DeviceBuffer | null = null;
   private signalCleanup: (() => void) | null = null;
   private resolveFn: ((s: Status) => void) | null = null;
   private promise: Promise<Status> | null = null;

@@ -24,6 +24,7 @@ export const PARTS = {
   mountns: 'a mount namespace with its own tmpfs (unshare -m)',
   userns: 'a user namespace for one rank (unshare --user --map-root-user)',
   sshd: 'a local sshd started by the test (Debian openssh-server)',
+  cuda: 'an NVIDIA GPU with its driver (libcuda.so.1); test/gpu/run-on-gpu.sh runs these on the lent GPU machine',
 };
 
 /**
@@ -101,6 +102,19 @@ export function report(what, n) {
 
 /** The native addon: need('addon', ...) with the loader's own reason. */
 export const needAddon = () => need('addon', loadNative() === null ? nativeWhy() : null);
+
+/**
+ * A GPU: the CUDA driver loaded and sees a device. railcomm's stand-in driver
+ * (test/gpu/fake, host memory) counts only with RAILCOMM_GPU_FAKE=1: it checks
+ * the protocol's paths on a machine without a GPU, never a GPU result.
+ */
+export async function needCuda() {
+  const { cuda } = await import('../../dist/index.js');
+  const fake = /test\/gpu\/fake|fakecuda/.test(process.env.RAILCOMM_CUDA_LIBRARY ?? '');
+  if (!cuda.available) return need('cuda', cuda.why);
+  if (fake && process.env.RAILCOMM_GPU_FAKE !== '1') return need('cuda', `RAILCOMM_CUDA_LIBRARY names railcomm's fake driver (set RAILCOMM_GPU_FAKE=1 to run on it anyway): ${cuda.why}`);
+  return need('cuda', null);
+}
 
 /** railcomm's PMIx module. */
 export const needPmix = () => need('pmix', loadPmix() === null ? `railcomm's PMIx module is unavailable: ${pmixWhy()}` : null);

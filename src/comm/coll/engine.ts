@@ -11,6 +11,8 @@ export interface CollComm {
   readonly size: number;
   /** Scratch buffers of this communicator. */
   readonly scratch: ScratchPool;
+  /** This call's tag in the collective context (the device collectives send device messages on it). */
+  readonly tag?: number;
   /** Send bytes to a rank of the communicator, on this collective's tag. */
   send(bytes: Uint8Array, peer: number): Request;
   /** Receive bytes from a rank of the communicator, on this collective's tag. */

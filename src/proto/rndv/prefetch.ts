@@ -32,7 +32,8 @@ export class Prefetch {
 
   /** An announcement no receive matched: fetch it when credit allows (small ones only). */
   offer(ep: ProtoEndpoint, u: Unexpected, eagerLimit: number): void {
-    if (u.size === 0 || u.size > eagerLimit || u.remote !== 0n || u.segment >= 0) return;
+    // Only ring announcements: single-copy ones (RGET, a segment, device memory) are read, not fetched.
+    if (u.size === 0 || u.size > eagerLimit || u.remote !== 0n || u.segment !== -1) return;
     ep.toFetch.push(u);
     this.run(ep);
   }

@@ -18,13 +18,15 @@ import {
 } from '../ipc-wire.js';
 import { AM_FIN, AM_RTS, FIN_HDR, RTS_HDR, encodeU32 } from '../wire.js';
 import type { Rendezvous } from './rendezvous.js';
+import { SEGMENT_DEVICE, type DeviceRndv } from './device.js';
+import { AM_RTS_DEV, RTS_DEV_HDR } from '../cuda-wire.js';
 
 /** How a rendezvous send offers its data (plan's answers). */
-const PLAN_RING = 0, PLAN_RGET = 1, PLAN_SEGMENT = 2;
+const PLAN_RING = 0, PLAN_RGET = 1, PLAN_SEGMENT = 2, PLAN_DEVICE = 3;
 
 /** Header length of each announcement kind. */
 export function rtsHeaderLength(am: number): number {
-  return am === AM_RTS_SEG ? RTS_SEG_HDR : am === AM_RTS_RGET ? RTS_RGET_HDR : RTS_HDR;
+  return am === AM_RTS_SEG ? RTS_SEG_HDR : am === AM_RTS_RGET ? RTS_RGET_HDR : am === AM_RTS_DEV ? RTS_DEV_HDR : RTS_HDR;
 }
 
 export interface SingleCopyHost {
@@ -46,6 +48,8 @@ export class SingleCopy {
   // Doubles from the start, as the traffic counters (core/counters.ts): they pass 2^31 in a long job.
   rgetMsgs = -0;
   rgetBytes = -0;
+  /** Device memory's rendezvous (set once by the owner). */
+  device: DeviceRndv | null = null;
 
   constructor(host: SingleCopyHost, am: AmRegistry, out: ControlSender, rndv: Rendezvous) {
     this.host = host;
@@ -67,6 +71,7 @@ export class SingleCopy {
   plan(ep: ProtoEndpoint, req: Request): number {
     const lane = ep.lane!;
     this.planned = null;
+    if (req.dev !== null && this.device !== null) { this.device.plan(ep, req); return PLAN_DEVICE; }
     if (req.buf.length <= ep.th.zcopy || this.host.singleCopy !== true || lane.ipc == null) return PLAN_RING;
     const seg = lane.ipc.segmentOf?.(req.buf) ?? null;
     if (seg !== null) { this.planned = seg; return PLAN_SEGMENT; }
@@ -76,6 +81,7 @@ export class SingleCopy {
 
   /** The announcement's extra fields for plan p, after the RTS header in v; returns its AM id. */
   encodePlan(p: number, ep: ProtoEndpoint, req: Request, v: DataView): number {
+    if (p === PLAN_DEVICE) { this.device!.encode(ep, req, v); return AM_RTS_DEV; }
     if (p === PLAN_SEGMENT) { encodeRtsSegment(v, this.planned!.id, this.planned!.offset); this.planned = null; return AM_RTS_SEG; }
     if (p === PLAN_RGET) { encodeRgetAddress(v, ep.lane!.ipc!.addressOf(req.buf)); return AM_RTS_RGET; }
     return AM_RTS;
@@ -114,6 +120,7 @@ export class SingleCopy {
    * False when this path does not apply or was refused: the ring path follows.
    */
   read(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number, remote: bigint, segment: number): boolean {
+    if (segment === SEGMENT_DEVICE) return this.device!.read(req, ep, sendId, size, src, tag);
     if (segment >= 0) return this.readSegment(req, ep, sendId, size, src, tag, segment, Number(remote));
     if (remote !== 0n) return this.rget(req, ep, sendId, size, src, tag, remote);
     return false;
