@@ -176,6 +176,17 @@ export class Context {
           if (routed.length > 0) l5.push(`${c.name}: ${routed[0]!.name} carries the connection to the wire-up service (${via})`);
         }
         if (pool.length === 0) pool = ds;
+      } else if (c.name === 'ofi') {
+        // The first provider (libfabric's order, or RAILCOMM_OFI_PROVIDERS'): on one
+        // host its loopback domain; across hosts, like tcp, its domain on the device
+        // that carries the connection to the wire-up service, else not loopback.
+        const provider = ds[0]?.name.split('/')[0];
+        const mine = ds.filter((d) => d.name.split('/')[0] === provider);
+        const via = opts.kv?.localAddress()?.replace(/^::ffff:/, '');
+        const routed = !oneHost && via !== undefined ? mine.filter((d) => d.address === via) : [];
+        pool = oneHost ? mine.filter((d) => d.kind === 'loopback') : routed.length > 0 ? routed : mine.filter((d) => d.kind !== 'loopback');
+        if (routed.length > 0) l5.push(`${c.name}: ${routed[0]!.name} carries the connection to the wire-up service (${via})`);
+        if (pool.length === 0) pool = mine.length > 0 ? mine : ds;
       }
       const d = pool[0];
       if (d === undefined) { l5.push(`${c.name}: no usable device`); continue; }

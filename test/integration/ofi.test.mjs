@@ -5,15 +5,16 @@
 // the libfabric binding is not built (no libfabric headers) or a provider is
 // absent (under CI=true, failed where CI requires the part: helpers/requires.mjs).
 
-import { test } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { railcomm, jobScript, caseResults, linesWith, CLI } from './jobs.mjs';
-import { need, report } from '../helpers/requires.mjs';
+import { need, needAll, notRoot, report } from '../helpers/requires.mjs';
 import { PEER_GONE_MS, MARGIN_MS, within } from '../helpers/promises.mjs';
 import { loadOfi, ofiWhy } from '../../dist/rail/ofi/native.js';
 import { ofiComponent } from '../../dist/rail/ofi/component.js';
 import { resolveParams } from '../../dist/core/params.js';
 import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 
 const PROVIDERS = ['tcp;ofi_rxm', 'shm', 'udp;ofi_rxd', 'sockets'];
 const devices = loadOfi() === null ? [] : ofiComponent.queryDevices(resolveParams());
@@ -91,3 +92,32 @@ test('a job that does not name ofi never opens it (opt-in)', needProvider('tcp;o
   assert.equal(j.code, 0, j.stderr);
   assert.match(j.stdout + j.stderr, /ofi: dropped \(opt-in: name it in RAILCOMM_RAILS\)/);
 });
+
+// Two hosts: network namespaces joined by a bridge (test/helpers/netns.sh;
+// host A also has a device that routes nowhere, listed first), ranks on each
+// over tcp;ofi_rxm: each picks its domain on the device that carries its
+// connection to the wire-up service.
+const netns = fileURLToPath(new URL('../helpers/netns.sh', import.meta.url));
+const tag = String(90 + (process.pid % 9));
+const subnet = `10.77.${tag}`;
+const A = `rc${tag}a`, B = `rc${tag}b`;
+function setupHosts() {
+  if (process.platform !== 'linux') return 'network namespaces need Linux';
+  if (notRoot()) return 'creating network namespaces needs root';
+  spawnSync(netns, ['down', tag]);
+  const r = spawnSync(netns, ['up', tag, subnet], { encoding: 'utf8' });
+  if (r.status !== 0) { spawnSync(netns, ['down', tag]); return `cannot create network namespaces here: ${(r.stderr || r.error?.message || '').trim()}`; }
+  return null;
+}
+const tcpHere = needProvider('tcp;ofi_rxm');
+const hostsWhy = tcpHere.reason === null ? setupHosts() : null;
+const twoHosts = needAll(tcpHere, need('netns', hostsWhy));
+after(() => { if (tcpHere.reason === null && hostsWhy === null) spawnSync(netns, ['down', tag]); });
+
+for (const [script, ranks, minCases] of [['p2p-suite.mjs', 4, 21], ['rma-suite.mjs', 4, 17]]) {
+  test(`ofi tcp;ofi_rxm across two network-namespace hosts (2 ranks each): ${script}`, twoHosts, async () => {
+    const j = await railcomm(['run', '--hosts', `${A}:2,${B}:2`, '--rsh', 'ip netns exec', '--kv-host', `${subnet}.1`, '--rails', 'ofi',
+      '-x', 'RAILCOMM_OFI_PROVIDERS=tcp;ofi_rxm', '--timeout', '150', jobScript(script)], { limitMs: 180_000 });
+    allOk(j, ranks, minCases);
+  });
+}

@@ -3,6 +3,7 @@
 // rail can use, filtered by FI_PROVIDER (libfabric's own) and
 // RAILCOMM_OFI_PROVIDERS. Opt-in: a job uses it when RAILCOMM_RAILS names it.
 
+import os from 'node:os';
 import type { Component, Device, Rail, RailEnv } from '../api.js';
 import type { Params } from '../../core/params.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
@@ -71,7 +72,9 @@ export const ofiComponent: Component = {
     for (const { d } of devicesOf(info, params.ofiProviders)) {
       const name = `${d.provider}/${d.domain}`;
       byName.set(name, d);
-      out.push({ component: 'ofi', name, kind: kindOf(d), notes: describe(d, b.waitObject(d.provider, d.domain, d.addrFormat)) });
+      // The domain's IPv4 address, where it names a network device (context step 5 picks the routed one across hosts).
+      const address = os.networkInterfaces()[d.domain]?.find((a) => a.family === 'IPv4')?.address;
+      out.push({ component: 'ofi', name, kind: kindOf(d), ...(address !== undefined && d.provider !== 'shm' ? { address } : {}), notes: describe(d, b.waitObject(d.provider, d.domain, d.addrFormat)) });
     }
     return out;
   },
