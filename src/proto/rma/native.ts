@@ -142,6 +142,8 @@ export class NativeRma {
   }
 
   private issue(rma: RailRma, key: RailRemoteKey, t: NativeTarget, op: NativeOp): boolean {
+    // (Nothing to move: providers refuse zero-length transfers; the target answers it.)
+    if ((op.kind === K_PUT || op.kind === K_GET || op.kind === K_ACC) && op.bytes.byteLength === 0) return false;
     const acc = op.kind === K_ACC || op.kind === K_ATOMIC;
     // Accumulate-class operations stay emulated while emulated ones may still be unapplied (their order counts).
     if (acc && t.amAcc !== t.amAccDone) return false;
