@@ -23,6 +23,9 @@ export class UdpCounters extends TrafficCounters {
   /** Keepalive probes sent to silent peers this rank waits on, and probes from peers answered. */
   probesSent = 0;
   probesAnswered = 0;
+  /** Keepalive port checks (a probe from a connected socket), and those the peer's host answered "port unreachable" (the peer failed at once). */
+  portChecks = 0;
+  portsClosed = 0;
   /** RESETs sent (this rank dropped a peer, or heard from one it had dropped) and accepted (a peer dropped this rank). */
   resetsSent = 0;
   resetsRecv = 0;
@@ -69,7 +72,7 @@ export class UdpCounters extends TrafficCounters {
       segsSent: this.segsSent + 0, segsRecv: this.segsRecv + 0, sendBatches: this.sendBatches, acksSent: this.acksSent,
       timeouts: this.timeouts, fastRetransmits: this.fastRetransmits, windowCuts: this.windowCuts,
       stallsWindow: this.stallsWindow, stallsCredit: this.stallsCredit, stallsCwnd: this.stallsCwnd,
-      probesSent: this.probesSent, probesAnswered: this.probesAnswered, resetsSent: this.resetsSent, resetsRecv: this.resetsRecv,
+      probesSent: this.probesSent, probesAnswered: this.probesAnswered, portChecks: this.portChecks, portsClosed: this.portsClosed, resetsSent: this.resetsSent, resetsRecv: this.resetsRecv,
       dupAcks: this.dupAcks, dupSegs: this.dupSegs, outOfOrder: this.outOfOrder,
       dropShort: this.dropShort, dropForeign: this.dropForeign, dropCorrupt: this.dropCorrupt,
       dropType: this.dropType, dropLength: this.dropLength, dropUnknownPeer: this.dropUnknownPeer,

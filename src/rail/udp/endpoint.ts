@@ -324,9 +324,17 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
   /** Counted by the rail among the open peers that share its receive budget. */
   countedOpen = false;
 
-  /** Keepalive (UdpRail.checkLiveness): since when the layer above waits on this peer (0: it does not), and the last probe. */
+  /** Keepalive (keepalive.ts): since when the layer above waits on this peer (0: it does not), the last probe, the last port check and the one in flight. */
   waitStart = 0;
   lastProbe = 0;
+  lastPortCheck = 0;
+  portCheck: object | null = null;
+
+  /** The peer's host says nothing listens on its port any more (keepalive.ts): it is gone. */
+  portClosed(): void {
+    if (this.state === State.CLOSED) return;
+    this.drop(this.error(`its udp port is closed (its host answered "port unreachable" to a keepalive probe): the process ended, or closed its rail without a word`));
+  }
 
   error(msg: string): RailcommError {
     return new RailcommError(ErrorCode.PEER_FAILED, `udp ${this.rail.device.name}: peer ${formatId(this.peer)}: ${msg}`);

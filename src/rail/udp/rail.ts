@@ -17,6 +17,7 @@ import { Frag, SEG_OVERHEAD, Segment } from './segment.js';
 import { Session, expireToSession, type SessionHost, type SessionLimits } from './session.js';
 import { UdpEndpoint } from './endpoint.js';
 import { Handshakes, type HandshakeHost } from './handshake.js';
+import { Keepalive, type KeepaliveHost } from './keepalive.js';
 import { crcInHardware, datagramSum } from './checksum.js';
 import { datagramMac } from './mac.js';
 import { nonce } from '../../core/auth.js';
@@ -57,7 +58,7 @@ function socketFd(s: dgram.Socket): number {
   return -1;
 }
 
-export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost {
+export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, KeepaliveHost {
   readonly name: string;
   readonly component = 'udp';
   readonly device: Device;
@@ -104,6 +105,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost {
   private closed = false;
   private readonly faults: FaultInjector | null;
   private readonly peerTimeoutMs: number;
+  private readonly keepalive: Keepalive;
   private readonly ackDelay: number;
   /**
    * Data segments posted during a pass, sent together at its end with one
@@ -165,6 +167,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost {
     this.hsFlags = p.udpAuth ? HS_AUTH : 0;
     this.hs = new Handshakes(this);
     this.peerTimeoutMs = p.udpPeerTimeout * 1000;
+    this.keepalive = new Keepalive(this, this.peerTimeoutMs);
     this.ackDelay = p.udpAckDelay;
     const f = parseFaults(p.udpFaults);
     this.faults = f === null ? null : new FaultInjector(f, this, this.counters);
@@ -209,7 +212,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost {
     // Sockets alone must not keep a finished rank alive.
     rail.data.unref();
     rail.prio.unref();
-    rail.liveness = setInterval(() => rail.checkLiveness(), Math.max(50, Math.min(1000, rail.peerTimeoutMs / 6)));
+    rail.liveness = setInterval(() => { if (!rail.closed) rail.keepalive.waited(rail.now()); }, Math.max(50, Math.min(1000, rail.peerTimeoutMs / 6)));
     rail.liveness.unref();
     return rail;
   }
@@ -551,45 +554,21 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost {
     this.hs.expire(now);
     if (now - this.lastPeerCheck >= 100) {
       this.lastPeerCheck = now;
-      // A closing endpoint (finalize) waits for its last ACKs at most the
-      // connect timeout: a peer that died must not hold finalize for minutes.
-      const closingLimit = Math.min(this.peerTimeoutMs, this.env.params.connectTimeout);
-      for (const ep of this.endpoints.values()) {
-        const s = ep.session;
-        const limit = ep.closing ? closingLimit : this.peerTimeoutMs;
-        if (s.open && !s.idle && now - Math.max(s.lastHeard, s.busySince) > limit) ep.timedOut(Math.round(limit / 1000), ep.closing ? 'RAILCOMM_CONNECT_TIMEOUT, while closing' : 'RAILCOMM_UDP_PEER_TIMEOUT');
-      }
+      this.keepalive.inFlight(now);
     }
     this.armTimer();
   }
 
-  /**
-   * Keepalive. A datagram rail cannot see a peer die, and a rank that only
-   * waits to receive has nothing in flight to time out on. So while the layer
-   * above waits on a peer (a receive it could satisfy, a rendezvous with it,
-   * operations on it) and the peer has been silent for a third of
-   * RAILCOMM_UDP_PEER_TIMEOUT, it is probed (an ACK that asks for one back);
-   * silent for the whole timeout while waited on, it has failed. Peers nobody
-   * waits on are left alone: a rank may compute for long without its event
-   * loop, and then it cannot answer.
-   */
-  private checkLiveness(): void {
-    if (this.closed) return;
-    const now = this.now();
-    const probeAfter = this.peerTimeoutMs / 3;
-    for (const ep of this.endpoints.values()) {
-      const s = ep.session;
-      if (!s.open || s.dead || ep.closing || !(this.env.upcalls.waitingOn?.(ep) ?? false)) { ep.waitStart = 0; continue; }
-      if (ep.waitStart === 0) ep.waitStart = now;
-      const silent = now - Math.max(s.lastHeard, ep.waitStart);
-      if (silent > this.peerTimeoutMs) {
-        ep.timedOut(Math.round(this.peerTimeoutMs / 1000), 'RAILCOMM_UDP_PEER_TIMEOUT', 'this rank waits on it and its keepalive probes went unanswered');
-      } else if (silent > probeAfter && now - ep.lastProbe > probeAfter) {
-        ep.lastProbe = now;
-        this.sendAck(s, true);
-        this.counters.probesSent++;
-      }
-    }
+  // ---- KeepaliveHost -----------------------------------------------------------
+
+  peers(): Iterable<UdpEndpoint> {
+    return this.endpoints.values();
+  }
+
+  probeDatagram(ep: UdpEndpoint): Buffer {
+    const s = ep.session;
+    ep.encodeAck(seqAdd(s.rxNext, -1), this.grant(s), s.rxHeld > 0, s.rxHighest, true);
+    return Buffer.from(ep.ackBuf);
   }
 
   /** Current figures for --stats: the largest RTO, and what is in flight. */
@@ -618,6 +597,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost {
     this.closed = true;
     if (this.timer !== null) { clearTimeout(this.timer); this.timer = null; }
     if (this.liveness !== null) { clearInterval(this.liveness); this.liveness = null; }
+    this.keepalive.close();
     this.faults?.close();
     this.tombs.clear();
     this.hs.clear();
