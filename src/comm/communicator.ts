@@ -376,7 +376,8 @@ export class Communicator {
   allreduce<T extends ReduceArray>(send: T | DeviceBuffer, recv: T | DeviceBuffer, op: ReduceOpName | UserOp<T>): Promise<void> {
     this.world.check('allreduce');
     // The most frequent collective, through shared memory: no plan, no closures.
-    const now = this.planner.allreduceNow(send, recv, op);
+    // (Device arrays never take it: they are staged, or reduced on the GPU by the plan.)
+    const now = send instanceof DeviceBuffer || recv instanceof DeviceBuffer ? undefined : this.planner.allreduceNow(send, recv, op);
     if (now !== undefined) {
       this.collSeq = (this.collSeq + 1) & 0x7fffffff;
       return now;

@@ -55,11 +55,6 @@ export class DevicePlanner extends CollectivePlanner {
     return this.staged('reduce', [[send, IN], [recv, OUT]], ([s, r]) => super.reduce(s, r, op, root));
   }
 
-  override allreduceNow(send: unknown, recv: unknown, op: unknown): Promise<void> | undefined {
-    if (isDev(send) || isDev(recv)) return undefined;
-    return super.allreduceNow(send, recv, op);
-  }
-
   override allreduce(send: unknown, recv: unknown, op: unknown, what = 'allreduce'): CollPlan {
     if (!isDev(send) && !isDev(recv)) return super.allreduce(send, recv, op, what);
     const gpu = this.gpuAllreduce(send, recv, op, what);
@@ -181,7 +176,8 @@ export class DevicePlanner extends CollectivePlanner {
     const bytes = s.byteLength;
     const sharedPath = this.shared !== null && this.n > 1 && bytes <= this.p.collSharedMax;
     const ring = bytes >= this.p.collAllreduceRing && s.length >= this.n && this.n > 1 && isCommutative(o);
-    if (sharedPath || !ring || typeof o !== 'string' || !gpuReducible(s.type, o)) return null;
+    // RAILCOMM_CUDA_REDUCE_MIN only chooses between the GPU and host staging of the same ring.
+    if (sharedPath || !ring || bytes < this.p.cudaReduceMin || typeof o !== 'string' || !gpuReducible(s.type, o)) return null;
     const dev = currentDevice();
     if (s.device !== dev || r.device !== dev) return null;
     const plan: CollPlan = { name: what, algorithm: 'ring reduce-scatter + ring allgather on the GPU (device messages, element-wise kernel)', run: (c) => ringOnDevice(this.link(), c, s, r, o) };

@@ -26,16 +26,25 @@ function classOf(bytes: number): number {
 export class StagingPool {
   /** Idle buffers by class size. */
   private readonly idle = new Map<number, ArrayBuffer[]>();
-  private idleBytes = 0;
+  private idlePinned = 0;
+  private idlePageable = 0;
   private readonly keepBytes: number;
+  private readonly keepPageable: number;
   private readonly pinnedMax: number;
   readonly counters: StagingCounters = { pinnedBytes: 0, pageableBytes: 0, hits: 0, misses: 0, pinFailures: 0 };
   /** Which buffers are page-locked (the rest are plain). */
   private readonly pinned = new WeakSet<ArrayBuffer>();
 
-  /** keepBytes: idle memory kept for reuse; pinnedMax: larger buffers are plain memory. */
-  constructor(keepBytes: number, pinnedMax: number) {
+  /**
+   * keepBytes: idle page-locked memory kept for reuse; keepPageable: idle plain
+   * memory kept (a large device receive stages into it only when its data
+   * comes from host memory: by IPC its pages are never touched, so keeping it
+   * costs address space, and allocating one per message would cost a garbage
+   * collection); pinnedMax: larger buffers are plain memory.
+   */
+  constructor(keepBytes: number, keepPageable: number, pinnedMax: number) {
     this.keepBytes = keepBytes;
+    this.keepPageable = keepPageable;
     this.pinnedMax = pinnedMax;
   }
 
@@ -46,7 +55,7 @@ export class StagingPool {
     const ab = list?.pop();
     if (ab !== undefined) {
       this.counters.hits++;
-      this.idleBytes -= c;
+      if (this.pinned.has(ab)) this.idlePinned -= c; else this.idlePageable -= c;
       return new Uint8Array(ab, 0, bytes);
     }
     this.counters.misses++;
@@ -61,11 +70,13 @@ export class StagingPool {
   release(view: Uint8Array): void {
     const ab = view.buffer as ArrayBuffer;
     const c = ab.byteLength;
-    if (this.idleBytes + c > this.keepBytes) return; // the collector frees it (pinned: its finalizer, cuMemFreeHost)
+    const pinned = this.pinned.has(ab);
+    // Past the limits the collector frees it (pinned: its finalizer, cuMemFreeHost).
+    if (pinned ? this.idlePinned + c > this.keepBytes : this.idlePageable + c > this.keepPageable) return;
     let list = this.idle.get(c);
     if (list === undefined) { list = []; this.idle.set(c, list); }
     list.push(ab);
-    this.idleBytes += c;
+    if (pinned) this.idlePinned += c; else this.idlePageable += c;
   }
 
   private allocate(c: number): ArrayBuffer {
@@ -86,13 +97,14 @@ export class StagingPool {
   /** Drop every idle buffer (finalize). */
   clear(): void {
     this.idle.clear();
-    this.idleBytes = 0;
+    this.idlePinned = 0;
+    this.idlePageable = 0;
   }
 }
 
 let pool: StagingPool | null = null;
 
-/** This thread's pool: 256 MiB kept idle at most; page-locked up to 64 MiB a buffer. */
+/** This thread's pool: 256 MiB of idle page-locked memory kept at most, 4 GiB of plain; page-locked up to 64 MiB a buffer. */
 export function staging(): StagingPool {
-  return (pool ??= new StagingPool(256 << 20, 64 << 20));
+  return (pool ??= new StagingPool(256 << 20, 4 * 2 ** 30, 64 << 20));
 }

@@ -30,7 +30,9 @@ report('GPU tests', gpu);
 // On the stand-in, smaller sizes: its "device" copies are memcpy on this machine's CPUs.
 const MAX = process.env.RAILCOMM_GPU_MAX_BYTES ?? String(FAKE ? 16 << 20 : 2 ** 30);
 const LARGE = process.env.RAILCOMM_GPU_COLL_LARGE ?? String(FAKE ? 1 << 19 : 1 << 22);
-const ENV = { RAILCOMM_GPU_MAX_BYTES: MAX, RAILCOMM_GPU_COLL_LARGE: LARGE, RAILCOMM_RAILS: '' };
+// A GPU job takes seconds: one that hangs is stopped well inside run-on-gpu.sh's limit.
+const JOB_S = FAKE ? 280 : 100;
+const ENV = { RAILCOMM_GPU_MAX_BYTES: MAX, RAILCOMM_GPU_COLL_LARGE: LARGE, RAILCOMM_GPU_CASE_MS: String((JOB_S - 10) * 1000), RAILCOMM_RAILS: '' };
 const job = (name) => here(`./jobs/${name}`);
 
 /** The stand-in's segments of processes that are gone (a killed rank cannot remove its own). */
@@ -44,13 +46,45 @@ before(() => { if (FAKE) removeFakeLeftovers(); });
 after(() => { if (FAKE) removeFakeLeftovers(); });
 
 async function suite(args, script, ranks, env = {}) {
-  const r = await railcomm(['run', ...args, '--timeout', '280', script], { limitMs: 300_000, env: { ...ENV, ...env } });
+  const r = await railcomm(['run', ...args, '--timeout', String(JOB_S), script], { limitMs: (JOB_S + 20) * 1000, env: { ...ENV, ...env } });
   const res = caseResults(r.stdout);
   assert.ok(res.size > 0, `no cases ran\n${r.stdout.slice(-3000)}\n${r.stderr.slice(-3000)}`);
   for (const [name, byRank] of res) for (let k = 0; k < ranks; k++) assert.equal(byRank.get(k), 'ok', `${name}, rank ${k}: ${byRank.get(k)}\n${r.stderr.slice(-2000)}`);
   assert.equal(r.code, 0, r.stderr.slice(-3000));
   return r;
 }
+
+test('the reduction kernels (PTX through the driver) combine every type and op as the host kernels do, NaN, -0 and the tail included', gpu, async () => {
+  const { cuda } = await import('../../dist/index.js');
+  const { reduceOnDevice } = await import('../../dist/cuda/kernels.js');
+  const { reduceInto } = await import('../../dist/comm/coll/ops.js');
+  const n = 100003; // not a multiple of the block: the tail is covered
+  const special = [NaN, -0, 0, Infinity, -Infinity, 1e-40, 3.4e38, -1.5];
+  for (const T of [Float32Array, Float64Array, Int32Array, Uint32Array, BigInt64Array, BigUint64Array]) {
+    for (const op of ['sum', 'prod', 'min', 'max']) {
+      const big = T === BigInt64Array || T === BigUint64Array;
+      const a = new T(n), b = new T(n);
+      for (let i = 0; i < n; i++) {
+        const x = ((i * 2654435761) >>> 0) % 2001 - 1000, y = ((i * 40503 + 7) >>> 0) % 2001 - 1000;
+        if (big) { a[i] = BigInt(x) * 123456789n; b[i] = BigInt(y) * 987654321n; }
+        else if (T === Float32Array || T === Float64Array) { a[i] = i < special.length ** 2 ? special[i % special.length] : x / 7; b[i] = i < special.length ** 2 ? special[Math.floor(i / special.length)] : y / 3; }
+        else { a[i] = x * 65537; b[i] = y * 40503; }
+      }
+      const da = cuda.alloc(n, T), db = cuda.alloc(n, T);
+      da.upload(a); db.upload(b);
+      reduceOnDevice(op, T, da.ptr, db.ptr, n);
+      const want = a.slice();
+      reduceInto(op, want, b, n);
+      const got = da.download();
+      // Equal values, -0 told from 0; a NaN equals any NaN (the GPU's arithmetic makes the canonical NaN, the host's keeps a payload).
+      for (let i = 0; i < n; i++) {
+        const g = got[i], w = want[i];
+        if (!(Object.is(g, w) || (typeof g === 'number' && Number.isNaN(g) && Number.isNaN(w)))) assert.fail(`${op} ${T.name}: element ${i}: ${a[i]} op ${b[i]} = ${g} on the GPU, ${w} on the host`);
+      }
+      da.free(); db.free();
+    }
+  }
+});
 
 test('2 processes on one GPU: every size 0 B .. 1 GiB, data checked; IPC negotiated (OK), the handle cache hits on the second message', gpu, async () => {
   const r = await suite(['-n', '2'], job('device-p2p.mjs'), 2);

@@ -39,6 +39,7 @@ const DEFAULTS = {
   collAllreduceRing: 256 << 10, collAllgatherRing: 64 << 10, collGatherBinomial: 4 << 10, collAlltoallPairwise: 32 << 10,
   collSharedMax: 1 << 20, collSpinUs: 20000, collSharedSplit: 32 << 10, collSharedSlot: 256 << 10,
   check: false,
+  cudaIpc: true, cudaEager: 16 << 10, cudaIpcCache: 64, cudaReduceMin: 256 << 10,
   log: 'warn', protoInfo: false, stats: false, statsFormat: 'table',
   sendBuffer: 32 << 20, ofiProviders: '', check: false,
 };

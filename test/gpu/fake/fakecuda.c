@@ -275,9 +275,10 @@ CUresult cuModuleGetFunction(void** fn, void* mod, const char* name) {
   *fn = f;
   return OK;
 }
-#define APPLY(T) { T* d = (T*)(uintptr_t)dst; const T* s = (const T*)(uintptr_t)src; \
+/* As native/cuda/reduce.cu: a NaN on either side wins min and max; integers wrap (computed unsigned, U). */
+#define APPLY(T, U) { T* d = (T*)(uintptr_t)dst; const T* s = (const T*)(uintptr_t)src; \
   for (unsigned long long i = 0; i < n; i++) { T a = d[i], b = s[i]; \
-    d[i] = f->op == 0 ? (T)(a + b) : f->op == 1 ? (T)(a * b) : f->op == 2 ? (b < a ? b : a) : (b > a ? b : a); } }
+    d[i] = f->op == 0 ? (T)((U)a + (U)b) : f->op == 1 ? (T)((U)a * (U)b) : f->op == 2 ? ((b < a || b != b) ? b : a) : ((b > a || b != b) ? b : a); } }
 CUresult cuLaunchKernel(void* fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shm, void* stream, void** params, void** extra) {
   (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shm; (void)stream; (void)extra;
@@ -287,12 +288,12 @@ CUresult cuLaunchKernel(void* fn, unsigned gx, unsigned gy, unsigned gz, unsigne
   size_t el = (f->type == 0 || f->type == 2 || f->type == 3) ? 4 : 8;
   if (n > 0 && (!known(dst, n * el) || !known(src, n * el))) return INVALID_VALUE;
   switch (f->type) {
-    case 0: APPLY(float) break;
-    case 1: APPLY(double) break;
-    case 2: APPLY(int32_t) break;
-    case 3: APPLY(uint32_t) break;
-    case 4: APPLY(int64_t) break;
-    case 5: APPLY(uint64_t) break;
+    case 0: APPLY(float, float) break;
+    case 1: APPLY(double, double) break;
+    case 2: APPLY(int32_t, uint32_t) break;
+    case 3: APPLY(uint32_t, uint32_t) break;
+    case 4: APPLY(int64_t, uint64_t) break;
+    case 5: APPLY(uint64_t, uint64_t) break;
   }
   return OK;
 }

@@ -118,7 +118,7 @@ const cases = [
   }],
 ];
 
-const failed = await runCases(comm, cases, { timeoutMs: 240_000 });
+const failed = await runCases(comm, cases, { timeoutMs: Number(process.env.RAILCOMM_GPU_CASE_MS ?? 240_000) });
 if (me === 0) console.log(`STATS ${JSON.stringify(comm.stats().cuda)}`);
 await comm.finalize();
 process.exitCode = failed > 0 ? 1 : 0;

@@ -150,7 +150,7 @@ const cases = [
   }],
 ];
 
-const failed = await runCases(comm, cases, { timeoutMs: 240_000 });
+const failed = await runCases(comm, cases, { timeoutMs: Number(process.env.RAILCOMM_GPU_CASE_MS ?? 240_000) });
 for (const d of bufs.values()) d.free();
 await comm.finalize();
 process.exitCode = failed > 0 ? 1 : 0;
