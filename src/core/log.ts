@@ -8,13 +8,20 @@ export type LogLevel = (typeof LogLevels)[number];
 const RATE_FIRST = 5;
 const RATE_EVERY_MS = 5000;
 
+/** Where a Logger's lines go: stderr, or (tests) a function that keeps them. */
+export type LogSink = (line: string) => void;
+
+const toStderr: LogSink = (line) => { process.stderr.write(line + '\n'); };
+
 export class Logger {
   private threshold: number;
   private prefix: string;
+  private readonly sink: LogSink;
 
-  constructor(level: LogLevel = 'warn', prefix = 'railcomm') {
+  constructor(level: LogLevel = 'warn', prefix = 'railcomm', sink: LogSink = toStderr) {
     this.threshold = LogLevels.indexOf(level);
     this.prefix = prefix;
+    this.sink = sink;
   }
 
   setLevel(level: LogLevel): void {
@@ -57,7 +64,7 @@ export class Logger {
 
   private write(level: LogLevel, msg: string): void {
     if (LogLevels.indexOf(level) > this.threshold) return;
-    process.stderr.write(`[${this.prefix}] ${level}: ${msg}\n`);
+    this.sink(`[${this.prefix}] ${level}: ${msg}`);
   }
 }
 

@@ -37,6 +37,8 @@ function makeSide(rank, params) {
   const side = {
     rank, id: endpointId(JOB, rank), got: [], placed: [], failed: [], messages: [], ready: 0, accepted: 0, waiters: [],
     upcalls: null, rail: null,
+    /** What the rail logged: kept here (negative cases log errors on purpose), not printed. */
+    logged: [],
   };
   const handlers = [];
   handlers[AM_MSG] = {
@@ -80,7 +82,7 @@ function makeSide(rank, params) {
     accepted: () => { side.accepted++; },
     activity: () => {},
   };
-  side.env = { self: side.id, jobId: JOB, jobKey: KEY, params, log: new Logger('error'), upcalls: side.upcalls };
+  side.env = { self: side.id, jobId: JOB, jobKey: KEY, params, log: new Logger('error', 'railcomm', (line) => side.logged.push(line)), upcalls: side.upcalls };
   return side;
 }
 
@@ -516,6 +518,7 @@ for (const R of RAILS) {
       back?.sendCopy(AM_MSG, hdrOf(2), 8, null);
       const bad = () => pair.a.rail.counters.snapshot().badFrames;
       assert.equal(bad(), 1, 'counted on the rail');
+      assert.ok(pair.a.logged.some((l) => l.includes('a conformance test says so')), `logged, saying why: ${pair.a.logged.join(' | ')}`);
       if (!pair.canFail) return; // self: only this process writes to it; a bad message is logged, nothing fails
       await pair.a.until(() => pair.a.failed.length > 0, 'the peer failed');
       assert.deepEqual(pair.a.failed[0], { peer: pair.b.id, code: 'ERR_PEER_FAILED', graceful: false });

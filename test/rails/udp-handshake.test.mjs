@@ -26,7 +26,8 @@ function side(rank, params) {
     ready: () => {}, accepted: () => {}, activity: () => {},
     failed: (_ep, err) => s.failed.push(err.message),
   };
-  s.env = { self: s.id, jobId: JOB, jobKey: KEY, params, log: new Logger('error'), upcalls: s.upcalls };
+  // What the rail logs stays here (negative cases log errors on purpose), not on the runner's output.
+  s.env = { self: s.id, jobId: JOB, jobKey: KEY, params, log: new Logger('error', 'railcomm', (line) => (s.logged ??= []).push(line)), upcalls: s.upcalls };
   return s;
 }
 

@@ -27,7 +27,8 @@ function makeSide(rank, params) {
     accepted: () => {},
     activity: () => {},
   };
-  side.env = { self: side.id, jobId: JOB, jobKey: KEY, params, log: new Logger('error'), upcalls };
+  // What the rail logs stays here, not on the runner's output.
+  side.env = { self: side.id, jobId: JOB, jobKey: KEY, params, log: new Logger('error', 'railcomm', (line) => (side.logged ??= []).push(line)), upcalls };
   return side;
 }
 
