@@ -74,7 +74,7 @@ let current = -1;
 let wanted = -1;
 
 /** The driver library's file name, as dlopen takes it. */
-export function driverFile(env: NodeJS.ProcessEnv = process.env): string {
+export function driverFile(env: Readonly<Record<string, string | undefined>> = process.env): string {
   return env['RAILCOMM_CUDA_LIBRARY'] || 'libcuda.so.1';
 }
 
