@@ -333,6 +333,7 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
   /** The peer's host says nothing listens on its port any more (keepalive.ts): it is gone. */
   portClosed(): void {
     if (this.state === State.CLOSED) return;
+    if (this.state === State.CLOSING && this.peerBye) { this.finishClose(); return; } // it said goodbye and went: as timedOut
     this.drop(this.error(`its udp port is closed (its host answered "port unreachable" to a keepalive probe): the process ended, or closed its rail without a word`));
   }
 
