@@ -8,7 +8,7 @@
 
 import type { AmHandler, Completion, RailEndpoint } from '../../rail/api.js';
 import { NO_RESOURCE } from '../../rail/api.js';
-import type { RailcommError } from '../../core/errors.js';
+import { RailcommError, ErrorCode } from '../../core/errors.js';
 import type { Params } from '../../core/params.js';
 import { hostname } from 'node:os';
 import { readFileSync } from 'node:fs';
@@ -167,14 +167,14 @@ export class DeviceRndv implements ExportHolder {
   /** A receive matched a device announcement: copy from the sender's memory, or ask for it staged. */
   read(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number): boolean {
     const m = this.arrived.get(ep)?.get(sendId);
-    if (m === undefined) { this.host.peerLied(ep.lane!, `device message ${sendId} was never announced`); return true; }
+    if (m === undefined) return this.lied(req, ep, `device message ${sendId} was never announced`);
     this.arrived.get(ep)!.delete(sendId);
     if (m.mode === DEV_STAGED) { this.askStaged(req, ep, sendId, size, src, tag); return true; }
     let from: bigint;
     if (m.mode === DEV_DIRECT) {
       from = m.address;
     } else if (m.mode === DEV_IPC) {
-      if (Number(m.address) + size > m.allocBytes) { this.host.peerLied(ep.lane!, `device message of ${size} bytes at offset ${m.address} runs past its ${m.allocBytes}-byte allocation`); return true; }
+      if (Number(m.address) + size > m.allocBytes) return this.lied(req, ep, `device message of ${size} bytes at offset ${m.address} runs past its ${m.allocBytes}-byte allocation`);
       try {
         from = this.cache.base(ep.rank, m.bufferId, m.handle) + m.address;
       } catch (e) {
@@ -185,8 +185,7 @@ export class DeviceRndv implements ExportHolder {
         return true;
       }
     } else {
-      this.host.peerLied(ep.lane!, `device message mode ${m.mode}`);
-      return true;
+      return this.lied(req, ep, `device message mode ${m.mode}`);
     }
     const dst = req.dev as DeviceArray | null;
     try {
@@ -207,6 +206,13 @@ export class DeviceRndv implements ExportHolder {
     encodeU32(this.out.view, sendId);
     this.out.send(ep, AM_FIN, FIN_HDR);
     req.complete(src, tag, size);
+    return true;
+  }
+
+  /** The peer announced something that cannot be true: its connection is dropped, and this receive fails. */
+  private lied(req: Request, ep: ProtoEndpoint, why: string): true {
+    this.host.peerLied(ep.lane!, why);
+    req.fail(new RailcommError(ErrorCode.PEER_FAILED, `rank ${ep.rank} sent a malformed device message (${why}); its connection was dropped`));
     return true;
   }
 
