@@ -11,11 +11,15 @@
 //   awaits    two `await null`, nothing else
 //   protocol  receive + send; +await: with an `await null` after each
 //   public    await comm.recv + await comm.send
+//   sync      comm.recvSync + comm.sendSync
+// Also prints, per stage, the garbage collections during its timed phases
+// and the heap's growth per hop (0 and 0: the stage allocates nothing).
 // The stages' ratios hold across the machine's placements; their absolute
 // values move by up to 2x from one job to the next.
 //   node dist/cli/main.js run -n 2 --rails shm,self bench/hop-cpu.mjs
 //   (HOP_CPU_STAGE=public: that stage alone; HOP_CPU_PHASES: phases per stage, 20;
 //   HOP_CPU_CLOCK=cpu: this process's CPU time instead of the wall clock, for a shared machine)
+import { PerformanceObserver } from 'node:perf_hooks';
 import { init } from '../dist/index.js';
 import { median } from './lib/compare.mjs';
 import { Ring } from '../dist/rail/shared/ring.js';
@@ -72,7 +76,16 @@ const stages = {
   protocol: async (n) => { for (let i = 0; i < n; i++) { peerSends(); recvP(); sendP(); peerTakes(); } },
   '+await': async (n) => { for (let i = 0; i < n; i++) { peerSends(); recvP(); await null; sendP(); await null; peerTakes(); } },
   public: async (n) => { for (let i = 0; i < n; i++) { peerSends(); await comm.recv(b, peer); await comm.send(b, peer); peerTakes(); } },
+  // The synchronous calls: the same hop with no promise at all.
+  sync: async (n) => { for (let i = 0; i < n; i++) { peerSends(); comm.recvSync(b, peer); comm.sendSync(b, peer); peerTakes(); } },
 };
+// Garbage collections and heap growth per stage (the stage allocates nothing per hop when both stay at 0).
+// (Entries arrive a while after the collection ran: they are matched to the phases by their start time at the end.)
+const gcCount = Object.fromEntries(Object.keys(stages).map((n) => [n, 0]));
+const heapGrowth = Object.fromEntries(Object.keys(stages).map((n) => [n, 0]));
+const gcStarts = [];
+const windows = [];
+new PerformanceObserver((l) => { for (const e of l.getEntries()) gcStarts.push(e.startTime); }).observe({ entryTypes: ['gc'] });
 const only = process.env.HOP_CPU_STAGE;
 const names = only ? [only] : Object.keys(stages);
 const res = Object.fromEntries(names.map((n) => [n, []]));
@@ -83,9 +96,16 @@ const cpuClock = process.env.HOP_CPU_CLOCK === 'cpu';
 const now = () => { if (!cpuClock) return performance.now() * 1e6; const u = process.cpuUsage(); return (u.user + u.system) * 1000; };
 for (let k = 0; k < (PHASES + 4) * names.length; k++) {
   const name = names[k % names.length];
+  const measured = k >= 4 * names.length;
+  const h0 = process.memoryUsage().heapUsed;
+  const w0 = performance.now();
   const t0 = now();
   await stages[name](PHASE);
-  if (k >= 4 * names.length) res[name].push((now() - t0) / PHASE);
+  const dt = now() - t0;
+  if (measured) { res[name].push(dt / PHASE); heapGrowth[name] += process.memoryUsage().heapUsed - h0; windows.push([name, w0, performance.now()]); }
 }
-console.log(JSON.stringify({ benchmark: 'hop-cpu', rails: lane.rail.component, nsPerIteration: Object.fromEntries(names.map((n) => [n, +median(res[n]).toFixed(1)])) }));
+await new Promise((r) => setTimeout(r, 100));
+for (const g of gcStarts) for (const [name, a, z] of windows) if (g >= a && g <= z) gcCount[name]++;
+console.log(JSON.stringify({ benchmark: 'hop-cpu', rails: lane.rail.component, nsPerIteration: Object.fromEntries(names.map((n) => [n, +median(res[n]).toFixed(1)])),
+  gcs: Object.fromEntries(names.map((n) => [n, gcCount[n]])), heapGrowthBytesPerHop: Object.fromEntries(names.map((n) => [n, +(heapGrowth[n] / (PHASE * PHASES)).toFixed(2)])) }));
 await comm.finalize();

@@ -12,6 +12,7 @@ import type { Readable } from 'node:stream';
 import { ENV } from '../boot/launch-env.js';
 import { LineCutter, NL, OutputGate, rankPrefix } from './line-io.js';
 import { endWithParent } from '../boot/launcher-tie.js';
+import { threadExitFlags } from '../comm/sync-liveness.js';
 
 /** What the launcher tells a thread host (and what its thread ranks see too). */
 export const THREAD_ENV = {
@@ -144,6 +145,8 @@ export async function hostMain(argv: string[]): Promise<number> {
   let resolveDone: () => void = () => undefined;
   const allDone = new Promise<void>((res) => { resolveDone = res; });
   const threads: ThreadRank[] = [];
+  // A thread rank in a synchronous call (recvSync) runs no event loop: it learns a peer thread died from these.
+  const exitFlags = threadExitFlags(count);
 
   /** terminate() stops a worker even inside a busy loop; there is no polite signal to a thread. */
   const terminateAll = (): void => {
@@ -160,6 +163,7 @@ export async function hostMain(argv: string[]): Promise<number> {
   const exited = (t: ThreadRank, rawCode: number): void => {
     if (t.exited) return;
     t.exited = true;
+    Atomics.store(exitFlags, t.rank - base, 1);
     // An uncaught exception is a failure even if the exit code said otherwise.
     const code = t.error !== undefined && rawCode === 0 ? 1 : rawCode;
     let timer: NodeJS.Timeout | undefined;

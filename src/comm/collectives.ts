@@ -77,7 +77,7 @@ export class CollectivePlanner {
   /** RAILCOMM_CHECK: plans carry the signature the ranks agree on before running. */
   readonly checking: boolean;
   /** allreduceNow() never applies: the algorithm is announced, or the call is checked first. */
-  private readonly noFastPath: boolean;
+  readonly noFastPath: boolean;
 
   constructor(rank: number, size: number, params: Params, log: Logger | null) {
     this.rank = rank;
@@ -104,7 +104,7 @@ export class CollectivePlanner {
   }
 
   /** The shared path for a collective moving `bytes` per rank, if it applies. */
-  private viaShared(bytes: number): SharedCollectives | null {
+  viaShared(bytes: number): SharedCollectives | null {
     return this.shared !== null && this.size > 1 && bytes <= this.params.collSharedMax ? this.shared : null;
   }
 
@@ -144,7 +144,7 @@ export class CollectivePlanner {
   }
 
   /** Argument checks of allreduce (thrown at the call); the op, checked against the element type. */
-  private checkAllreduce(send: unknown, recv: unknown, op: unknown, what: string): ReduceOp {
+  checkAllreduce(send: unknown, recv: unknown, op: unknown, what: string): ReduceOp {
     // Messages are built only for a bad argument: a string per call was garbage on the fast path.
     const s = isReduceArray(send) ? send : checkArray(send, `${what} send`);
     const r = isReduceArray(recv) ? recv : checkArray(recv, `${what} recv`);

@@ -27,6 +27,7 @@ import { SettledStatus } from './settled-status.js';
 import { DevicePlanner } from '../cuda/coll.js';
 import { deviceIrecv, deviceIsend, type DeviceLink } from '../cuda/p2p.js';
 import type { DeviceArray } from '../cuda/memory.js';
+import { SyncCalls } from './sync-calls.js';
 
 /** A buffer in host memory, or a device array (src/cuda): the calls that take both accept either. */
 type Mem = ArrayBufferView | DeviceBuffer;
@@ -181,6 +182,58 @@ export class Communicator {
   }
   private link: DeviceLink | null = null;
 
+  /**
+   * MPI_Sendrecv: send sbuf to dest while receiving into rbuf from source;
+   * resolves with the receive's Status once both completed (a halo
+   * exchange's step, with no deadlock however large the messages).
+   */
+  sendrecv(sbuf: ArrayBufferView, dest: number, sendTag: number, rbuf: ArrayBufferView, source: number = ANY_SOURCE, recvTag: number = ANY_TAG): Promise<Status> {
+    this.world.check('sendrecv');
+    const sb = asBytes(sbuf, 'send buffer');
+    checkRank(dest, this.size, 'destination', false);
+    checkTag(sendTag, false);
+    const rb = asBytes(rbuf, 'receive buffer');
+    checkRank(source, this.size, 'source', true);
+    checkTag(recvTag, true);
+    const r = this.startRecv(rb, source, recvTag, this.p2pCtx, null);
+    const s = this.startSend(sb, dest, sendTag, this.p2pCtx, null);
+    return bothDone(s, r);
+  }
+
+  // ---- synchronous calls (DESIGN 4b): complete at the call, on lanes that progress without the event loop ----
+
+  /**
+   * Send buf to dest and return once buf may be reused (eager: at once;
+   * large: once the receiver has the data). Only to ranks that share memory
+   * with this one (self, tbsm, shm); elsewhere ERR_NO_RAIL. The rank runs no
+   * timers or I/O until it returns.
+   */
+  sendSync(buf: ArrayBufferView, dest: number, tag = 0): Status { return this.syncs().sendSync(buf, dest, tag); }
+  /** Receive into buf from source (or ANY_SOURCE) with tag (or ANY_TAG), at the call. */
+  recvSync(buf: ArrayBufferView, source: number = ANY_SOURCE, tag: number = ANY_TAG): Status { return this.syncs().recvSync(buf, source, tag); }
+  /** sendrecv() at the call: the receive's Status. */
+  sendrecvSync(sbuf: ArrayBufferView, dest: number, sendTag: number, rbuf: ArrayBufferView, source: number = ANY_SOURCE, recvTag: number = ANY_TAG): Status {
+    return this.syncs().sendrecvSync(sbuf, dest, sendTag, rbuf, source, recvTag);
+  }
+  barrierSync(): void { this.syncs().coll.barrier(); }
+  bcastSync(buf: ArrayBufferView, root: number): void { this.syncs().coll.bcast(buf, root); }
+  allreduceSync<T extends ReduceArray>(send: T, recv: T, op: ReduceOpName | UserOp<T>): void { this.syncs().coll.allreduce(send, recv, op); }
+  /** recv matters at the root only (others may pass null). */
+  reduceSync<T extends ReduceArray>(send: T, recv: T | null, op: ReduceOpName | UserOp<T>, root: number): void { this.syncs().coll.reduce(send, recv, op, root); }
+  allgatherSync(send: ArrayBufferView, recv: ArrayBufferView): void { this.syncs().coll.allgather(send, recv); }
+
+  private syncCalls: SyncCalls | null = null;
+  private syncs(): SyncCalls {
+    return (this.syncCalls ??= new SyncCalls({
+      comm: this, group: this.group, p2pCtx: this.p2pCtx, collCtx: this.collCtx, scratch: this.scratch, checking: this.checking,
+      startSend: (b, d, t, c) => this.startSend(b, d, t, c, null),
+      startRecv: (b, src, t, c) => this.startRecv(b, src, t, c, null),
+      nextTag: () => { const t = this.collSeq; this.collSeq = (t + 1) & 0x7fffffff; return t; },
+      nextCheckedCall: () => ++this.checkedCalls,
+      collsInFlight: () => this.collsInFlight,
+    }));
+  }
+
   /** Wait until a message matching (source, tag) is queued; it stays queued. */
   async probe(source: number = ANY_SOURCE, tag: number = ANY_TAG): Promise<Status> {
     const p = this.startProbe(source, tag, false, 'probe');
@@ -301,6 +354,8 @@ export class Communicator {
     const p = plan();
     const r = new Request(KIND_COLL, EMPTY);
     this.world.track(r);
+    this.collsInFlight++;
+    r.onSettled(this.collSettled);
     this.planner.announce(p);
     (this.checking ? this.checkedRun(p) : p.run(this.collComm())).then(
       () => r.complete(this.rank, 0, 0),
@@ -310,6 +365,10 @@ export class Communicator {
   }
 
   private async done(r: Request): Promise<void> { await r.wait(); }
+
+  /** Nonblocking collectives started and not settled: a synchronous collective cannot run past them. */
+  private collsInFlight = 0;
+  private readonly collSettled = (): void => { this.collsInFlight--; };
 
   /** A blocking collective: through shared memory directly, otherwise as its nonblocking twin. */
   private coll(what: string, plan: () => CollPlan): Promise<void> {
@@ -562,3 +621,14 @@ export class Communicator {
 }
 
 
+
+/** sendrecv's completion: the send's failure cancels the receive (it must not fill rbuf later). */
+async function bothDone(s: Request, r: Request): Promise<Status> {
+  try {
+    await s.wait();
+  } catch (e) {
+    r.cancel();
+    throw e;
+  }
+  return r.wait();
+}

@@ -302,6 +302,24 @@ export class Context {
     return ep !== undefined && ep.polled ? ep.lane as PolledEndpoint : null;
   }
 
+  /**
+   * The synchronous calls' wire-up (they cannot wait for the lookup, which
+   * needs the event loop): bind the peer now when the launch says which
+   * shared-memory rail reaches it (a thread of this process: tbsm; every rank
+   * on this host: shm, whose inbox name follows from the rank). The endpoint
+   * either way (its lane stays null when neither applies and the lookup has
+   * not answered yet).
+   */
+  bindLocal(world: number): ProtoEndpoint {
+    const ep = this.endpointFor(world);
+    if (ep.lane !== null || ep.failure !== null) return ep;
+    const { threads, threadBase, localSize, size } = this.launch;
+    const thread = threads >= 2 && world >= threadBase && world < threadBase + threads;
+    const rail = this.rails.find((r) => r.component === (thread ? 'tbsm' : localSize >= size ? 'shm' : ''));
+    if (rail !== undefined) this.bind(ep, rail.endpoint(ep.id, ''));
+    return ep;
+  }
+
   existingEndpoint(world: number): ProtoEndpoint | undefined {
     return this.endpoints[world];
   }

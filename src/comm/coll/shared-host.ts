@@ -12,6 +12,7 @@ import type { Communicator } from '../communicator.js';
 import { barrierDissemination, type CollComm } from './engine.js';
 import { cleanupOnSignal } from '../../core/signal-cleanup.js';
 import { SharedCollectives, peerFailedError, type SharedHost } from './shared.js';
+import { PeerWatch } from '../sync-liveness.js';
 
 export function sharedPathFor(comm: Communicator, group: readonly number[], collCtx: number): SharedCollectives | null {
   const ctx = comm.world.ctx;
@@ -45,9 +46,13 @@ abstract class SegmentHost implements SharedHost {
     this.spinMs = ctx.oversubscribed ? 0 : ctx.params.collSpinUs / 1000;
     this.slotBytes = ctx.params.collSharedSlot & ~63;
     this.splitBytes = ctx.params.collSharedSplit;
+    this.flatMax = ctx.params.collSharedFlat;
   }
 
+  readonly flatMax: number;
+
   abstract attach(c: CollComm, bytes: number): Promise<Uint8Array>;
+  abstract attachSync(barrier: () => void, rank: number, bytes: number): Uint8Array;
   abstract sleep(ctrl: Int32Array, seen: number, ms: number): Promise<unknown>;
   abstract pause(ctrl: Int32Array, seen: number, us: number): void;
   abstract wake(ctrl: Int32Array): void;
@@ -67,6 +72,35 @@ abstract class SegmentHost implements SharedHost {
     }
   }
 
+  /** checkAlive() plus what only the event loop would tell it otherwise: a member's pid gone, a thread's exit. */
+  checkAliveSync(): void {
+    this.checkAlive();
+    const watch = (this.watch ??= new PeerWatch(this.ctx));
+    for (const w of this.group) {
+      if (w === this.ctx.worldRank) continue;
+      const why = watch.dead(w);
+      if (why === null) continue;
+      // What it sent before it died is still delivered (its BYE, if it finalized, says so).
+      for (let i = 0; i < 64 && this.ctx.progress.pollSync(); i++) { /* drain */ }
+      this.ctx.peerLost(w, why);
+      this.checkAlive();
+    }
+  }
+  private watch: PeerWatch | null = null;
+
+  hangSync(forMs: number, missing: readonly number[]): boolean {
+    const t = this.ctx.params.hangTimeout;
+    if (t <= 0) return true;
+    if (forMs < t) return false;
+    const who = missing.map((r) => `rank ${r} (world rank ${this.group[r]})`).join(', ');
+    this.ctx.log.warn(`rank ${this.ctx.worldRank}: a synchronous collective has waited ${Math.round(forMs)} ms (RAILCOMM_HANG_TIMEOUT=${t}; the job goes on) for ${missing.length === 1 && missing[0] === 0 && this.group.length > 1 ? 'rank 0 to release the phase (rank 0 waits for the others)' : who}; a rank in a synchronous call runs no timers or I/O until it returns`);
+    return true;
+  }
+
+  pollSync(): void {
+    this.ctx.progress.pollSync();
+  }
+
   protected missing(): RailcommError {
     return new RailcommError(ErrorCode.NO_RAIL, `shared-memory collectives: rank ${this.group[0]}'s segment did not arrive within ${this.ctx.params.connectTimeout} ms (RAILCOMM_CONNECT_TIMEOUT)`);
   }
@@ -79,11 +113,24 @@ class ThreadSegment extends SegmentHost {
     // Every member's channel exists once all passed this barrier: the offer reaches them all.
     await barrierDissemination(c);
     if (c.rank === 0) {
-      const seg = new Uint8Array(new SharedArrayBuffer(bytes));
+      const seg = alignedShared(bytes);
       share.offer(this.key, seg);
       return seg;
     }
     const seg = await share.take(this.key, this.ctx.params.connectTimeout);
+    if (seg === null || seg.byteLength !== bytes) throw this.missing();
+    return seg;
+  }
+
+  attachSync(barrier: () => void, rank: number, bytes: number): Uint8Array {
+    const share = sharedThreads(this.ctx.rma, this.ctx.launch.jobId, (f) => this.ctx.atClose(f));
+    barrier();
+    if (rank === 0) {
+      const seg = alignedShared(bytes);
+      share.offer(this.key, seg);
+      return seg;
+    }
+    const seg = share.takeSync(this.key, this.ctx.params.connectTimeout);
     if (seg === null || seg.byteLength !== bytes) throw this.missing();
     return seg;
   }
@@ -121,17 +168,40 @@ class HostSegment extends SegmentHost {
     try {
       if (c.rank === 0) seg = new Uint8Array(this.native.shmCreate(this.key, bytes));
       await barrierDissemination(c);
-      if (c.rank !== 0) {
-        seg = new Uint8Array(this.native.shmOpen(this.key));
-        if (seg.byteLength < bytes) throw this.missing();
-      }
+      if (c.rank !== 0) seg = this.open(bytes);
       // Everyone mapped it: remove the name so nothing outlives the job.
       await barrierDissemination(c);
       if (c.rank === 0) this.native.shmUnlink(this.key);
     } finally {
       release?.();
     }
-    const waiter = this.native.doorbellWaiter(seg!.buffer as SharedArrayBuffer, seg!.byteOffset, () => {
+    return this.mapped(seg!, bytes);
+  }
+
+  attachSync(barrier: () => void, rank: number, bytes: number): Uint8Array {
+    let seg: Uint8Array | null = null;
+    const release = rank === 0 ? cleanupOnSignal(() => this.native.shmUnlink(this.key)) : null;
+    try {
+      if (rank === 0) seg = new Uint8Array(this.native.shmCreate(this.key, bytes));
+      barrier();
+      if (rank !== 0) seg = this.open(bytes);
+      barrier();
+      if (rank === 0) this.native.shmUnlink(this.key);
+    } finally {
+      release?.();
+    }
+    return this.mapped(seg!, bytes);
+  }
+
+  private open(bytes: number): Uint8Array {
+    const seg = new Uint8Array(this.native.shmOpen(this.key));
+    if (seg.byteLength < bytes) throw this.missing();
+    return seg;
+  }
+
+  /** The segment everyone mapped: its doorbell thread. */
+  private mapped(seg: Uint8Array, bytes: number): Uint8Array {
+    const waiter = this.native.doorbellWaiter(seg.buffer as SharedArrayBuffer, seg.byteOffset, () => {
       const w = this.woken;
       this.woken = null;
       if (w !== null) w();
@@ -139,7 +209,7 @@ class HostSegment extends SegmentHost {
     this.waiter = waiter;
     // The waiter is a native thread holding the mapping: it ends with the job's context.
     this.ctx.atClose(() => this.native.doorbellClose(waiter));
-    return seg!.subarray(0, bytes);
+    return seg.subarray(0, bytes);
   }
 
   sleep(_ctrl: Int32Array, seen: number, ms: number): Promise<unknown> {
@@ -157,4 +227,18 @@ class HostSegment extends SegmentHost {
   wake(ctrl: Int32Array): void {
     this.native.futexWake(ctrl.buffer as SharedArrayBuffer, ctrl.byteOffset);
   }
+}
+
+/**
+ * A SharedArrayBuffer's bytes starting on a cache line. V8 places large ones
+ * 16 bytes past a page boundary (malloc's header): the control area's lines,
+ * laid out 64 bytes apart, then each straddled two cache lines, one shared
+ * with the neighbouring rank's boxes, and every arrival disturbed a
+ * neighbour's line (thread ranks only: a /dev/shm mapping starts on a page).
+ */
+function alignedShared(bytes: number): Uint8Array {
+  const sab = new SharedArrayBuffer(bytes + 64);
+  const native = loadNative();
+  const off = native === null ? 0 : Number((64n - (native.addressOf(sab) & 63n)) & 63n);
+  return new Uint8Array(sab, off, bytes);
 }

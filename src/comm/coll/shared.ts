@@ -8,14 +8,19 @@
 // every rank enters only after it finished reading round k: two slots suffice
 // and no extra handshake is needed between calls. Reductions combine operands
 // in rank order with one kernel, or each block is reduced by one rank only and
-// copied by the others: every rank gets the same bits.
+// copied by the others: every rank gets the same bits. With more ranks than
+// RAILCOMM_COLL_SHARED_FLAT (leader phases), a small reduction is combined
+// once, by rank 0 between gathering and releasing the phase, and the others
+// copy its result: each rank reads one line or slot instead of p. The
+// synchronous calls (barrierSync, ...) run the same rounds with phases that
+// block at the call.
 
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { builtInOf, kernelOf, type ReduceOp, type ReduceArray } from './ops.js';
 import { copyInto, type Kernel } from '../../native/kernels.js';
 import { copyElements } from '../../native/copy.js';
 import type { CollComm } from './engine.js';
-import { LINE, Phases } from './shared-phase.js';
+import { LINE, Phases, controlBytes } from './shared-phase.js';
 
 /**
  * Reductions of up to this many bytes travel in the sender's flag line (two
@@ -48,6 +53,16 @@ export interface SharedHost {
   sleep(ctrl: Int32Array, seen: number, ms: number): Promise<unknown>;
   /** Wake every rank sleeping or blocked on ctrl[0] (after it changed). */
   wake(ctrl: Int32Array): void;
+  /** Communicators of up to this many ranks use flat phases (every rank watches every flag); larger ones leader phases. */
+  readonly flatMax: number;
+  /** A synchronous call's check, without the event loop: throws ERR_PEER_FAILED if a member is dead. */
+  checkAliveSync(): void;
+  /** A synchronous call has waited forMs for ranks `missing`: say so once past RAILCOMM_HANG_TIMEOUT; true once nothing more needs saying. */
+  hangSync(forMs: number, missing: readonly number[]): boolean;
+  /** A synchronous call waits long: deliver what waits on the point-to-point rails meanwhile. */
+  pollSync(): void;
+  /** attach() for a synchronous call: `barrier` is a blocking barrier over point-to-point on the call's tag. */
+  attachSync(barrier: () => void, rank: number, bytes: number): Uint8Array;
 }
 
 
@@ -150,14 +165,56 @@ export class SharedCollectives {
   }
 
   private async setup(c: CollComm): Promise<void> {
-    this.dataOff = LINE * (this.size + 1);
-    const bytes = this.dataOff + 2 * this.size * this.host.slotBytes;
-    this.seg = await this.host.attach(c, bytes);
-    const ctrl = new Int32Array(this.seg.buffer, this.seg.byteOffset, this.dataOff / 4);
+    this.attached2(await this.host.attach(c, this.segmentBytes()));
+  }
+
+  private segmentBytes(): number {
+    this.dataOff = controlBytes(this.size);
+    return this.dataOff + 2 * this.size * this.host.slotBytes;
+  }
+
+  /** The segment is mapped: its phases. */
+  private attached2(seg: Uint8Array): void {
+    this.seg = seg;
+    const ctrl = new Int32Array(seg.buffer, seg.byteOffset, this.dataOff / 4);
     // A member that died mid-phase leaves this communicator's shared state incoherent: never use it again.
-    this.phases = new Phases(this.host, ctrl, this.rank, this.size, (e) => { this.broken = e; });
+    this.phases = new Phases(this.host, ctrl, this.rank, this.size, (e) => { this.broken = e; }, this.size <= this.host.flatMax);
     const phases = this.phases;
     this.host.atFinalize(() => phases.leave());
+  }
+
+  // ---- synchronous calls ----------------------------------------------------
+
+  /**
+   * Begin a synchronous collective: the segment attached (now, at the call,
+   * over blocking point-to-point on the call's tag, for the first one), no
+   * other collective of this communicator in flight (its continuations need
+   * the event loop, which a synchronous call does not run), phases that block.
+   * Every call of it is paired with endSync().
+   */
+  beginSync(what: string, barrier: (() => void) | null): void {
+    if (this.broken !== null) throw this.broken;
+    if (this.busy || this.queue.length > 0) {
+      throw new RailcommError(ErrorCode.INVALID_ARG, `${what}: a nonblocking or async collective of this communicator is still running, and it completes only on the event loop, which a synchronous call does not run; await it before calling ${what}`);
+    }
+    if (this.seg === null) {
+      if (barrier === null) throw new RailcommError(ErrorCode.PROTOCOL, `internal: ${what} found the segment unattached without a way to attach it`);
+      // A failed set-up leaves the ranks disagreeing on the segment: never try again.
+      try { this.attached2(this.host.attachSync(barrier, this.rank, this.segmentBytes())); } catch (e) { this.broken = e as RailcommError; throw e; }
+    }
+    this.phases!.sync = true;
+  }
+
+  endSync(): void {
+    if (this.phases !== null) this.phases.sync = false;
+  }
+
+  /** A shared collective that returned a promise in a synchronous call: a bug, said as one. */
+  static syncLeak(w: Promise<void> | null): void {
+    if (w !== null) {
+      void w.catch(() => undefined);
+      throw new RailcommError(ErrorCode.PROTOCOL, 'internal: a synchronous shared-memory collective waited on a promise');
+    }
   }
 
   /** Byte offset in the segment of rank r's slot for round k. */
@@ -186,6 +243,13 @@ export class SharedCollectives {
     return v[(box ? 2 * this.size : 0) + (k & 1) * this.size + r]!;
   }
 
+  /** Where the leader leaves a small reduction's result for round k: its release box, or its own slot (combined in place). */
+  private resultView(like: ReduceArray, k: number, box: boolean): ReduceArray {
+    if (!box) return this.view(like, 0, k);
+    const v = like.constructor === this.lastCtor ? this.lastViews : this.viewsOf(like);
+    return v[4 * this.size + (k & 1)]!;
+  }
+
   private viewsOf(like: ReduceArray): ReduceArray[] {
     const C = builtInOf(like);
     let v = this.views.get(C);
@@ -194,6 +258,8 @@ export class SharedCollectives {
       const el = like.BYTES_PER_ELEMENT, buf = this.seg!.buffer, base = this.seg!.byteOffset;
       for (let ph = 0; ph < 2; ph++) for (let q = 0; q < this.size; q++) v.push(new C(buf, this.slot(q, ph), Math.floor(this.host.slotBytes / el)));
       for (let ph = 0; ph < 2; ph++) for (let q = 0; q < this.size; q++) v.push(new C(buf, base + (q + 1) * LINE + BOX_OFF + ph * BOX, BOX / el));
+      // The release line's two boxes (leader phases: rank 0's result of a small reduction).
+      for (let ph = 0; ph < 2; ph++) v.push(new C(buf, base + (this.size + 1) * LINE + BOX_OFF + ph * BOX, BOX / el));
       this.views.set(C, v);
     }
     this.lastCtor = like.constructor;
@@ -206,22 +272,35 @@ export class SharedCollectives {
     return this.phases!.next();
   }
 
-  /** root's bytes to everyone, a slot at a time. */
-  async bcast(bytes: Uint8Array, root: number): Promise<void> {
+  /** root's bytes to everyone, a slot at a time; null when no phase had to wait. */
+  bcast(bytes: Uint8Array, root: number): Promise<void> | null {
+    return this.bcastFrom(bytes, root, 0);
+  }
+
+  private bcastFrom(bytes: Uint8Array, root: number, off: number): Promise<void> | null {
     const slot = this.host.slotBytes;
     // length, not byteLength (a call on Node 20, core/bytes.ts).
     const len = bytes.length;
-    for (let off = 0; off < len || off === 0; off += slot) {
+    for (; off < len || off === 0; off += slot) {
       const n = Math.min(slot, len - off);
       const k = this.nextRound();
       // No view per round, and the addon's memmove for long pieces (native/copy.ts).
       const at = this.slotOffset(root, k);
       if (this.rank === root) copyElements(this.seg!, at, bytes, off, n);
       const w = this.phases!.next();
-      if (w !== null) await w;
+      if (w !== null) return this.bcastAfter(w, bytes, root, off, at, n);
       if (this.rank !== root) copyElements(bytes, off, this.seg!, at, n);
       if (len === 0) break;
     }
+    return null;
+  }
+
+  private async bcastAfter(w: Promise<void>, bytes: Uint8Array, root: number, off: number, at: number, n: number): Promise<void> {
+    await w;
+    if (this.rank !== root) copyElements(bytes, off, this.seg!, at, n);
+    if (bytes.length === 0) return;
+    const rest = this.bcastFrom(bytes, root, off + this.host.slotBytes);
+    if (rest !== null) await rest;
   }
 
   /** Reduce send into recv on every rank (allreduce) or on root only (reduce, root >= 0). */
@@ -268,10 +347,54 @@ export class SharedCollectives {
     const round = this.nextRound();
     const box = n * send.BYTES_PER_ELEMENT <= BOX;
     copyInto(this.view(send, this.rank, round, box), 0, send, at, n);
-    const w = this.phases!.next();
+    const phases = this.phases!;
+    if (!phases.flat) return this.reduceByLeader(k, send, out, at, n, round, box);
+    const w = phases.next();
     if (w !== null) return this.combineAfter(w, k, send, out, at, n, round, box);
     this.combineAll(k, send, out, at, n, round, box);
     return null;
+  }
+
+  /**
+   * reduceWhole with leader phases: rank 0, once all arrived, combines every
+   * operand in rank order into its result area (the release box, or its own
+   * slot in place) and releases; the others copy the result. Each rank reads
+   * one line or slot, rank 0 reads p. Reuse is safe as in the flat case: rank
+   * 0 writes round k+2's result only once all arrived at k+2, after they read k.
+   */
+  private reduceByLeader(k: Kernel, send: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number, box: boolean): Promise<void> | null {
+    const phases = this.phases!;
+    const s = phases.arrive();
+    if (this.rank === 0) {
+      const w = phases.gather(s);
+      if (w !== null) return this.leaderAfter(w, k, send, out, at, n, round, box, s);
+      this.leaderCombine(k, send, out, at, n, round, box, s);
+      return null;
+    }
+    const w = phases.released(s);
+    if (w !== null) return this.followerAfter(w, send, out, at, n, round, box);
+    if (out !== null) copyInto(out, at, this.resultView(send, round, box), 0, n);
+    return null;
+  }
+
+  private async leaderAfter(w: Promise<void>, k: Kernel, like: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number, box: boolean, s: number): Promise<void> {
+    await w;
+    this.leaderCombine(k, like, out, at, n, round, box, s);
+  }
+
+  private leaderCombine(k: Kernel, like: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number, box: boolean, s: number): void {
+    const res = this.resultView(like, round, box);
+    if (n > 0) {
+      k(res, 0, this.view(like, 0, round, box), 0, this.view(like, 1, round, box), 0, n);
+      for (let r = 2; r < this.size; r++) k(res, 0, res, 0, this.view(like, r, round, box), 0, n);
+    }
+    this.phases!.release(s);
+    if (out !== null) copyInto(out, at, res, 0, n);
+  }
+
+  private async followerAfter(w: Promise<void>, like: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number, box: boolean): Promise<void> {
+    await w;
+    if (out !== null) copyInto(out, at, this.resultView(like, round, box), 0, n);
   }
 
   /** Not a closure in reduceWhole: V8 would allocate its context on every call, waiting or not. */
@@ -371,19 +494,38 @@ export class SharedCollectives {
     for (let r = 0; r < this.size; r++) copyInto(all, r * n, this.view(all, r, k), 0, n);
   }
 
-  /** Every rank's send (equal lengths) into recv in rank order. */
-  async allgather(send: ReduceArray, recv: ReduceArray): Promise<void> {
+  /** Every rank's send (equal lengths) into recv in rank order; null when no phase had to wait. */
+  allgather(send: ReduceArray, recv: ReduceArray): Promise<void> | null {
+    return this.allgatherFrom(send, recv, 0);
+  }
+
+  private allgatherFrom(send: ReduceArray, recv: ReduceArray, at: number): Promise<void> | null {
     const per = Math.max(1, Math.floor(this.host.slotBytes / send.BYTES_PER_ELEMENT));
     const len = send.length;
-    for (let at = 0; at < len || at === 0; at += per) {
+    for (; at < len || at === 0; at += per) {
       const n = Math.min(per, len - at);
       const k = this.nextRound();
       copyInto(this.view(send, this.rank, k), 0, send, at, n);
       const w = this.phases!.next();
-      if (w !== null) await w;
-      for (let r = 0; r < this.size; r++) copyInto(recv, r * len + at, this.view(send, r, k), 0, n);
+      if (w !== null) return this.allgatherAfter(w, send, recv, at, n, k);
+      this.gatherOut(send, recv, at, n, k);
       if (len === 0) break;
     }
+    return null;
+  }
+
+  private async allgatherAfter(w: Promise<void>, send: ReduceArray, recv: ReduceArray, at: number, n: number, k: number): Promise<void> {
+    await w;
+    this.gatherOut(send, recv, at, n, k);
+    if (send.length === 0) return;
+    const per = Math.max(1, Math.floor(this.host.slotBytes / send.BYTES_PER_ELEMENT));
+    const rest = this.allgatherFrom(send, recv, at + per);
+    if (rest !== null) await rest;
+  }
+
+  private gatherOut(like: ReduceArray, recv: ReduceArray, at: number, n: number, k: number): void {
+    const len = like.length;
+    for (let r = 0; r < this.size; r++) copyInto(recv, r * len + at, this.view(like, r, k), 0, n);
   }
 }
 

@@ -3,7 +3,7 @@
 // A channel only hears what is posted after it exists: callers create it (open)
 // before a collective step and offer their buffers after it.
 
-import { BroadcastChannel } from 'node:worker_threads';
+import { BroadcastChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 
 interface Offer {
   key: string;
@@ -49,6 +49,25 @@ export class ThreadShare {
       const t = setTimeout(() => { this.waiters.delete(key); resolve(null); }, timeoutMs);
       this.waiters.set(key, (v) => { clearTimeout(t); resolve(v); });
     });
+  }
+
+  /**
+   * take() without the event loop (a synchronous collective attaching its
+   * segment): reads the channel itself until the key is offered; null after timeoutMs.
+   */
+  takeSync(key: string, timeoutMs: number): Uint8Array | null {
+    const deadline = Date.now() + timeoutMs;
+    const nap = new Int32Array(new SharedArrayBuffer(4));
+    for (;;) {
+      const have = this.got.get(key);
+      if (have !== undefined) { this.got.delete(key); return have; }
+      // Node takes a BroadcastChannel here too (documented; @types/node says MessagePort only).
+      const m = receiveMessageOnPort(this.chan as unknown as MessagePort);
+      if (m !== undefined) { this.onOffer((m as { message: Offer }).message); continue; }
+      if (Date.now() >= deadline) return null;
+      // The offer is a postMessage away: a short nap instead of a hot loop.
+      Atomics.wait(nap, 0, 0, 0.05);
+    }
   }
 
   close(): void {

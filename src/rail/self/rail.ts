@@ -101,6 +101,17 @@ class SelfEndpoint implements RailEndpoint {
     if (!this.scheduled) { this.scheduled = true; setImmediate(this.drain); }
   }
 
+  /**
+   * Deliver what is queued now, without waiting for the event loop (a
+   * synchronous call waits for its own message this way; it runs outside any
+   * handler, so no send re-enters a receive). True if anything was delivered.
+   */
+  poll(): boolean {
+    if (this.queue.length === 0) return false;
+    this.deliverAll();
+    return true;
+  }
+
   private deliverAll(): void {
     this.scheduled = false;
     const q = this.queue;

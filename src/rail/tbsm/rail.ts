@@ -11,7 +11,7 @@ import { DONE, IN_PROGRESS, NO_RESOURCE } from '../api.js';
 import { SummedTrafficCounters, TrafficCounters } from '../../core/counters.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { formatId } from '../../core/ids.js';
-import { BroadcastChannel } from 'node:worker_threads';
+import { BroadcastChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import { Doorbell, Ring } from '../shared/ring.js';
 import { ringRailCaps } from '../shared/caps.js';
 import { AM_BYE, deliverFrame, type RingPeer } from '../shared/deliver.js';
@@ -121,6 +121,21 @@ export class TbsmRail implements Rail {
   /** Drain inbound rings and re-drive blocked senders; true if anything happened. */
   poll(): boolean {
     return pollRings(this.inbound, this.blocked, this.env.upcalls);
+  }
+
+  /**
+   * Read the channel without the event loop (a synchronous call waits):
+   * rings and doorbells announced by peers arrive there. True if anything did.
+   */
+  pollChannel(): boolean {
+    let any = false;
+    // Node takes a BroadcastChannel here too (documented; @types/node says MessagePort only).
+    const port = this.channel as unknown as MessagePort;
+    for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) {
+      this.onChannel((m as { message: ChannelMsg }).message);
+      any = true;
+    }
+    return any;
   }
 
   /** Hand back consumed ring space (this rank stops polling for a while). */

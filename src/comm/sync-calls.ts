@@ -1,0 +1,150 @@
+// A communicator's synchronous point-to-point calls (comm.sendSync,
+// recvSync, sendrecvSync) and the blocking point-to-point its synchronous
+// collectives run on: MPI's blocking semantics at the call, no Request, no
+// promise and no Status object per call on the fast paths (statuses repeat
+// per source while tag and size do), the same fast paths as the async calls
+// (so messages from one sender keep their order whichever call sent them).
+
+import { asBytes } from '../core/bytes.js';
+import { ANY_SOURCE } from '../proto/matching.js';
+import { QUEUED } from '../proto/p2p.js';
+import type { Request, Status } from '../proto/request.js';
+import type { Communicator } from './communicator.js';
+import { checkRank, checkTag } from './checks.js';
+import { SyncEngine, StatusCache } from './sync.js';
+import type { ScratchPool } from './coll/engine.js';
+import type { SyncComm } from './coll/sync-p2p.js';
+import { SyncCollectives } from './coll/sync-coll.js';
+import { SIG_WORDS } from './coll/check.js';
+
+/** What a communicator hands its synchronous calls (its private parts, once). */
+export interface SyncHost {
+  readonly comm: Communicator;
+  readonly group: readonly number[];
+  readonly p2pCtx: number;
+  readonly collCtx: number;
+  readonly scratch: ScratchPool;
+  readonly checking: boolean;
+  startSend(bytes: Uint8Array, dest: number, tag: number, ctx: number): Request;
+  startRecv(bytes: Uint8Array, source: number, tag: number, ctx: number): Request;
+  nextTag(): number;
+  nextCheckedCall(): number;
+  /** Nonblocking collectives of this communicator started and not settled. */
+  collsInFlight(): number;
+}
+
+export class SyncCalls {
+  private readonly h: SyncHost;
+  private readonly engine: SyncEngine;
+  private readonly sent = new StatusCache();
+  private readonly received = new StatusCache();
+  /** Every member's lane checked (ANY_SOURCE receives). */
+  private allOk = false;
+  readonly coll: SyncCollectives;
+
+  constructor(h: SyncHost) {
+    this.h = h;
+    const comm = h.comm;
+    this.engine = SyncEngine.of(comm.world);
+    let agree: Float64Array | null = null;
+    this.coll = new SyncCollectives({
+      rank: comm.rank, size: comm.size, world: comm.world, planner: comm.planner, scratch: h.scratch, checking: h.checking,
+      get agreeBuffer() { return (agree ??= new Float64Array(SIG_WORDS * comm.size)); },
+      nextTag: () => h.nextTag(),
+      nextCheckedCall: () => h.nextCheckedCall(),
+      comm: (tag, what) => this.collComm(tag, what),
+      needAll: (what, asyncCall) => this.needAll(what, asyncCall),
+      collsInFlight: () => h.collsInFlight(),
+    });
+  }
+
+  private needAll(what: string, asyncCall: string): void {
+    if (this.allOk) return;
+    this.engine.needAll(this.h.group, what, asyncCall);
+    this.allOk = true;
+  }
+
+  sendSync(buf: ArrayBufferView, dest: number, tag: number): Status {
+    const h = this.h, comm = h.comm;
+    comm.world.check('sendSync');
+    const bytes = asBytes(buf, 'send buffer');
+    checkRank(dest, comm.size, 'destination', false);
+    checkTag(tag, false);
+    const w = h.group[dest]!;
+    this.engine.need(w, dest, 'sendSync', 'await comm.send()');
+    this.sendOn(bytes, w, dest, tag, h.p2pCtx, 'sendSync');
+    return this.sent.get(comm.rank, tag, bytes.length);
+  }
+
+  recvSync(buf: ArrayBufferView, source: number, tag: number): Status {
+    const comm = this.h.comm;
+    comm.world.check('recvSync');
+    const bytes = asBytes(buf, 'receive buffer');
+    checkRank(source, comm.size, 'source', true);
+    checkTag(tag, true);
+    return this.recvOn(bytes, source, tag, this.h.p2pCtx, 'recvSync');
+  }
+
+  sendrecvSync(sbuf: ArrayBufferView, dest: number, sendTag: number, rbuf: ArrayBufferView, source: number, recvTag: number): Status {
+    const h = this.h, comm = h.comm;
+    comm.world.check('sendrecvSync');
+    const sb = asBytes(sbuf, 'send buffer');
+    checkRank(dest, comm.size, 'destination', false);
+    checkTag(sendTag, false);
+    const rb = asBytes(rbuf, 'receive buffer');
+    checkRank(source, comm.size, 'source', true);
+    checkTag(recvTag, true);
+    const w = h.group[dest]!;
+    this.engine.need(w, dest, 'sendrecvSync', 'await comm.sendrecv()');
+    // The send starts without waiting: a large one moves while this rank waits for its receive.
+    const ctx = comm.world.ctx;
+    let s: Request | null = null;
+    if (ctx.p2p.sendNow(sb, w, h.p2pCtx, comm.rank, sendTag)) ctx.progress.completedAtOnce();
+    else s = h.startSend(sb, dest, sendTag, h.p2pCtx);
+    const st = this.recvOn(rb, source, recvTag, h.p2pCtx, 'sendrecvSync');
+    if (s !== null) this.engine.waitRequest(s, w, null, 'sendrecvSync', dest, sendTag);
+    return st;
+  }
+
+  /** A blocking send of bytes to world rank w (communicator rank dest) on context ctxId. */
+  private sendOn(bytes: Uint8Array, w: number, dest: number, tag: number, ctxId: number, what: string): void {
+    const ctx = this.h.comm.world.ctx;
+    if (ctx.p2p.sendNow(bytes, w, ctxId, this.h.comm.rank, tag)) { ctx.progress.completedAtOnce(); return; }
+    this.engine.waitRequest(this.h.startSend(bytes, dest, tag, ctxId), w, null, what, dest, tag);
+  }
+
+  /** A blocking receive on context ctxId: at the call when the message is (or comes) in order, else through a Request. */
+  private recvOn(bytes: Uint8Array, source: number, tag: number, ctxId: number, what: string): Status {
+    const h = this.h;
+    const ctx = h.comm.world.ctx;
+    const p2p = ctx.p2p;
+    let w = -1;
+    if (source !== ANY_SOURCE) {
+      w = h.group[source]!;
+      this.engine.need(w, source, what, 'await comm.recv()');
+    } else this.needAll(what, 'await comm.recv()');
+    let got = p2p.recvNow(bytes, ctxId, source, tag);
+    if (got === -1) got = this.engine.recvWait(bytes, ctxId, source, tag, w, h.group, what);
+    if (got === QUEUED) {
+      const r = h.startRecv(bytes, source, tag, ctxId);
+      this.engine.waitRequest(r, w, source === ANY_SOURCE ? h.group : null, what, source, tag);
+      return r.test()!;
+    }
+    ctx.progress.completedAtOnce();
+    return this.received.get(p2p.gotSource, p2p.gotTag, got);
+  }
+
+  /** Blocking point-to-point on the collective context for one collective call (its tag). */
+  private collComm(tag: number, what: string): SyncComm {
+    const h = this.h;
+    return {
+      rank: h.comm.rank,
+      size: h.comm.size,
+      scratch: h.scratch,
+      send: (b, peer) => { this.sendOn(b, h.group[peer]!, peer, tag, h.collCtx, what); },
+      recv: (b, peer) => { this.recvOn(b, peer, tag, h.collCtx, what); },
+      isend: (b, peer) => h.startSend(b, peer, tag, h.collCtx),
+      wait: (r) => { this.engine.waitRequest(r, -1, h.group, what); },
+    };
+  }
+}

@@ -1,0 +1,314 @@
+// The engine under the synchronous calls (comm.sendSync, recvSync,
+// sendrecvSync and the sync collectives, DESIGN section 4b): they complete at
+// the call, so they work only where every lane involved progresses without
+// the event loop (self, tbsm, shm), and they wait by polling those rails
+// themselves, then blocking on a rail's doorbell, never by a promise. While
+// one waits it delivers whatever arrives, so outstanding async requests move
+// too (their continuations run once the caller yields). It checks its peers
+// itself (the rail timers and the wire-up service's reports need the event
+// loop: sync-liveness.ts) and says once when a wait outlasts
+// RAILCOMM_HANG_TIMEOUT. Nothing here allocates per call on the fast paths.
+
+import { RailcommError, ErrorCode } from '../core/errors.js';
+import type { Context } from '../proto/context.js';
+import type { ProtoEndpoint } from '../proto/endpoint.js';
+import type { PolledEndpoint } from '../rail/api.js';
+import { PENDING, statusOf, type Request, type Status } from '../proto/request.js';
+import { QUEUED } from '../proto/p2p.js';
+import type { World } from './world.js';
+import { PeerWatch } from './sync-liveness.js';
+
+/** How often a waiting call checks its peers, the clock for the hang report, and the tbsm channel (ms). */
+const CHECK_MS = 100;
+/** One blocking wait on a rail's doorbell at most (ms): a wake lost to a race costs no more. */
+const BLOCK_MS = 1;
+/** Polls of every rail that make one idle step when no single ring is watched (a power of two). */
+const IDLE_TURNS = 512;
+/** About how long one idle step takes (ms): the spin budget in steps. */
+const STEP_MS = 0.1;
+/** A clock reading not taken yet (a double, as readings are: see proto/progress.ts UNSET). */
+const UNSET = -Infinity;
+
+/** A rail's doorbell, as a synchronous wait blocks on it. */
+interface Bell {
+  /** Announce the sleep (senders ring from now on); the count to wait on. */
+  prepare(): number;
+  /** Block this thread until the count moves from `seen`, or ms pass. */
+  wait(seen: number, ms: number): void;
+}
+
+/** The doorbell fields the ring rails expose (rail/shared/ring.ts Doorbell; ShmRail.native). */
+interface RingBell {
+  readonly sab: SharedArrayBuffer;
+  readonly byteOffset: number;
+  prepareSleep(): number;
+}
+
+/** Rails whose lanes progress without the event loop. */
+const SYNC_RAILS = new Set(['self', 'tbsm', 'shm']);
+
+const engines = new WeakMap<World, SyncEngine>();
+
+/** Statuses handed out by synchronous calls, kept per source while tag and size repeat (no object per call). */
+export class StatusCache {
+  private readonly bySource: Status[] = [];
+
+  get(source: number, tag: number, bytes: number): Status {
+    const c = this.bySource[source];
+    if (c !== undefined && c.tag === tag && c.bytes === bytes) return c;
+    return (this.bySource[source] = statusOf(source, tag, bytes));
+  }
+}
+
+export class SyncEngine {
+  readonly ctx: Context;
+  private readonly world: World;
+  private readonly watch: PeerWatch;
+  /** Per world rank: 0 not looked at, 1 its lane progresses without the event loop. */
+  private readonly laneOk: Uint8Array;
+  private readonly bells = new Map<string, Bell>();
+  private readonly anyBell: Bell | null;
+  private readonly channels: Array<{ pollChannel(): boolean }> = [];
+  private selfLane: { poll?(): boolean } | null = null;
+  /** The current wait (synchronous calls never nest): when it began, its next check, whether its hang was said. */
+  private since = UNSET;
+  private nextCheck = UNSET;
+  private hangSaid = false;
+  private turns = 0;
+  /** Idle steps of the current wait, and how many of them spin before the wait blocks (RAILCOMM_SPIN_US). */
+  private steps = 0;
+  private readonly spinSteps: number;
+  /** What this wait found dead (world rank and why), or null. */
+  private lost: string | null = null;
+
+  static of(world: World): SyncEngine {
+    let e = engines.get(world);
+    if (e === undefined) { e = new SyncEngine(world); engines.set(world, e); }
+    return e;
+  }
+
+  private constructor(world: World) {
+    this.world = world;
+    this.ctx = world.ctx;
+    const ctx = this.ctx;
+    this.watch = new PeerWatch(ctx);
+    this.laneOk = new Uint8Array(ctx.launch.size);
+    this.spinSteps = Math.ceil(ctx.progress.spinBudgetMs / STEP_MS);
+    for (const r of ctx.rails) {
+      const bell = (r as { bell?: RingBell }).bell;
+      if (bell !== undefined && (r.component === 'tbsm' || r.component === 'shm')) {
+        const native = (r as { native?: { futexWait(sab: SharedArrayBuffer, off: number, expected: number, us: number): void } }).native;
+        this.bells.set(r.component, r.component === 'shm' && native !== undefined ? futexBell(bell, native) : threadBell(bell));
+      }
+      const ch = r as unknown as { pollChannel?(): boolean };
+      if (typeof ch.pollChannel === 'function') this.channels.push(ch as { pollChannel(): boolean });
+    }
+    this.anyBell = this.bells.get('shm') ?? this.bells.get('tbsm') ?? null;
+  }
+
+  // ---- lanes -----------------------------------------------------------------
+
+  /**
+   * World rank w is reached over a lane that progresses without the event
+   * loop (binding one now where the launch says which: sync calls cannot wait
+   * for the wire-up lookup), or ERR_NO_RAIL saying which rail and what to use.
+   */
+  need(w: number, commRank: number, what: string, asyncCall: string): void {
+    if (this.laneOk[w] === 1) return;
+    const ep = this.ctx.bindLocal(w);
+    const lane = ep.lane;
+    if (lane === null) {
+      if (ep.failure !== null) throw ep.failure;
+      const rails = this.ctx.rails.map((r) => r.name);
+      if (!this.ctx.rails.some((r) => r.component === 'tbsm' || r.component === 'shm')) {
+        throw new RailcommError(ErrorCode.NO_RAIL, `${what}: rank ${commRank} (world rank ${w}) is reached over none of this rank's rails that progress without the event loop: it has ${rails.join(', ')} (RAILCOMM_RAILS), and synchronous calls need ranks that share memory (self, tbsm, shm); use ${asyncCall} for it`);
+      }
+      throw new RailcommError(ErrorCode.NO_RAIL, `${what}: rank ${commRank} (world rank ${w}) has no rail yet that progresses without the event loop: it is neither a thread of this process nor, as the launch tells, on this host, and its address is still being looked up; use ${asyncCall} for it (once one message went through, a peer on this host is reached over shm and ${what} works)`);
+    }
+    if (!SYNC_RAILS.has(lane.rail.component)) {
+      throw new RailcommError(ErrorCode.NO_RAIL, `${what}: rank ${commRank} (world rank ${w}) is reached over ${lane.rail.name}, which progresses only on the event loop; synchronous calls need ranks that share memory (self, tbsm, shm): use ${asyncCall} for it`);
+    }
+    this.laneOk[w] = 1;
+  }
+
+  /** need() for every member of a group (an ANY_SOURCE receive, a collective). */
+  needAll(group: readonly number[], what: string, asyncCall: string): void {
+    for (let i = 0; i < group.length; i++) this.need(group[i]!, i, what, asyncCall);
+  }
+
+  // ---- waiting ---------------------------------------------------------------
+
+  /**
+   * A receive's wait at the call, after recvNow found nothing: the source's
+   * ring watched alone a moment at a time (p2p.recvAtCall: its own message
+   * taken straight into buf), every rail between, until it arrived. Returns
+   * its size (gotSource, gotTag in p2p), or QUEUED when only a posted Request
+   * may take what matched (rendezvous, too large) or the source failed.
+   */
+  recvWait(buf: Uint8Array, ctxId: number, src: number, tag: number, w: number, group: readonly number[], what: string): number {
+    const ctx = this.ctx;
+    const p2p = ctx.p2p;
+    const progress = ctx.progress;
+    const lane = w >= 0 ? ctx.polledLane(w) : null;
+    const ep = w >= 0 ? ctx.existingEndpoint(w) : undefined;
+    this.begin();
+    progress.syncing = true;
+    try {
+      for (;;) {
+        let got = lane !== null ? p2p.recvAtCall(buf, ctxId, src, tag, lane, progress) : -1;
+        if (got !== -1) return got;
+        this.pollAll();
+        got = p2p.recvNow(buf, ctxId, src, tag);
+        if (got !== -1) return got;
+        if (ep !== undefined && ep.failure !== null) return QUEUED;
+        this.idle(lane, w, group, what, src, tag);
+        // An ANY_SOURCE receive fails when a member dies while it waits (as a posted one would).
+        if (w < 0 && this.lost !== null) throw new RailcommError(ErrorCode.PEER_FAILED, `${what} from ANY_SOURCE: ${this.lost}`);
+      }
+    } finally {
+      progress.syncing = false;
+      if (this.toldKv) this.told();
+    }
+  }
+
+  /** Wait until r settles (any kind: send, receive, probe); throws its error. */
+  waitRequest(r: Request, w: number, group: readonly number[] | null, what: string, src = -1, tag = -1): void {
+    if (r.state !== PENDING) { if (r.error !== null) throw r.error; return; }
+    const lane = w >= 0 ? this.ctx.polledLane(w) : null;
+    this.begin();
+    while (r.state === PENDING) {
+      if (this.pollAll()) continue;
+      this.idle(lane, w, group, what, src, tag);
+    }
+    if (this.toldKv) this.told();
+    if (r.error !== null) throw r.error;
+  }
+
+  private begin(): void {
+    this.lost = null;
+    this.since = UNSET;
+    this.hangSaid = false;
+    this.turns = 0;
+    this.steps = 0;
+  }
+
+  /** Every polled rail once, and the self lane; true if anything happened. */
+  private pollAll(): boolean {
+    let any = this.ctx.progress.pollSync();
+    const self = this.selfLane ?? this.findSelf();
+    if (self !== null && self.poll !== undefined && self.poll()) any = true;
+    return any;
+  }
+
+  private findSelf(): { poll?(): boolean } | null {
+    const lane = this.ctx.existingEndpoint(this.ctx.worldRank)?.lane ?? null;
+    if (lane !== null) this.selfLane = lane as { poll?(): boolean };
+    return lane as { poll?(): boolean } | null;
+  }
+
+  /**
+   * Nothing arrived this pass. Counted, not timed (a clock reading allocates
+   * on Node 20, and under load every wait gets here): every IDLE_TURNS passes
+   * over all rails, or every brief wait on the source's ring (about 0.1 ms
+   * each), is one idle step. Past the spin budget in steps, each step blocks
+   * on the doorbell a moment; every 8 steps the tbsm channel is read (rings
+   * new peers announce); every 64 the clock: every CHECK_MS the peers are
+   * checked, and the wait says once when it outlasts RAILCOMM_HANG_TIMEOUT.
+   */
+  private idle(lane: PolledEndpoint | null, w: number, group: readonly number[] | null, what: string, src: number, tag: number): void {
+    if (lane === null && (++this.turns & (IDLE_TURNS - 1)) !== 0) return;
+    const k = ++this.steps;
+    if ((k & 7) === 0) for (let i = 0; i < this.channels.length; i++) this.channels[i]!.pollChannel();
+    if ((k & 63) === 0) this.look(w, group, what, src, tag);
+    if (k > this.spinSteps) this.block(lane);
+  }
+
+  /** The clock, every 64 idle steps: when the wait began (about), the peers, the hang report. */
+  private look(w: number, group: readonly number[] | null, what: string, src: number, tag: number): void {
+    const now = performance.now();
+    if (this.since === UNSET) { this.since = now; this.nextCheck = now; }
+    if (now < this.nextCheck) return;
+    this.nextCheck = now + CHECK_MS;
+    this.checkPeers(w, group);
+    if (!this.hangSaid) this.hangSaid = this.sayHang(now - this.since, w, group, what, src, tag);
+  }
+
+
+  /** Block on the lane's rail doorbell (any ring rail's for a wait on several) for BLOCK_MS at most. */
+  private block(lane: PolledEndpoint | null): void {
+    const bell = lane !== null ? this.bells.get(lane.rail.component) ?? null : this.anyBell;
+    if (bell === null) return;
+    const seen = bell.prepare();
+    // A frame published before the announcement: take it instead of sleeping.
+    // (The announcement stays: a sender that sees it rings once, harmlessly.)
+    if (this.pollAll()) return;
+    bell.wait(seen, BLOCK_MS);
+  }
+
+  /** A peer the wait depends on died (seen from here, without the event loop): fail it, so the wait ends with ERR_PEER_FAILED. */
+  private checkPeers(w: number, group: readonly number[] | null): void {
+    if (w >= 0) { this.checkPeer(w); return; }
+    if (group === null) return;
+    for (let i = 0; i < group.length; i++) this.checkPeer(group[i]!);
+  }
+
+  private checkPeer(w: number): void {
+    const ctx = this.ctx;
+    if (w === ctx.worldRank) return;
+    const ep: ProtoEndpoint | undefined = ctx.existingEndpoint(w);
+    if (ep !== undefined && ep.failure !== null) return;
+    const why = this.watch.dead(w);
+    if (why === null) return;
+    // What it sent before it died is delivered first (a BYE says it finalized, a cleaner error).
+    for (let i = 0; i < 64 && this.pollAll(); i++) { /* drain */ }
+    for (let i = 0; i < this.channels.length; i++) this.channels[i]!.pollChannel();
+    const f = ctx.existingEndpoint(w)?.failure;
+    if (f !== undefined && f !== null) return;
+    ctx.peerLost(w, why);
+    this.lost = `world rank ${w} died: ${why}`;
+  }
+
+  /** The hang report of a synchronous wait; true once nothing more needs saying (said, or the report is off). */
+  private sayHang(forMs: number, w: number, group: readonly number[] | null, what: string, src: number, tag: number): boolean {
+    const t = this.ctx.params.hangTimeout;
+    if (t <= 0) return true;
+    if (forMs < t) return false;
+    const ctx = this.ctx;
+    const from = w >= 0 ? `rank ${src} (world rank ${w})` : group !== null ? 'ANY_SOURCE' : 'its peers';
+    const mine = `${what} from ${from}${tag >= 0 ? ` tag ${tag}` : tag === -1 ? '' : ' tag ANY_TAG'}: waiting at the call (a synchronous call: this rank runs no timers or I/O until it returns)`;
+    const others = [...ctx.p2p.describePending(), ...ctx.rma.describePending()].filter((l) => !l.startsWith('nothing visible'));
+    const pending = [mine, ...others];
+    ctx.log.warn(`rank ${ctx.worldRank}: no operation completed for ${Math.round(forMs)} ms (RAILCOMM_HANG_TIMEOUT=${t}; the job goes on); waiting on:\n  ${pending.join('\n  ')}`);
+    // Under railcomm run the launcher gathers reports into one picture; the socket write goes out at once.
+    const kv = this.world.kv as { hangReport?(report: string): void } | null;
+    if (kv?.hangReport !== undefined) {
+      kv.hangReport(JSON.stringify({ rank: ctx.worldRank, state: 'waiting', forMs: Math.round(forMs), timeoutMs: t, waits: [{ peer: w >= 0 ? w : 'any', what: mine }] }));
+      this.toldKv = true;
+    }
+    return true;
+  }
+
+  /** The launcher heard this rank wait: it hears it move again once the wait ended. */
+  private told(): void {
+    this.toldKv = false;
+    const kv = this.world.kv as { hangReport?(report: string): void } | null;
+    kv?.hangReport?.(JSON.stringify({ rank: this.ctx.worldRank, state: 'moving', forMs: 0, timeoutMs: this.ctx.params.hangTimeout, waits: [] }));
+  }
+  private toldKv = false;
+}
+
+function threadBell(b: RingBell): Bell {
+  const a = new Int32Array(b.sab, b.byteOffset, 2);
+  return {
+    prepare: () => b.prepareSleep(),
+    wait: (seen, ms) => { Atomics.wait(a, 0, seen, ms); },
+  };
+}
+
+/** Processes: Atomics.wait does not reach across processes; the rail's doorbell is a futex. */
+function futexBell(b: RingBell, native: { futexWait(sab: SharedArrayBuffer, off: number, expected: number, us: number): void }): Bell {
+  return {
+    prepare: () => b.prepareSleep(),
+    wait: (seen, ms) => { native.futexWait(b.sab, b.byteOffset, seen, ms * 1000); },
+  };
+}

@@ -1,0 +1,51 @@
+// The synchronous calls allocate nothing per call: rank 0 plays both sides of
+// an 8-byte ping-pong over its shm lane (it writes rank 1's next frame into
+// its own inbound ring and drains what it sends, as bench/hop-cpu.mjs does),
+// so nothing waits and the count is exact whatever the machine's load: the
+// garbage collections during HOPS sendSync/recvSync pairs after a warm-up,
+// and the heap's growth. Rank 1 steps aside until rank 0 is done.
+//   railcomm run -n 2 --rails shm,self test/jobs/sync-alloc.mjs [hops]
+import { PerformanceObserver } from 'node:perf_hooks';
+import { init } from '../../dist/index.js';
+import { Ring } from '../../dist/rail/shared/ring.js';
+import { AM_EAGER, EAGER_HDR, EAGER_OVERHEAD, encodeMatchHeader } from '../../dist/proto/wire.js';
+
+const HOPS = Number(process.argv[2] ?? 1000000);
+const comm = await init();
+const me = comm.rank, peer = 1 - me;
+const b = new Uint8Array(8);
+const pidBuf = new Float64Array(1);
+if (me === 0) { pidBuf[0] = process.pid; await comm.send(pidBuf, peer); await comm.recv(b, peer); } else { await comm.recv(pidBuf, peer); await comm.send(b, peer); }
+if (me === 1) {
+  // Its rings now say things its own view of them does not: no finalize here.
+  const alive = () => { try { process.kill(pidBuf[0], 0); return true; } catch { return false; } };
+  while (alive()) await new Promise((r) => setTimeout(r, 50));
+  process.exit(0);
+}
+const ctx = comm.world.ctx;
+const ep = ctx.endpointFor(peer);
+const lane = ep.lane;
+const fakeIn = new Ring(lane.inbound.ring.sab); // producer side of our inbound ring, in rank 1's place
+const fakeOut = new Ring(lane.out.sab); // consumer side of our outbound ring
+const hdr = new Uint8Array(64), hv = new DataView(hdr.buffer);
+const nothing = () => {};
+const pc = comm.p2pCtx;
+function hop() {
+  encodeMatchHeader(hv, pc, peer, 0, ep.rx.expected, 8 + EAGER_OVERHEAD);
+  if (!fakeIn.write(AM_EAGER, hdr, EAGER_HDR, b)) throw new Error('inbound ring full');
+  comm.recvSync(b, peer, 0);
+  comm.sendSync(b, peer, 0);
+  fakeOut.drain(nothing);
+}
+function run(n) { for (let i = 0; i < n; i++) hop(); }
+let gcs = 0;
+new PerformanceObserver((l) => { gcs += l.getEntries().length; }).observe({ entryTypes: ['gc'] });
+run(200000);
+await new Promise((r) => setTimeout(r, 100));
+gcs = 0;
+const h0 = process.memoryUsage().heapUsed;
+run(HOPS);
+const h1 = process.memoryUsage().heapUsed;
+await new Promise((r) => setTimeout(r, 100));
+console.log(`ALLOC ${JSON.stringify({ hops: HOPS, gcs, heapGrowthBytes: h1 - h0 })}`);
+await comm.finalize();

@@ -1,0 +1,244 @@
+// The synchronous calls (sendSync, recvSync, sendrecvSync, barrierSync,
+// bcastSync, allreduceSync, reduceSync, allgatherSync) and the async sendrecv,
+// against references computed here or by the async twins, mixed with the
+// async API on the same communicator. Runs on 2-4 ranks, processes or threads:
+//   railcomm run -n 3 [--threads] test/jobs/sync-suite.mjs
+// SYNC_SIZES overrides the message sizes (a comma list).
+
+import { init, ANY_SOURCE, ANY_TAG, op } from '../../dist/index.js';
+import { runCases, assert, pattern, samePattern } from './harness.mjs';
+
+const comm = await init();
+const { rank: me, size: p } = comm;
+const right = (me + 1) % p, left = (me - 1 + p) % p;
+const SIZES = (process.env.SYNC_SIZES ?? '0,1,8,4096,65536,300000,2097152').split(',').map(Number);
+
+function statusIs(st, source, tag, bytes, what) {
+  assert.deepEqual({ source: st.source, tag: st.tag, bytes: st.bytes }, { source, tag, bytes }, what);
+  assert.ok(Object.isFrozen(st), `${what}: the Status is frozen`);
+}
+
+/** Every rank's contribution for a reduction check. */
+function input(T, r, n, seed) {
+  const a = new T(n);
+  for (let i = 0; i < n; i++) a[i] = ((r * 7 + i * 13 + seed) % 9) - 3;
+  return a;
+}
+
+function sameArray(got, want, what) {
+  assert.equal(got.length, want.length, `${what}: length`);
+  for (let i = 0; i < got.length; i++) if (!Object.is(got[i], want[i])) assert.fail(`${what}: element ${i} is ${got[i]}, expected ${want[i]}`);
+}
+
+const cases = [
+  ['sendSync/recvSync around the ring at every size class', async () => {
+    for (const n of SIZES) {
+      const out = pattern(n, me), into = new Uint8Array(n);
+      // Even ranks send first: blocking sends of rendezvous size wait for their receiver.
+      if (me % 2 === 0) {
+        statusIs(comm.sendSync(out, right, 3), me, 3, n, `send ${n}`);
+        statusIs(comm.recvSync(into, left, 3), left, 3, n, `recv ${n}`);
+      } else {
+        statusIs(comm.recvSync(into, left, 3), left, 3, n, `recv ${n}`);
+        statusIs(comm.sendSync(out, right, 3), me, 3, n, `send ${n}`);
+      }
+      if (p % 2 === 1 && me === 0) { /* rank p-1 (even) sent to 0 first: covered by the order above */ }
+      assert.ok(samePattern(into, n, left), `${n} bytes from rank ${left}`);
+    }
+  }],
+  ['sendrecvSync: a halo exchange both ways at every size (no deadlock, large ones too)', async () => {
+    for (const n of SIZES) {
+      const a = new Uint8Array(n), b = new Uint8Array(n);
+      statusIs(comm.sendrecvSync(pattern(n, me), right, 5, a, left, 5), left, 5, n, `right ${n}`);
+      statusIs(comm.sendrecvSync(pattern(n, me + 100), left, 6, b, right, ANY_TAG), right, 6, n, `left ${n}`);
+      assert.ok(samePattern(a, n, left) && samePattern(b, n, right + 100), `halo ${n}`);
+    }
+  }],
+  ['the async sendrecv: a halo exchange at every size', async () => {
+    for (const n of SIZES) {
+      const a = new Uint8Array(n);
+      statusIs(await comm.sendrecv(pattern(n, me), right, 7, a, left, 7), left, 7, n, `sendrecv ${n}`);
+      assert.ok(samePattern(a, n, left), `sendrecv ${n}`);
+    }
+  }],
+  ['sendSync to itself, then recvSync from itself', async () => {
+    const a = new Float64Array(3);
+    comm.sendSync(new Float64Array([1.5, me, 3]), me, 9);
+    statusIs(comm.recvSync(a, me, 9), me, 9, 24, 'self');
+    assert.deepEqual([...a], [1.5, me, 3]);
+  }],
+  ['recvSync from ANY_SOURCE with ANY_TAG collects every rank', async () => {
+    if (me === 0) {
+      const seen = new Set();
+      const b = new Int32Array(1);
+      for (let i = 1; i < p; i++) {
+        const st = comm.recvSync(b, ANY_SOURCE, ANY_TAG);
+        assert.equal(b[0], st.source * 10 + st.tag, 'payload matches the status');
+        seen.add(st.source);
+      }
+      assert.equal(seen.size, p - 1);
+    } else comm.sendSync(new Int32Array([me * 10 + me]), 0, me);
+  }],
+  ['one sender, mixed calls: messages match in the order sent, whichever call sent or received them', async () => {
+    const N = 40;
+    if (me === 0) {
+      const reqs = [];
+      for (let i = 0; i < N; i++) {
+        const b = new Int32Array([i]);
+        const big = i % 7 === 3 ? new Int32Array(80000).fill(i) : b; // some rendezvous among them
+        switch (i % 4) {
+          case 0: comm.sendSync(big, 1, 11); break;
+          case 1: await comm.send(big, 1, 11); break;
+          case 2: reqs.push(comm.isend(big, 1, 11)); break;
+          default: comm.sendSync(big, 1, 11);
+        }
+      }
+      for (const r of reqs) await r.wait();
+    } else if (me === 1) {
+      for (let i = 0; i < N; i++) {
+        const b = new Int32Array(80000);
+        let st;
+        switch (i % 3) {
+          case 0: st = comm.recvSync(b, 0, 11); break;
+          case 1: st = await comm.recv(b, 0, 11); break;
+          default: st = await comm.irecv(b, 0, 11).wait();
+        }
+        assert.equal(b[0], i, `message ${i} in order`);
+        assert.equal(st.bytes, i % 7 === 3 ? 320000 : 4);
+      }
+    }
+  }],
+  ['recvSync drives outstanding async requests on its rails (they complete while it waits)', async () => {
+    if (me === 0) {
+      await comm.recv(new Uint8Array(1), 1, 20); // rank 1 has posted its irecvs
+      comm.sendSync(new Uint8Array(8).fill(1), 1, 21);
+      comm.sendSync(pattern(300000, 4), 1, 22); // rendezvous: it completes only once rank 1 takes it
+      comm.sendSync(new Uint8Array(8).fill(3), 1, 23);
+    } else if (me === 1) {
+      const small = new Uint8Array(8), big = new Uint8Array(300000);
+      const r1 = comm.irecv(small, 0, 21);
+      const r2 = comm.irecv(big, 0, 22);
+      await comm.send(new Uint8Array(1), 0, 20);
+      const last = new Uint8Array(8);
+      comm.recvSync(last, 0, 23);
+      // No await in between: the async receives completed during the sync wait.
+      assert.ok(r1.test() !== undefined, 'the small irecv completed during recvSync');
+      assert.ok(r2.test() !== undefined, 'the rendezvous irecv completed during recvSync');
+      assert.equal(small[0], 1);
+      assert.ok(samePattern(big, 300000, 4));
+      assert.equal(last[0], 3);
+    }
+  }],
+  ['a too-small receive buffer: ERR_TRUNCATE at the call, the sender unharmed', async () => {
+    if (me === 0) comm.sendSync(new Uint8Array(64), 1, 30);
+    else if (me === 1) {
+      assert.throws(() => comm.recvSync(new Uint8Array(8), 0, 30), (e) => e.code === 'ERR_TRUNCATE');
+    }
+  }],
+  ['argument errors are thrown at the call', async () => {
+    assert.throws(() => comm.sendSync(new Uint8Array(1), p, 0), (e) => e.code === 'ERR_RANK');
+    assert.throws(() => comm.recvSync(new Uint8Array(1), 0, -5), (e) => e.code === 'ERR_TAG');
+    assert.throws(() => comm.sendSync('nope', 0, 0), (e) => e.code === 'ERR_INVALID_ARG');
+    assert.throws(() => comm.allreduceSync(new Float64Array(2), new Float64Array(3), 'sum'), (e) => e.code === 'ERR_INVALID_ARG');
+    assert.throws(() => comm.bcastSync(new Uint8Array(2), p), (e) => e.code === 'ERR_RANK');
+  }],
+  ['barrierSync: no rank leaves before the last arrives', async () => {
+    // The last rank enters 30 ms late in some rounds; every rank notes (wall clock, one host) when it
+    // entered and left. Nobody may leave before the late rank entered. Checked after all rounds, so
+    // that a failure does not leave the ranks in different collectives.
+    const wall = () => performance.timeOrigin + performance.now();
+    const times = new Float64Array(2 * 20);
+    for (let round = 0; round < 20; round++) {
+      if (me === p - 1 && round % 5 === 0) await new Promise((r) => setTimeout(r, 30));
+      times[2 * round] = wall();
+      comm.barrierSync();
+      times[2 * round + 1] = wall();
+    }
+    const all = new Float64Array(2 * 20 * p);
+    await comm.allgather(times, all);
+    for (let round = 0; round < 20; round++) {
+      const lastIn = Math.max(...Array.from({ length: p }, (_, q) => all[q * 40 + 2 * round]));
+      // (1 ms for the clocks of two processes.)
+      assert.ok(times[2 * round + 1] >= lastIn - 1, `round ${round}: left ${(lastIn - times[2 * round + 1]).toFixed(2)} ms before the last rank entered`);
+    }
+  }],
+  ['bcastSync from every root at every size, typed arrays too', async () => {
+    for (const n of SIZES) {
+      for (let root = 0; root < p; root++) {
+        const b = me === root ? pattern(n, root + 50) : new Uint8Array(n);
+        comm.bcastSync(b, root);
+        assert.ok(samePattern(b, n, root + 50), `bcast ${n} from ${root}`);
+      }
+    }
+    const f = me === 1 % p ? new Float64Array([1.25, -2, 3e300]) : new Float64Array(3);
+    comm.bcastSync(f, 1 % p);
+    assert.deepEqual([...f], [1.25, -2, 3e300]);
+  }],
+  ['allreduceSync and reduceSync equal their async twins (types, ops, lengths, roots)', async () => {
+    let seed = 0;
+    const TYPES = [Float64Array, Float32Array, Int32Array, Uint8Array, BigInt64Array];
+    for (const T of TYPES) for (const o of ['sum', 'max', 'min', 'prod']) for (const n of [0, 1, 3, 7, 5000, 70000]) {
+      if (T === BigInt64Array && o === 'prod') continue;
+      seed++;
+      const mk = () => { const a = input(T === BigInt64Array ? Float64Array : T, me, n, seed); return T === BigInt64Array ? BigInt64Array.from(a, (x) => BigInt(x)) : a; };
+      const want = new T(n), got = new T(n);
+      await comm.allreduce(mk(), want, o);
+      comm.allreduceSync(mk(), got, o);
+      sameArray(got, want, `allreduceSync ${T.name} ${o} ${n}`);
+      const root = seed % p;
+      const rw = me === root ? new T(n) : null, rg = me === root ? new T(n) : null;
+      await comm.reduce(mk(), rw, o, root);
+      comm.reduceSync(mk(), rg, o, root);
+      if (me === root) sameArray(rg, rw, `reduceSync ${T.name} ${o} ${n} root ${root}`);
+    }
+    // recv may be send itself.
+    const x = new Float64Array([me + 1, 2]);
+    comm.allreduceSync(x, x, 'sum');
+    assert.deepEqual([...x], [(p * (p + 1)) / 2, 2 * p]);
+  }],
+  ['allreduceSync with a user op that is not commutative combines in rank order', async () => {
+    // 2x2 matrix product, row-major: rank order matters.
+    const matmul = op((inout, input) => {
+      const [a, b, c, d] = input, [e, f, g, h] = inout;
+      // inout = input x inout (input is the lower rank's operand)
+      inout[0] = a * e + b * g; inout[1] = a * f + b * h; inout[2] = c * e + d * g; inout[3] = c * f + d * h;
+    }, { commutative: false });
+    const mine = new Float64Array([1, me + 1, 0, 1]);
+    const want = new Float64Array(4), got = new Float64Array(4);
+    await comm.allreduce(mine, want, matmul);
+    comm.allreduceSync(mine, got, matmul);
+    sameArray(got, want, 'non-commutative allreduceSync');
+  }],
+  ['allgatherSync equals allgather (sizes across the slot and the ring threshold)', async () => {
+    for (const n of [0, 1, 9, 2000, 40000]) {
+      const s = Int32Array.from({ length: n }, (_, i) => me * 1000003 + i);
+      const want = new Int32Array(n * p), got = new Int32Array(n * p);
+      await comm.allgather(s, want);
+      comm.allgatherSync(s, got);
+      sameArray(got, want, `allgatherSync ${n}`);
+    }
+  }],
+  ['sync and async collectives interleave on one communicator, and a dup keeps its own', async () => {
+    const twin = await comm.dup();
+    for (let i = 0; i < 30; i++) {
+      const a = new Float64Array([me + i]), b = new Float64Array(1);
+      if (i % 3 === 0) comm.allreduceSync(a, b, 'sum'); else await comm.allreduce(a, b, 'sum');
+      assert.equal(b[0], (p * (p - 1)) / 2 + p * i);
+      if (i % 2 === 0) twin.barrierSync(); else await twin.barrier();
+      const c = new Int32Array([me]), all = new Int32Array(p);
+      twin.allgatherSync(c, all);
+      assert.deepEqual([...all], Array.from({ length: p }, (_, r) => r));
+    }
+  }],
+  ['a sync collective while a nonblocking one of the communicator runs: ERR_INVALID_ARG on every rank, no hang', async () => {
+    const r = comm.ibarrier();
+    assert.throws(() => comm.barrierSync(), (e) => e.code === 'ERR_INVALID_ARG' && /wait for its Request/.test(e.message));
+    assert.throws(() => comm.allreduceSync(new Float64Array(1), new Float64Array(1), 'sum'), (e) => e.code === 'ERR_INVALID_ARG');
+    await r.wait();
+    comm.barrierSync();
+  }],
+];
+
+const failed = await runCases(comm, cases, { timeoutMs: 60000 });
+await comm.finalize();
+process.exit(failed > 0 ? 1 : 0);
