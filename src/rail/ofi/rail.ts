@@ -96,9 +96,15 @@ export class OfiRail implements Rail {
   private readonly events = new Int32Array((EVENTS + 1) * EVENT_WORDS);
   /** Per receive slot: 1 while its frame waits for its turn (the binding posts it again once cleared). */
   private readonly hold = new Int32Array(RX_COUNT);
-  /** Per sender rank: the seq of the frame to deliver next, and frames that came early (seq -> slot and length). */
+  /**
+   * Per sender rank: the seq of the frame to deliver next, and frames that came
+   * early (seq -> slot and length, kept in their slot; or a copy of the frame,
+   * once half the slots are held: the posted buffers must not run out, and
+   * rendezvous messages of tcp;ofi_rxm complete far out of order).
+   */
   private readonly rxNext: number[] = [];
-  private readonly early: Array<Map<number, number> | undefined> = [];
+  private readonly early: Array<Map<number, number | Buffer> | undefined> = [];
+  private heldSlots = 0;
   private readonly rxBuf: Buffer;
   private readonly rxView: DataView;
   private readonly rx: RxFrame;
@@ -278,27 +284,35 @@ export class OfiRail implements Rail {
       if (((seq - next) >>> 0) >= 0x80000000) { this.counters.badFrames++; return; }
       let m = this.early[rank];
       if (m === undefined) { m = new Map(); this.early[rank] = m; }
-      if (m.size >= RX_COUNT - 1) { this.counters.drops++; return; }
-      m.set(seq, len * RX_COUNT + slot);
-      this.hold[slot] = 1;
+      if (this.heldSlots < RX_COUNT >> 1) {
+        m.set(seq, len * RX_COUNT + slot);
+        this.hold[slot] = 1;
+        this.heldSlots++;
+      } else {
+        m.set(seq, Buffer.from(this.rxBuf.subarray(off, off + len)));
+      }
       return;
     }
     this.rxNext[rank] = (next + 1) >>> 0;
-    this.frame(off, len, rank);
+    this.frame(this.rxBuf, v, off, len, rank);
     const m = this.early[rank];
     if (m === undefined || m.size === 0) return;
     for (let s = (next + 1) >>> 0, k = m.get(s); k !== undefined; s = (s + 1) >>> 0, k = m.get(s)) {
       m.delete(s);
-      const held = k % RX_COUNT;
-      this.hold[held] = 0;
       this.rxNext[rank] = (s + 1) >>> 0;
-      this.frame(held * this.opened.rxSlot, Math.floor(k / RX_COUNT), rank);
+      if (typeof k === 'number') {
+        const held = k % RX_COUNT;
+        this.hold[held] = 0;
+        this.heldSlots--;
+        this.frame(this.rxBuf, v, held * this.opened.rxSlot, Math.floor(k / RX_COUNT), rank);
+      } else {
+        this.frame(k, new DataView(k.buffer, k.byteOffset, k.byteLength), 0, k.byteLength, rank);
+      }
     }
   }
 
-  /** Deliver one frame, its turn come. */
-  private frame(off: number, len: number, rank: number): void {
-    const v = this.rxView;
+  /** Deliver one frame (at off of buf: a receive slot, or a copy of an early one), its turn come. */
+  private frame(buf: Buffer, v: DataView, off: number, len: number, rank: number): void {
     const am = headAm(v, off);
     const hdrLen = headHdrLen(v, off);
     const payLen = headPayLen(v, off);
@@ -308,11 +322,12 @@ export class OfiRail implements Rail {
       else this.counters.badFrames++;
       return;
     }
-    if (am === AM_CONTROL) { this.control(ep, rank, headFlags(v, off), off + FRAME_HEAD, hdrLen, payLen); return; }
+    if (am === AM_CONTROL) { this.control(ep, rank, buf, headFlags(v, off), off + FRAME_HEAD, hdrLen, payLen); return; }
     if (ep === undefined || !ep.heard || ep.failed) { this.counters.refused++; return; }
     const h = this.env.upcalls.am[am];
     if (h === undefined) { ep.abort(`unknown active message id ${am}`); return; }
     const rx = this.rx;
+    if (rx.buf !== buf) { rx.buf = buf; rx.view = v; }
     rx.hdrOff = off + FRAME_HEAD; rx.hdrLen = hdrLen;
     rx.payOff = rx.hdrOff + hdrLen; rx.payLen = payLen;
     if (rx.placed !== null) rx.placed = null;
@@ -320,22 +335,22 @@ export class OfiRail implements Rail {
     if (h.place !== undefined && payLen > 0) {
       const target = h.place(ep, rx);
       if (target === null) return;
-      this.rxBuf.copy(target, 0, rx.payOff, rx.payOff + payLen);
+      buf.copy(target, 0, rx.payOff, rx.payOff + payLen);
       rx.placed = target;
     }
     h.recv(ep, rx);
   }
 
   /** The rail's own frames: a peer's HELLO (it may send now) and BYE (it finalized). */
-  private control(ep: OfiEndpoint | undefined, rank: number, flags: number, hdrOff: number, hdrLen: number, payLen: number): void {
+  private control(ep: OfiEndpoint | undefined, rank: number, buf: Buffer, flags: number, hdrOff: number, hdrLen: number, payLen: number): void {
     if (flags === F_BYE) {
       if (ep !== undefined && ep.heard) ep.peerClosed();
       return;
     }
     if (flags !== F_HELLO || hdrLen !== MAC_BYTES) { this.counters.badFrames++; return; }
-    const address = this.rxBuf.toString('utf8', hdrOff + hdrLen, hdrOff + hdrLen + payLen);
+    const address = buf.toString('utf8', hdrOff + hdrLen, hdrOff + hdrLen + payLen);
     const from = endpointId(this.job, rank);
-    const mac = this.rxBuf.subarray(hdrOff, hdrOff + MAC_BYTES);
+    const mac = buf.subarray(hdrOff, hdrOff + MAC_BYTES);
     if (!checkMac(helloMac(this.env.jobKey, from, this.env.self, address), mac)) {
       this.counters.refused++;
       this.env.log.warnEvery('ofi-bad-hello', `ofi: refused a HELLO claiming to be ${formatId(from)}: it does not prove this job's key`);
@@ -434,7 +449,7 @@ export class OfiRail implements Rail {
     if (jobOf(ep.peer) !== this.job) return;
     const m = this.early[rankOf(ep.peer)];
     if (m === undefined) return;
-    for (const k of m.values()) this.hold[k % RX_COUNT] = 0;
+    for (const k of m.values()) if (typeof k === 'number') { this.hold[k % RX_COUNT] = 0; this.heldSlots--; }
     m.clear();
   }
 
