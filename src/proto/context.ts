@@ -19,6 +19,8 @@ import { RmaEngine } from './rma/engine.js';
 import { loadNative } from '../native/addon.js';
 import { channels } from './observe.js';
 import { Progress } from './progress.js';
+import { Lanes } from './lanes/lanes.js';
+import { MultiLane } from './lanes/multi-lane.js';
 import { hostCpus, type HostCpus } from '../core/host-cpus.js';
 
 export interface InitStep {
@@ -49,6 +51,7 @@ export class Context {
   readonly am = new AmRegistry();
   readonly p2p: PointToPoint;
   readonly rma: RmaEngine;
+  readonly lanes: Lanes;
   readonly progress: Progress;
   private readonly kv: KeyValueStore | null;
   private readonly endpoints: Array<ProtoEndpoint | undefined> = [];
@@ -65,6 +68,11 @@ export class Context {
     this.p2p = new PointToPoint(this, this.am);
     this.progress = new Progress(this.oversubscribed ? 0 : params.spinUs);
     this.rma = new RmaEngine(this, this.am, this.progress);
+    this.lanes = new Lanes({
+      laneFailed: (ep) => this.p2p.rndv.laneFailed(ep),
+      drain: (ep) => { this.p2p.drain(ep); this.rma.laneReady(ep); },
+      busy: (ep) => ep.sendsActive.size > 0 || ep.recvsActive.size > 0 || ep.hasPending,
+    }, this.am, params, this.log);
   }
 
   /** More ranks on this host than CPUs (core/host-cpus.ts): spinning would steal the CPU ranks need to compute. */
@@ -151,7 +159,8 @@ export class Context {
     }
     say(4, 'query devices', l4);
 
-    // Step 5: filter devices by name and keep one rail per component.
+    // Step 5: filter devices by name: one rail per component, but tcp and udp
+    // across hosts take every network device (one lane per NIC, lanes/).
     const picked: Array<[Component, Device]> = [];
     const l5: string[] = [];
     const oneHost = opts.launch.localSize === opts.launch.size;
@@ -167,15 +176,20 @@ export class Context {
         } else if (oneHost) {
           pool = ds.filter((d) => d.kind === 'loopback');
         } else {
-          // Across hosts: the device that carries our connection to the wire-up
-          // service routes to the job's network (not loopback, not a bridge that
-          // goes nowhere); else the first non-loopback device.
+          // Across hosts: a rail on every network device (each a lane to the
+          // peers in its subnet: two NICs, two lanes); first the device that
+          // carries our connection to the wire-up service, which routes to
+          // the job's network when no subnet is shared.
           const via = opts.kv?.localAddress()?.replace(/^::ffff:/, '');
-          const routed = via !== undefined ? ds.filter((d) => d.address === via && d.kind === 'network') : [];
-          pool = routed.length > 0 ? routed : ds.filter((d) => d.kind === 'network');
+          const net = ds.filter((d) => d.kind === 'network');
+          const routed = net.filter((d) => d.address === via);
+          pool = [...routed, ...net.filter((d) => d.address !== via)];
           if (routed.length > 0) l5.push(`${c.name}: ${routed[0]!.name} carries the connection to the wire-up service (${via})`);
         }
-        if (pool.length === 0) pool = ds;
+        if (pool.length === 0) pool = ds.slice(0, 1);
+        // One rail per device: two addresses of one interface are not two paths.
+        const names = new Set<string>();
+        pool = pool.filter((d) => !names.has(d.name) && names.add(d.name) !== undefined);
       } else if (c.name === 'ofi') {
         // The first provider (libfabric's order, or RAILCOMM_OFI_PROVIDERS'): on one
         // host its loopback domain; across hosts, like tcp, its domain on the device
@@ -187,11 +201,15 @@ export class Context {
         pool = oneHost ? mine.filter((d) => d.kind === 'loopback') : routed.length > 0 ? routed : mine.filter((d) => d.kind !== 'loopback');
         if (routed.length > 0) l5.push(`${c.name}: ${routed[0]!.name} carries the connection to the wire-up service (${via})`);
         if (pool.length === 0) pool = mine.length > 0 ? mine : ds;
+        pool = pool.slice(0, 1);
+      } else {
+        pool = pool.slice(0, 1);
       }
-      const d = pool[0];
-      if (d === undefined) { l5.push(`${c.name}: no usable device`); continue; }
-      picked.push([c, d]);
-      l5.push(`${c.name}: ${d.name}${d.address ? ' ' + d.address : ''}${oneHost && (c.name === 'tcp' || c.name === 'udp') ? ' (all ranks on this host)' : ''}`);
+      if (pool.length === 0) { l5.push(`${c.name}: no usable device`); continue; }
+      for (const d of pool) {
+        picked.push([c, d]);
+        l5.push(`${c.name}: ${d.name}${d.address ? ' ' + d.address : ''}${oneHost && (c.name === 'tcp' || c.name === 'udp') ? ' (all ranks on this host)' : ''}`);
+      }
     }
     say(5, 'filter devices', l5);
 
@@ -235,8 +253,9 @@ export class Context {
       say(7, 'rail capabilities and protocol tables', l7);
 
       if (ctx.kv !== null) {
-        const addrs: Record<string, string> = {};
-        for (const r of ctx.rails) if (r.component !== 'self') addrs[r.component] = r.address();
+        // Every rail's address, by component (one rank may have several tcp rails: one per device).
+        const addrs: Record<string, string[]> = {};
+        for (const r of ctx.rails) if (r.component !== 'self') (addrs[r.component] ??= []).push(r.address());
         await ctx.kv.put(`rails/${opts.launch.rank}`, JSON.stringify(addrs));
         if (opts.launch.launcher === 'railcomm') {
           await ctx.kv.fence(); // railcomm run stops a job whose rank died before this
@@ -331,8 +350,13 @@ export class Context {
   private bind(ep: ProtoEndpoint, lane: RailEndpoint): void {
     lane.owner = ep;
     ep.lane = lane;
+    ep.multi = lane instanceof MultiLane;
     ep.polled = lane.poll !== undefined && lane.peek !== undefined && lane.takePeeked !== undefined;
     ep.th = thresholdsFor(lane.rail.caps, this.params);
+    if (lane instanceof MultiLane) {
+      // Rendezvous chunks fit every lane that may carry them.
+      for (const l of lane.lanes) ep.th.chunk = Math.min(ep.th.chunk, l.rail.caps.amZcopyMax);
+    }
     ep.resolving = false;
     if (this.params.protoInfo) this.printProtoInfo(ep);
     if (channels.protocol.hasSubscribers) channels.protocol.publish({ rank: ep.rank, rail: lane.rail.name, thresholds: ep.th });
@@ -348,16 +372,27 @@ export class Context {
     }
     ep.resolving = true;
     this.kv.get(`rails/${ep.rank}`, this.params.connectTimeout).then((text) => {
-      if (ep.lane !== null || ep.failure !== null) return;
-      const addrs = JSON.parse(text) as Record<string, string>;
-      const rail = this.rails
-        .filter((r) => r.component !== 'self' && addrs[r.component] !== undefined && (r.reaches?.(addrs[r.component]!) ?? true))
-        .sort((a, b) => a.caps.latencyUs - b.caps.latencyUs)[0];
-      if (rail === undefined) {
+      if (ep.failure !== null || ep.lane instanceof MultiLane) return;
+      const raw = JSON.parse(text) as Record<string, string | string[]>;
+      const addrs: Record<string, string[]> = {};
+      for (const [k, v] of Object.entries(raw)) addrs[k] = Array.isArray(v) ? v : [v];
+      const plans = this.lanes.plan(this.rails, addrs);
+      if (plans.length === 0) {
+        if (ep.lane !== null) return;
         this.failEndpoint(ep, new RailcommError(ErrorCode.NO_RAIL, `no rail reaches rank ${ep.rank}: it offers ${Object.keys(addrs).join(', ') || 'nothing'}, this rank has ${this.rails.map((r) => r.component).join(', ')}`), false);
         return;
       }
-      this.bind(ep, rail.endpoint(ep.id, addrs[rail.component]!));
+      // The peer connected to us first: its lane stays, made one of several
+      // only when the plan has it (a shared-memory peer whose inbox name is
+      // gone by now still has its ring; it is no network lane).
+      const bound = ep.lane;
+      if (bound !== null && (plans.length === 1 || !plans.some((p) => p.rail.rail === bound.rail))) return;
+      if (plans.length === 1) {
+        // One lane (the common case): the rail endpoint itself, nothing in between.
+        this.bind(ep, plans[0]!.rail.rail.endpoint(ep.id, plans[0]!.address));
+        return;
+      }
+      this.bind(ep, this.lanes.multi(ep, plans, bound));
     }).catch((err: unknown) => {
       // The peer may have connected to us meanwhile: then the lookup did not matter.
       if (ep.lane !== null) return;
@@ -388,8 +423,11 @@ export class Context {
     const rank = rankOf(lane.peer);
     if (rank >= this.launch.size) return;
     const ep = this.endpointFor(rank);
+    // Frames on any of its lanes reach the peer's endpoint.
+    lane.owner = ep;
     if (ep.lane === null) this.bind(ep, lane);
-    else if (ep.lane === lane) { lane.owner = ep; this.p2p.drain(ep); }
+    else if (ep.lane === lane) this.p2p.drain(ep);
+    else if (ep.lane instanceof MultiLane && ep.lane.accepted(lane)) this.p2p.drain(ep);
     if (channels.connect.hasSubscribers) channels.connect.publish({ rank, rail: lane.rail.name });
   }
 
@@ -405,7 +443,20 @@ export class Context {
       if (ep.lane === null) this.failEndpoint(ep, err, false);
       return;
     }
-    if (ep === null || ep.lane !== lane) return;
+    if (ep === null) return;
+    if (ep.lane instanceof MultiLane) {
+      const m = ep.lane;
+      if (m.indexOf(lane) < 0) return;
+      // A lane closed by the peer on purpose: it finalized, and closes them all.
+      // One that failed: the others carry on, unless it was the last.
+      if (!graceful && m.laneFailed(lane, err.message)) return;
+      if (graceful) m.laneClosed(lane);
+      this.lanes.forget(m);
+      m.shutdown();
+      this.failEndpoint(ep, graceful ? err : m.lostError(), graceful);
+      return;
+    }
+    if (ep.lane !== lane) return;
     this.failEndpoint(ep, err, graceful);
   }
 
@@ -421,12 +472,23 @@ export class Context {
 
   private printProtoInfo(ep: ProtoEndpoint): void {
     const t = ep.th;
-    const rail = ep.lane!.rail.name;
+    const lane = ep.lane!;
+    const m = lane instanceof MultiLane ? lane : null;
+    const eager = m === null ? lane.rail.name : m.lanes.filter((l) => l.eager).map((l) => l.rail.name).join(' + ');
+    const rail = eager;
+    let rndv = lane.rail.name;
+    if (m !== null) {
+      const rl = m.lanes.filter((l) => l.rndv);
+      const total = rl.reduce((a, l) => a + l.weight, 0);
+      rndv = rl.map((l) => `${Math.round((l.weight / total) * 100)}% on ${l.rail.name}`).join(', ');
+      const standby = m.lanes.filter((l) => !l.eager && !l.rndv).map((l) => l.rail.name);
+      if (standby.length > 0) rndv += `; standing by: ${standby.join(', ')}`;
+    }
     const rows = [
       `  0 .. ${t.short} B: short (inline) on ${rail}`,
       `  ${t.short + 1} .. ${t.eager} B: eager copy on ${rail}`,
       `  ${t.eager + 1} .. ${t.zcopy} B: zero-copy eager on ${rail}${t.now > t.eager ? ` (a blocking send up to ${t.now} B copied at the call)` : ''}`,
-      `  ${t.zcopy + 1} B ..: rendezvous, ${t.chunk} B chunks on ${rail}`,
+      `  ${t.zcopy + 1} B ..: rendezvous, ${t.chunk} B chunks, ${rndv}`,
     ];
     process.stderr.write(`[railcomm ${this.launch.rank}] protocols to rank ${ep.rank}:\n${rows.join('\n')}\n`);
   }
@@ -438,7 +500,10 @@ export class Context {
     const peers: Record<string, Record<string, number>> = {};
     for (const ep of this.endpoints) {
       if (ep === undefined || ep.lane === null) continue;
-      peers[String(ep.rank)] = ep.lane.counters.snapshot();
+      const p: Record<string, unknown> = ep.lane.counters.snapshot();
+      if (ep.lane instanceof MultiLane) { p['lanes'] = ep.lane.laneStats(); p['resends'] = ep.lane.resends + 0; }
+      if (ep.laneRx !== null) p['duplicatesDropped'] = ep.laneRx.duplicates;
+      peers[String(ep.rank)] = p as Record<string, number>;
     }
     return { rank: this.launch.rank, rails, peers, protocol: this.p2p.snapshot(), singleCopy: this.p2p.ipcStates(), ...(this.p2p.device.used ? { cuda: this.p2p.device.snapshot() } : {}) };
   }
@@ -465,6 +530,7 @@ export class Context {
     if (this.closed) return;
     this.closed = true;
     for (const f of this.closers.splice(0)) f();
+    this.lanes.close();
     for (const r of this.rails) await r.close();
     this.progress.dispose();
   }

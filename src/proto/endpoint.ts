@@ -11,6 +11,7 @@ import type { RailcommError } from '../core/errors.js';
 import { ReorderBuffer } from './reorder.js';
 import type { BytesHolder, Request } from './request.js';
 import type { Unexpected } from './unexpected.js';
+import type { LaneReceiver } from './lanes/receiver.js';
 
 /** Size ranges of the datapaths on one lane (bytes, inclusive upper bounds). */
 export interface Thresholds {
@@ -90,6 +91,10 @@ export class ProtoEndpoint implements BytesHolder {
   private readonly pending: PendingOp[] = [];
   private pendingHead = 0;
   failure: RailcommError | null = null;
+  /** Several lanes (lanes/multi-lane.ts): rendezvous completes on the receiver's FIN, data may come twice. */
+  multi = false;
+  /** What came from the peer in envelopes (it has several lanes): numbers taken, acknowledgements owed. */
+  laneRx: LaneReceiver | null = null;
   /** The peer called finalize() and everything it sent before is delivered: it starts no more messages. */
   peerFinalized = false;
   /** We finalize and owe the peer a BYE, sent once what is queued to it went out. */

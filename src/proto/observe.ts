@@ -8,4 +8,6 @@ export const channels = {
   protocol: diagnostics_channel.channel('railcomm:protocol-selected'),
   peerFailed: diagnostics_channel.channel('railcomm:peer-failed'),
   retransmit: diagnostics_channel.channel('railcomm:retransmit'),
+  laneFailed: diagnostics_channel.channel('railcomm:lane-failed'),
+  laneJoined: diagnostics_channel.channel('railcomm:lane-joined'),
 };

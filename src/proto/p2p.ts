@@ -407,7 +407,7 @@ export class PointToPoint implements Canceller {
       req.complete(u.src, u.tag, u.size);
       return;
     }
-    this.rndv.accept(req, ep, u.sendId, u.size, u.src, u.tag, u.remote, u.segment);
+    this.rndv.accept(req, ep, u.sendId, u.size, u.src, u.tag, u.remote, u.segment, u.finWanted);
   }
 
   /** Single-copy negotiation state per peer rank (--stats): whether it reads us (tx), we read it (rx). */
@@ -482,8 +482,8 @@ export class PointToPoint implements Canceller {
         if (bad !== null) { this.peerLied(rep, bad); return; }
         ep.credits += hdrCredits(rx.view, rx.hdrOff);
         if (!ep.rx.inOrder(hdrSeq(rx.view, rx.hdrOff))) {
-          // An ordered rail never reorders: a gap means a broken stream, not a late message.
-          if (rep.rail.caps.ordered) { this.peerLied(rep, `sequence number ${hdrSeq(rx.view, rx.hdrOff)}, expected ${ep.rx.expected}`); return; }
+          // An ordered rail never reorders: a gap means a broken stream, not a late message (one lane).
+          if (rep.rail.caps.ordered && singleLane(ep)) { this.peerLied(rep, `sequence number ${hdrSeq(rx.view, rx.hdrOff)}, expected ${ep.rx.expected}`); return; }
           this.early(ep, am, rx, hdrSeq(rx.view, rx.hdrOff));
           return;
         }
@@ -547,13 +547,15 @@ export class PointToPoint implements Canceller {
   private onRts(ep: ProtoEndpoint, ctx: number, src: number, tag: number, sendId: number, size: number, remote: bigint, segment: number): void {
     const st = this.state(ctx);
     const r = st.queues.matchPosted(src, tag);
-    if (r !== null) { this.rndv.accept(r, ep, sendId, size, src, tag, remote, segment); return; }
+    const finWanted = ep.laneRx !== null && ep.laneRx.delivering;
+    if (r !== null) { this.rndv.accept(r, ep, sendId, size, src, tag, remote, segment, finWanted); return; }
     // A rendezvous the receive waiting at the call matches: that receive is posted and takes it from the queue.
     if (this.atCallBuf !== null && this.forAtCall(ctx, src, tag)) this.atCallBuf = null;
     if (this.finalizing || st.broken !== null) { this.refuse(ep, sendId, st.broken !== null); return; }
     const u = new Unexpected(ep, src, tag, null, size, sendId);
     u.remote = remote;
     u.segment = segment;
+    u.finWanted = finWanted;
     st.queues.pushArrived(u);
     if (st.probes.length > 0) this.checkProbes(st, u);
     if (u.list !== null) this.prefetch.offer(ep, u, this.host.eagerLimit);
@@ -670,7 +672,7 @@ export class PointToPoint implements Canceller {
       const ep = this.owner(rep);
       const seq = readU32(rx.view, rx.hdrOff);
       if (!ep.rx.inOrder(seq)) {
-        if (rep.rail.caps.ordered) { this.peerLied(rep, `BYE with sequence number ${seq}, expected ${ep.rx.expected}`); return; }
+        if (rep.rail.caps.ordered && singleLane(ep)) { this.peerLied(rep, `BYE with sequence number ${seq}, expected ${ep.rx.expected}`); return; }
         this.early(ep, AM_BYE, rx, seq);
         return;
       }
@@ -845,14 +847,14 @@ export class PointToPoint implements Canceller {
   }
 
   /** Counts for `railcomm info`, stats and hang reports. */
-  snapshot(): { posted: number; unexpected: number; unexpectedBytes: number; rndvSends: number; rndvRecvs: number; protocolErrors: number; rgetMsgs: number; rgetBytes: number; recvsAtCall: number } {
+  snapshot(): { posted: number; unexpected: number; unexpectedBytes: number; rndvSends: number; rndvRecvs: number; rndvRestarts: number; protocolErrors: number; rgetMsgs: number; rgetBytes: number; recvsAtCall: number } {
     let posted = 0, unexpected = 0, unexpectedBytes = 0;
     for (const st of this.contexts.values()) {
       posted += st.queues.postedCount;
       unexpected += st.queues.arrivedCount;
       for (const u of st.queues.allArrived()) if (u.data !== null) unexpectedBytes += u.size;
     }
-    return { posted, unexpected, unexpectedBytes, rndvSends: this.rndv.sends.size, rndvRecvs: this.rndv.recvs.size, protocolErrors: this.protocolErrors, rgetMsgs: this.singleCopy.rgetMsgs + 0, rgetBytes: this.singleCopy.rgetBytes + 0, recvsAtCall: this.recvsAtCall + 0 };
+    return { posted, unexpected, unexpectedBytes, rndvSends: this.rndv.sends.size, rndvRecvs: this.rndv.recvs.size, rndvRestarts: this.rndv.restarts, protocolErrors: this.protocolErrors, rgetMsgs: this.singleCopy.rgetMsgs + 0, rgetBytes: this.singleCopy.rgetBytes + 0, recvsAtCall: this.recvsAtCall + 0 };
   }
 }
 
@@ -890,4 +892,13 @@ function copyOf(src: Buffer, off: number, len: number): Buffer {
 /** A receive or probe that waited for a peer which finalized without sending it a match. */
 function finalizedBeforeSending(rank: number, r: Request): RailcommError {
   return new RailcommError(ErrorCode.PEER_FAILED, `rank ${rank} called finalize() without sending a message that matches this ${r.kind === KIND_PROBE ? 'probe' : 'receive'} (tag ${r.matchTag < 0 ? 'ANY_TAG' : r.matchTag})`);
+}
+
+/**
+ * Whether everything from the peer comes over one ordered stream: then a gap
+ * in its sequence numbers is a broken stream. A peer with several lanes (or
+ * sending in envelopes) may have a message overtake another.
+ */
+function singleLane(ep: ProtoEndpoint): boolean {
+  return !ep.multi && ep.laneRx === null;
 }

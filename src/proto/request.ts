@@ -87,6 +87,13 @@ export class Request {
   /** @internal */ found: unknown = null;
   /** @internal */ canceller: Canceller | null = null;
   /** @internal */ watcher: RequestWatcher | null = null;
+  /** Multirail rendezvous: the send was announced in an envelope, so its receiver FINs it (its data may be asked for again). */
+  /** @internal */ finWanted = false;
+  /** ...and it holds a rail piece until that FIN comes. */
+  /** @internal */ awaitingFin = false;
+  /** Multirail rendezvous receive: the sender's id (for FIN and asking again), and the offsets that arrived. */
+  /** @internal */ peerSendId = 0;
+  /** @internal */ seenOffsets: Set<number> | null = null;
   /** For a copy of a send that already completed: who counts its bytes until it settles. */
   /** @internal */ holder: BytesHolder | null = null;
   /**

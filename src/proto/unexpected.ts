@@ -23,6 +23,8 @@ export class Unexpected implements Arrived {
   remote = 0n;
   /** The sender's registered segment holding the data (comm.alloc), or -1. */
   segment = -1;
+  /** Announced in an envelope (the sender has several lanes): it waits for our FIN. */
+  finWanted = false;
   /** A small announcement being fetched ahead of its receive (rndv/prefetch.ts): its bytes land here. */
   fetching: Buffer | null = null;
   /** The receive that matched it while it was being fetched. */

@@ -237,6 +237,8 @@ export interface RailEndpoint {
   close(): Promise<void>;
   /** The peer sent something that cannot be true: drop the connection (counted, logged, peer failed). */
   abort(reason: string): void;
+  /** This rank gives up on the connection, not for anything the peer sent (multirail: a lane that stopped answering): close it at once, failed. */
+  giveUp?(reason: string): void;
   /** Polled rails: deliver what waits from this peer alone (a receive waits for it at the call); true if anything did. */
   poll?(): boolean;
   /**

@@ -11,7 +11,7 @@ import { init } from '../../dist/index.js';
 const comm = await init();
 const { rank } = comm;
 const world = comm.world; // internal: wire-up store and rails, for the attack only
-const addrOf = async (r) => JSON.parse(await world.kv.get(`rails/${r}`, 5000)).tcp;
+const addrOf = async (r) => [JSON.parse(await world.kv.get(`rails/${r}`, 5000)).tcp].flat()[0];
 const jobId = Number(process.env.RAILCOMM_JOB_ID);
 const id = (r) => (BigInt(jobId) << 32n) | BigInt(r);
 const key = Buffer.from(process.env.RAILCOMM_JOB_KEY, 'hex');

@@ -31,6 +31,7 @@ function throwsInvalid(fn, re) {
 const DEFAULTS = {
   rails: '', tcpDevices: '', tcpPort: 0,
   eagerLimit: 16384, rndvThreshold: 65536, rndvChunk: 1 << 20, eagerCredits: 4 << 20, sendBuffer: 32 << 20,
+  maxEagerRails: 1, maxRndvRails: 2, laneTimeout: 3000,
   tcpMaxFrame: 4 << 20, tcpRecvBuffer: 256 << 10, tcpSendHighWater: 16 << 20,
   connectTimeout: 30000, handshakeTimeout: 5000,
   udpMtu: 0, udpTinyMtu: 768, udpWindow: 4096, udpRtoMs: 100, udpAckDelay: 1, udpPeerTimeout: 300, udpFaults: '', udpChecksum: true, udpAuth: true, udpSocketBuffer: 4 << 20,
@@ -41,7 +42,8 @@ const DEFAULTS = {
   check: false,
   cudaIpc: true, cudaEager: 16 << 10, cudaIpcCache: 64, cudaReduceMin: 256 << 10,
   log: 'warn', protoInfo: false, stats: false, statsFormat: 'table',
-  sendBuffer: 32 << 20, ofiProviders: '', check: false,
+  ofiProviders: '',
+  cudaIpc: true, cudaEager: 16384, cudaIpcCache: 64, cudaReduceMin: 256 << 10,
 };
 
 test('resolveParams: every parameter gets the default written out here with no options and an empty environment', () => {

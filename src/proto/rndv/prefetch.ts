@@ -62,7 +62,7 @@ export class Prefetch {
     r.found = u;
     r.onSettled(this.done);
     this.fetched++;
-    this.host.rndv.accept(r, ep, u.sendId, u.size, u.src, u.tag, 0n, -1);
+    this.host.rndv.accept(r, ep, u.sendId, u.size, u.src, u.tag, 0n, -1, u.finWanted);
   }
 
   /** A receive matched u: true when u is being fetched (the receive gets it once it is here). */

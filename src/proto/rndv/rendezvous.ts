@@ -12,8 +12,8 @@ import type { AmRegistry } from '../am.js';
 import type { ControlSender } from '../control.js';
 import { rtsHeaderLength, type SingleCopy } from './single-copy.js';
 import {
-  AM_CTS, AM_DATA, AM_FIN, CTS_DISCARD, CTS_HDR, CTS_REFUSED_BROKEN, CTS_REFUSED_FINALIZED, DATA_HDR,
-  ctsCredits, ctsFlags, ctsRecvId, ctsSendId, dataOffset, dataRecvId, encodeCts, encodeData, encodeRts, readU32,
+  AM_CTS, AM_DATA, AM_FIN, CTS_DISCARD, CTS_HDR, CTS_REFUSED_BROKEN, CTS_REFUSED_FINALIZED, DATA_HDR, FIN_HDR,
+  ctsCredits, ctsFlags, ctsRecvId, ctsSendId, dataOffset, dataRecvId, encodeCts, encodeData, encodeRts, encodeU32, readU32,
 } from '../wire.js';
 
 /** What the rendezvous needs from the point-to-point layer. */
@@ -55,6 +55,7 @@ export class Rendezvous {
     const id = this.nextSendId;
     this.nextSendId = (id + 1) >>> 0 || 1;
     req.rndvId = id;
+    req.finWanted = ep.multi;
     this.sends.set(id, req);
     ep.sendsActive.add(req);
     const v = this.out.view;
@@ -63,6 +64,12 @@ export class Rendezvous {
     const hdrLen = rtsHeaderLength(am);
     if (ep.lane!.sendCopy(am, this.out.scratch, hdrLen, null) === NO_RESOURCE) return ProtoEndpoint.op(am, this.out.scratch, hdrLen, null, false, null);
     return null;
+  }
+
+  /** The send with this id, if it is ep's; left in place. */
+  private sendOf(ep: ProtoEndpoint, sendId: number): Request | undefined {
+    const req = this.sends.get(sendId);
+    return req !== undefined && req.peerWorld === ep.rank ? req : undefined;
   }
 
   /** The send with this id, if it is ep's and waits for the receiver; removed from waiting. */
@@ -101,9 +108,12 @@ export class Rendezvous {
       const o = rx.hdrOff;
       ep.credits += ctsCredits(v, o);
       const sendId = ctsSendId(v, o);
-      const req = this.takeSend(ep, sendId);
+      // Several lanes: the send waits for the receiver's FIN, and a second
+      // CTS (after a lane failed) asks for the data again.
+      const req = this.sendOf(ep, sendId);
       if (req === undefined) { this.host.peerLied(rep, `clear-to-send for unknown send ${sendId}`); return; }
       const flags = ctsFlags(v, o);
+      if (!req.finWanted || flags !== 0) this.takeSend(ep, sendId);
       if (flags & CTS_DISCARD) {
         // The receiver's buffer was too small: it reports truncation; the sender is not harmed.
         req.complete(req.source, req.tag, req.buf.byteLength);
@@ -115,6 +125,9 @@ export class Rendezvous {
           : `rank ${ep.rank} left the collective this ${req.buf.byteLength}-byte message belongs to: a member of the communicator failed`));
         return;
       }
+      if (req.finWanted && !req.awaitingFin) { req.awaitingFin = true; req.railPending++; }
+      // (For a send, peerSendId holds the receiver's id: where to send it again.)
+      req.peerSendId = ctsRecvId(v, o);
       this.stream(ep, req, ctsRecvId(v, o));
     },
   };
@@ -126,6 +139,7 @@ export class Rendezvous {
       const sendId = readU32(rx.view, rx.hdrOff);
       const req = this.takeSend(ep, sendId);
       if (req === undefined) { this.host.peerLied(rep, `FIN for unknown send ${sendId}`); return; }
+      if (req.awaitingFin) { req.awaitingFin = false; req.railComplete(null); return; }
       // A split transfer may still have our part in flight (DATA fallback): it completes the send.
       if (req.railPending === 0) req.complete(req.source, req.tag, req.buf.byteLength);
       else req.progressBytes = req.buf.byteLength;
@@ -135,7 +149,7 @@ export class Rendezvous {
   // ---- receiver ----------------------------------------------------------
 
   /** Matched an announcement of `size` bytes: ask for the data, read it, or refuse it on truncation. */
-  accept(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number, remote: bigint, segment: number): void {
+  accept(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number, remote: bigint, segment: number, finWanted = false): void {
     if (ep.failure !== null) { req.fail(ep.failure); return; }
     if (size > req.buf.byteLength) {
       encodeCts(this.out.view, sendId, 0, CTS_DISCARD, ep.takeOwed());
@@ -144,14 +158,14 @@ export class Rendezvous {
       return;
     }
     if (size > 0 && this.singleCopy.read(req, ep, sendId, size, src, tag, remote, segment)) return;
-    const id = this.beginRecv(req, ep, size, src, tag);
+    const id = this.beginRecv(req, ep, size, src, tag, sendId, finWanted);
     encodeCts(this.out.view, sendId, id, 0, ep.takeOwed());
     this.out.send(ep, AM_CTS, CTS_HDR);
     if (size === 0) { this.recvs.delete(id); ep.recvsActive.delete(req); req.complete(src, tag, 0); }
   }
 
   /** Register a receive of `size` bytes from ep that data will arrive for; returns its id. */
-  beginRecv(req: Request, ep: ProtoEndpoint, size: number, src: number, tag: number): number {
+  beginRecv(req: Request, ep: ProtoEndpoint, size: number, src: number, tag: number, sendId = 0, finWanted = false): number {
     const id = this.nextRecvId;
     this.nextRecvId = (id + 1) >>> 0 || 1;
     req.rndvId = id;
@@ -160,6 +174,9 @@ export class Rendezvous {
     req.bytes = size;
     req.progressBytes = 0;
     req.peerWorld = ep.rank;
+    req.peerSendId = sendId;
+    // A sender with several lanes may send chunks again and waits for our FIN.
+    if (finWanted) req.seenOffsets = new Set<number>();
     this.recvs.set(id, req);
     ep.recvsActive.add(req);
     return id;
@@ -192,6 +209,8 @@ export class Rendezvous {
       const id = dataRecvId(rx.view, rx.hdrOff);
       const req = this.recvs.get(id);
       const off = dataOffset(rx.view, rx.hdrOff);
+      // Several lanes: a chunk sent again may come after its receive completed.
+      if (req === undefined && (rep.owner as ProtoEndpoint).multi) return null;
       if (req === undefined || req.peerWorld !== (rep.owner as ProtoEndpoint).rank || off + rx.payLen > req.bytes) {
         this.host.peerLied(rep, `data for unknown receive ${id} or beyond its ${req?.bytes ?? 0} bytes`);
         return null;
@@ -212,10 +231,22 @@ export class Rendezvous {
       const id = dataRecvId(rx.view, rx.hdrOff);
       const req = this.recvs.get(id);
       if (req === undefined) return;
+      const seen = req.seenOffsets;
+      if (seen !== null) {
+        const off = dataOffset(rx.view, rx.hdrOff);
+        if (seen.has(off)) return; // sent again after a lane failed: counted once
+        seen.add(off);
+      }
       req.progressBytes += rx.payLen;
       if (req.progressBytes >= req.bytes) {
         this.recvs.delete(id);
-        this.host.endpointFor(req.peerWorld).recvsActive.delete(req);
+        const ep = this.host.endpointFor(req.peerWorld);
+        ep.recvsActive.delete(req);
+        if (seen !== null) {
+          // The sender waits for this before its buffer is free (it may have to send again).
+          encodeU32(this.out.view, req.peerSendId);
+          this.out.send(ep, AM_FIN, FIN_HDR);
+        }
         req.complete(req.source, req.tag, req.bytes);
       }
     },
@@ -236,6 +267,30 @@ export class Rendezvous {
     for (const r of this.recvs.values()) r.fail(err);
     this.recvs.clear();
   }
+
+  /**
+   * A lane to ep failed while others live: chunks of our receives from it
+   * may have been lost with it, so each is asked for again (a second CTS:
+   * the sender sends it all again, and what arrived twice counts once).
+   */
+  laneFailed(ep: ProtoEndpoint): void {
+    for (const req of ep.recvsActive) {
+      if (req.seenOffsets === null || req.state !== PENDING) continue;
+      this.restarts++;
+      encodeCts(this.out.view, req.peerSendId, req.rndvId, 0, ep.takeOwed());
+      this.out.send(ep, AM_CTS, CTS_HDR);
+    }
+    // And what we were sending: the receiver may not have seen the lane fail
+    // before its receive began (then it asks nothing), so we send it again too.
+    for (const req of [...ep.sendsActive]) {
+      if (!req.awaitingFin || req.peerSendId === 0 || req.state !== PENDING) continue;
+      this.restarts++;
+      this.stream(ep, req, req.peerSendId);
+    }
+  }
+
+  /** Rendezvous asked for again, or sent again, after a lane failed (--stats). */
+  restarts = 0;
 
   /** Whether a send of ours waits for this peer. */
   sendsTo(ep: ProtoEndpoint): boolean {

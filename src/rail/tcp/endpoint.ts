@@ -456,6 +456,10 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     this.protocolError(reason);
   }
 
+  giveUp(reason: string): void {
+    this.fail(this.connError(`given up on: ${reason}`), false);
+  }
+
   protocolError(reason: string): void {
     this.counters.badFrames++;
     this.rail.counters.badFrames++;

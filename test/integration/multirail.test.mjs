@@ -1,0 +1,90 @@
+// Multirail (issue "Multirail"): two hosts (network namespaces) joined by two
+// direct links on subnets of their own, two NICs each. The point-to-point
+// suite runs striped over both; a 1 GiB stream of checksummed messages goes
+// on while one link is cut (an nftables rule that silently drops, the link
+// set down, a connection reset), and with tcp and udp lanes on one link while
+// all tcp is dropped: every message arrives once, in order, intact; the pause
+// is bounded by RAILCOMM_LANE_TIMEOUT; a healed link rejoins.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { railcomm, jobScript, caseResults, linesWith } from './jobs.mjs';
+import { need, notRoot, report, which } from '../helpers/requires.mjs';
+
+const links = fileURLToPath(new URL('../helpers/netns-links.sh', import.meta.url));
+const tag = String(10 + ((process.pid + 37) % 80));
+const A = `rc${tag}a`, B = `rc${tag}b`;
+const peerOn = (l) => `10.8${l}.${tag}.2`;
+
+function setup() {
+  if (process.platform !== 'linux') return 'network namespaces need Linux';
+  if (notRoot()) return 'creating network namespaces needs root';
+  if (!which('nft')) return 'nft is not installed (Debian nftables)';
+  spawnSync(links, ['down', tag]);
+  const r = spawnSync(links, ['up', tag], { encoding: 'utf8' });
+  if (r.status !== 0) { spawnSync(links, ['down', tag]); return `cannot create the namespaces and links: ${(r.stderr || r.error?.message || '').trim()}`; }
+  return null;
+}
+const skipReason = setup();
+const twoLinks = need('netns', skipReason);
+report('multirail tests', twoLinks);
+after(() => { if (!skipReason) spawnSync(links, ['down', tag]); });
+
+const across = (script, args, extra = [], hosts = `${A}:1,${B}:1`) => ['run', '--hosts', hosts, '--rsh', 'ip netns exec', '--kv-host', `10.77.${tag}.1`, '--timeout', '100', ...extra, jobScript(script), ...args];
+const MSGS = 256, BYTES = 4 << 20; // 1 GiB
+
+/** The stream job with a cut after message 40 (and a heal after 140); its results per rank. */
+async function stream(env, rails, cut, heal = '', msgs = MSGS) {
+  const job = await railcomm(across('lane-failover.mjs', [String(msgs), String(BYTES), String(msgs >> 3), heal ? String(msgs >> 1) : '-1'], ['--rails', rails]),
+    { limitMs: 150_000, env: { ...env, LANE_CUT: cut, LANE_HEAL: heal } });
+  assert.equal(job.code, 0, job.stdout + job.stderr);
+  const res = linesWith(job.stdout, 'RESULT').map((l) => l.rest);
+  assert.equal(res.length, 2, job.stdout);
+  for (const r of res) assert.match(r, new RegExp(`: ${msgs} messages in \\d+ ms, 0 bad, longest pause \\d+ ms$`));
+  const pause = Math.max(...res.map((r) => Number(/longest pause (\d+)/.exec(r)[1])));
+  const lanes = JSON.parse(/^(\{.*\}) resends/.exec(linesWith(job.stdout, 'LANES').find((l) => l.rank === 0).rest)[1]);
+  return { pause, lanes, stderr: job.stderr };
+}
+
+const TIMEOUT = 2000;
+const twoNics = { RAILCOMM_TCP_DEVICES: 'l1,l2', RAILCOMM_LANE_TIMEOUT: String(TIMEOUT) };
+
+test('point-to-point suite over two lanes (two NICs) between hosts, data striped over both', twoLinks, async () => {
+  const job = await railcomm(across('p2p-suite.mjs', [], ['--stats=json'], `${A}:2,${B}:2`), { limitMs: 150_000, env: { RAILCOMM_TCP_DEVICES: 'l1,l2', RAILCOMM_RAILS: 'shm,tcp' } });
+  const res = caseResults(job.stdout);
+  assert.ok(res.size >= 21, job.stderr.slice(-2000));
+  for (const [name, byRank] of res) for (let r = 0; r < 4; r++) assert.equal(byRank.get(r), 'ok', `${name}, rank ${r}: ${byRank.get(r)}`);
+  assert.equal(job.code, 0);
+  const stats = JSON.parse(/railcomm stats (\{.*\})/.exec(job.stderr.split('\n').find((l) => l.includes('"rank":0')))[1]);
+  const lanes = stats.peers['2'].lanes;
+  assert.ok(lanes['tcp:l1'].bytes > 0 && lanes['tcp:l2'].bytes > 0, JSON.stringify(lanes));
+});
+
+test('1 GiB stream while an nftables rule silently drops one link, then heals: no loss, a pause under the lane timeout, the lane rejoins', twoLinks, async () => {
+  const r = await stream(twoNics, 'tcp', `nft add rule inet rclanes out ip daddr ${peerOn(2)} drop`, 'nft flush chain inet rclanes out');
+  assert.ok(r.pause < TIMEOUT + 1500, `paused ${r.pause} ms`);
+  assert.equal(r.lanes['tcp:l2'].failures, 1, JSON.stringify(r.lanes));
+  assert.equal(r.lanes['tcp:l2'].rejoins, 1, JSON.stringify(r.lanes));
+  assert.match(r.stderr, /lane tcp:l2 to peer failed \(no answer on it/);
+});
+
+test('1 GiB stream while one link is set down', twoLinks, async () => {
+  const r = await stream(twoNics, 'tcp', 'ip link set l2 down', 'ip link set l2 up');
+  assert.ok(r.pause < TIMEOUT + 1500, `paused ${r.pause} ms`);
+  assert.equal(r.lanes['tcp:l2'].failures, 1, JSON.stringify(r.lanes));
+});
+
+test('1 GiB stream while one link\'s connection is reset', twoLinks, async () => {
+  const r = await stream(twoNics, 'tcp', `ss -K dst ${peerOn(2)}`);
+  assert.ok(r.pause < 1500, `paused ${r.pause} ms`);
+  assert.equal(r.lanes['tcp:l2'].failures, 1, JSON.stringify(r.lanes));
+});
+
+// (256 MiB: udp over a 1500-byte MTU moves about 15 MB/s here.)
+test('tcp and udp lanes on one link while all tcp is dropped: the stream goes on over udp', twoLinks, async () => {
+  const r = await stream({ RAILCOMM_TCP_DEVICES: 'l1', RAILCOMM_LANE_TIMEOUT: String(TIMEOUT) }, 'tcp,udp', `nft add rule inet rclanes out ip daddr ${peerOn(1)} meta l4proto tcp drop`, '', 64);
+  assert.ok(r.pause < TIMEOUT + 1500, `paused ${r.pause} ms`);
+  assert.equal(r.lanes['tcp:l1'].failures, 1, JSON.stringify(r.lanes));
+  assert.ok(r.lanes['udp:l1'].bytes > 0, JSON.stringify(r.lanes));
+});

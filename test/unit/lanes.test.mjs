@@ -1,0 +1,144 @@
+// Multirail's pure logic (src/proto/lanes): which lanes a peer gets, how
+// rendezvous data is shared by weight, and the acknowledge/resend logic over
+// simulated lanes that fail at any point: every message arrives exactly once,
+// in order, with its bytes, and the sender's kept state drains.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { planLanes, pickByWeight, sameSubnet } from '../../dist/proto/lanes/select.js';
+import { Lane, MultiLane } from '../../dist/proto/lanes/multi-lane.js';
+import { LaneReceiver } from '../../dist/proto/lanes/receiver.js';
+import { AM_LANE_ENV, AM_LANE_ACK, AM_LANE_PING } from '../../dist/proto/lanes/wire.js';
+import { TrafficCounters } from '../../dist/core/counters.js';
+
+const rail = (name, component, device, { network = true, lat = 50, bw = 1000, net = '10.1.0.0', bits = 24, reach = true } = {}) => ({
+  name, component, device, network, latencyUs: lat, bandwidthMBps: bw,
+  fit: (a) => (!reach ? 0 : sameSubnet(a.split(':')[0], net, bits) ? 2 : 1),
+});
+
+test('planLanes: one lane per NIC in the peer\'s subnets; shared memory alone; striping on distinct devices only', () => {
+  const eth0 = rail('tcp:eth0', 'tcp', 'eth0', { net: '10.1.0.0' });
+  const eth1 = rail('tcp:eth1', 'tcp', 'eth1', { net: '10.2.0.0' });
+  const docker = rail('tcp:docker0', 'tcp', 'docker0', { net: '172.17.0.0', bits: 16 });
+  const udp0 = rail('udp:eth0', 'udp', 'eth0', { net: '10.1.0.0', lat: 60 });
+  const lanes = planLanes([eth0, eth1, docker, udp0], { tcp: ['10.1.0.2:7', '10.2.0.2:8'], udp: ['10.1.0.2:9:10'] }, 1, 2);
+  assert.deepEqual(lanes.map((l) => [l.rail.name, l.address, l.eager, l.rndv]), [
+    ['tcp:eth0', '10.1.0.2:7', true, true],
+    ['tcp:eth1', '10.2.0.2:8', false, true],
+    ['udp:eth0', '10.1.0.2:9:10', false, false], // a second port of eth0: failover, not striping
+  ]);
+  // docker0 reaches the peer only by routing: not a lane while a subnet is shared.
+  const shm = rail('shm:devshm', 'shm', 'devshm', { network: false, lat: 1, bw: 10000 });
+  assert.deepEqual(planLanes([shm, eth0], { shm: ['h;1;x'], tcp: ['10.1.0.2:7'] }, 1, 2).map((l) => l.rail.name), ['shm:devshm']);
+  // No shared subnet: the first rail that reaches (the routed one), only.
+  assert.deepEqual(planLanes([docker, eth1], { tcp: ['192.168.5.5:1'] }, 1, 2).map((l) => l.rail.name), ['tcp:docker0']);
+  // A lane far slower than the best does not take part in striping.
+  const slow = rail('tcp:slow', 'tcp', 'slow', { net: '10.2.0.0', bw: 100 });
+  assert.deepEqual(planLanes([eth0, slow], { tcp: ['10.1.0.2:7', '10.2.0.2:8'] }, 1, 2).map((l) => l.rndv), [true, false]);
+  // RAILCOMM_MAX_RNDV_RAILS=1 and MAX_EAGER_RAILS=2.
+  assert.deepEqual(planLanes([eth0, eth1], { tcp: ['10.1.0.2:7', '10.2.0.2:8'] }, 2, 1).map((l) => [l.eager, l.rndv]), [[true, true], [true, false]]);
+  assert.deepEqual(planLanes([eth0], { udp: ['x'] }, 1, 2), []);
+});
+
+test('pickByWeight: shares follow the weights, skipping lanes that take nothing (property)', () => {
+  fc.assert(fc.property(fc.array(fc.integer({ min: 0, max: 8 }), { minLength: 1, maxLength: 5 }), fc.integer({ min: 50, max: 400 }), (w, n) => {
+    const sent = w.map(() => 0);
+    for (let k = 0; k < n; k++) {
+      const i = pickByWeight(sent, w);
+      if (w.every((x) => x === 0)) { assert.equal(i, -1); return; }
+      assert.ok(w[i] > 0);
+      sent[i] += 1;
+    }
+    const total = w.reduce((a, b) => a + b, 0);
+    // Within a piece per lane of its exact share, however long the run.
+    for (let i = 0; i < w.length; i++) assert.ok(Math.abs(sent[i] - (n * w[i]) / total) <= w.length, `lane ${i}: ${sent[i]} of ${n} at weight ${w[i]}/${total}`);
+  }));
+});
+
+/** A simulated rail endpoint: frames queue in order until delivered, or vanish when the lane fails. */
+function fakeLane(name) {
+  const r = { name, component: 'tcp', device: name, caps: { amCopyMax: 1 << 20, amZcopyMax: 1 << 20, bandwidthMBps: 1000 }, endpoint: null };
+  const rep = {
+    rail: r, peer: 1n, owner: null, counters: new TrafficCounters(), queue: [], dead: false,
+    sendCopy(am, hdr, hdrLen, payload) {
+      if (!this.dead) this.queue.push({ am, hdr: Buffer.from(hdr.subarray(0, hdrLen)), payload: payload === null ? Buffer.alloc(0) : Buffer.from(payload) });
+      return 0;
+    },
+    sendZcopy(am, hdr, hdrLen, payload, done) { this.sendCopy(am, hdr, hdrLen, payload); done.railComplete(null); return 1; },
+    abort() {}, async close() {},
+  };
+  r.endpoint = () => rep;
+  return rep;
+}
+
+test('acknowledge and resend over lanes that fail at any point: each message once, in order, its bytes; kept state drains (property)', () => {
+  fc.assert(fc.property(
+    fc.integer({ min: 2, max: 3 }),
+    fc.array(fc.tuple(fc.constantFrom('send', 'deliver', 'deliver', 'ack', 'fail'), fc.nat(), fc.integer({ min: 0, max: 40 })), { minLength: 20, maxLength: 300 }),
+    (nLanes, script) => {
+      const reps = Array.from({ length: nLanes }, (_, i) => fakeLane(`l${i}`));
+      const host = { laneTimeoutMs: 1e9, now: () => 0, ackFor: () => rx.acknowledged, ackSent: () => {}, laneFailed: () => {}, laneJoined: () => {}, ready: () => {}, log: () => {} };
+      const rx = new LaneReceiver();
+      const m = new MultiLane(host, 1n, reps.map((r, i) => new Lane(r, i === 0, true, 'a')), 1);
+      const got = [];
+      const table = [];
+      table[7] = { recv: (_rep, f) => got.push([f.view.getUint32(f.hdrOff, true), Buffer.from(f.buf.subarray(f.payOff, f.payOff + f.payLen))]) };
+      let sent = 0;
+      const deliver = (rep) => {
+        const f = rep.queue.shift();
+        if (f === undefined) return;
+        if (f.am !== AM_LANE_ENV) return; // heartbeats and acks: not simulated here
+        const buf = Buffer.concat([f.hdr, f.payload]);
+        const frame = { buf, view: new DataView(buf.buffer, buf.byteOffset, buf.length), hdrOff: 0, hdrLen: f.hdr.length, payOff: f.hdr.length, payLen: f.payload.length, placed: null, words: null };
+        assert.ok(rx.take(rep, frame, table));
+        m.acked(frame.view.getUint32(4, true));
+      };
+      const send = (len) => {
+        const hdr = new Uint8Array(4);
+        new DataView(hdr.buffer).setUint32(0, sent, true);
+        const payload = Buffer.alloc(len, sent & 0xff);
+        if (m.sendCopy(7, hdr, 4, payload) !== 2) sent++;
+      };
+      for (const [what, k, len] of script) {
+        const live = reps.filter((r) => !r.dead);
+        if (what === 'send') send(len);
+        else if (what === 'deliver') deliver(live[k % live.length]);
+        else if (what === 'ack') m.acked(rx.acknowledged);
+        else if (what === 'fail' && live.length > 1) {
+          const r = live[k % live.length];
+          r.dead = true;
+          r.queue.length = 0; // what it carried is lost
+          assert.ok(m.laneFailed(r, 'cut'));
+        }
+      }
+      // Drain: everything still queued arrives, then the last acknowledgement.
+      for (let guard = 0; guard < 10000 && reps.some((r) => r.queue.length > 0); guard++) for (const r of reps) deliver(r);
+      m.acked(rx.acknowledged);
+      assert.equal(got.length, sent, 'every message arrived');
+      got.forEach(([n, payload], i) => {
+        assert.equal(n, i, 'in order, once');
+        assert.ok(payload.every((b) => b === (i & 0xff)), 'its own bytes');
+      });
+      assert.equal(m.unacknowledged, 0, 'nothing kept once acknowledged');
+    },
+  ), { numRuns: 300 });
+});
+
+test('heartbeat: a lane silent past the lane timeout while another answers is given up on; all silent is not a lane\'s fault', () => {
+  let now = 0;
+  const failed = [];
+  const host = { laneTimeoutMs: 1000, now: () => now, ackFor: () => 0, ackSent: () => {}, laneFailed: (_m, l) => failed.push(l.rail.name), laneJoined: () => {}, ready: () => {}, log: () => {} };
+  const reps = [fakeLane('a'), fakeLane('b')];
+  const m = new MultiLane(host, 1n, reps.map((r) => new Lane(r, true, true, 'x')), 1);
+  now = 1500;
+  m.heartbeat(); // nobody answered: the peer is busy or gone, not a lane
+  assert.deepEqual(failed, []);
+  const pings = reps[0].queue.filter((f) => f.am === AM_LANE_PING);
+  assert.equal(pings.length, 1);
+  m.pong(reps[0], 0);
+  now = 1600;
+  m.heartbeat();
+  assert.deepEqual(failed, ['b']);
+  assert.equal(m.liveCount, 1);
+  assert.ok(reps.every((r) => r.queue.every((f) => f.am !== AM_LANE_ACK)));
+});
