@@ -18,7 +18,7 @@ export const MODULES = {
   'tcp-wire': { mutate: ['dist/rail/tcp/wire.js'], tests: unit('tcp-wire', 'tcp-reader') },
   'kv-wire': { mutate: ['dist/boot/kv-wire.js'], tests: unit('kv-wire', 'kv') },
   kernels: { mutate: ['dist/native/kernels.js'], tests: unit('reduce-model', 'coll-kernels') },
-  'udp-session': { mutate: ['dist/rail/udp/session.js'], tests: unit('udp-session', 'udp-session-contract', 'udp-quiet-loss') },
+  'udp-session': { mutate: ['dist/rail/udp/session.js'], tests: unit('udp-session', 'udp-session-contract', 'udp-session-recovery', 'udp-quiet-loss') },
   ipc: { mutate: ['dist/proto/ipc.js', 'dist/proto/ipc-wire.js'], tests: unit('ipc') },
 };
 
