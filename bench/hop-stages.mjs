@@ -17,6 +17,8 @@
 //                  the send straight onto the lane, an await after each receive
 //   apiRecv        awaited comm.recv, protocol send
 //   apiSend        protocol receive + await, awaited comm.send
+//   sync           comm.sendSync / comm.recvSync (no promise at all)
+// HOP_STAGES=public,sync runs those stages alone.
 // Prints the median half round trip (us) of each stage over 24 phases each.
 //   node dist/cli/main.js run -n 2 --rails shm,self bench/hop-stages.mjs
 //   node dist/cli/main.js run -n 2 --threads bench/hop-stages.mjs
@@ -82,8 +84,11 @@ const stages = {
   'lean+await': async (n) => { for (let i = 0; i < n; i++) { if (me === 0) { sendL(); recvL(); await null; } else { recvL(); await null; sendL(); } } },
   apiRecv: async (n) => { for (let i = 0; i < n; i++) { if (me === 0) { sendP(); await comm.recv(b, peer); } else { await comm.recv(b, peer); sendP(); } } },
   apiSend: async (n) => { for (let i = 0; i < n; i++) { if (me === 0) { await comm.send(b, peer); recvP(); await null; } else { recvP(); await null; await comm.send(b, peer); } } },
+  sync: async (n) => { syncHops(n); },
 };
-const names = Object.keys(stages);
+/** comm.sendSync / comm.recvSync (a function of its own, so V8 optimises it as a whole). */
+function syncHops(n) { for (let i = 0; i < n; i++) { if (me === 0) { comm.sendSync(b, peer); comm.recvSync(b, peer); } else { comm.recvSync(b, peer); comm.sendSync(b, peer); } } }
+const names = process.env.HOP_STAGES ? process.env.HOP_STAGES.split(',') : Object.keys(stages);
 const res = Object.fromEntries(names.map((n) => [n, []]));
 const PHASE = 20000;
 for (let k = 0; k < 30 * names.length; k++) {

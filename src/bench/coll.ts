@@ -1,6 +1,8 @@
 // The rank program behind `railcomm bench allreduce|bcast|allgather|alltoall`:
 // osu_allreduce style, average microseconds per call over the ranks (each
 // rank times its own calls; rank 0 reports the mean of the ranks' averages).
+// With RAILCOMM_BENCH_SYNC=1 (railcomm bench --sync): allreduceSync,
+// bcastSync, allgatherSync (alltoall has no synchronous twin).
 
 import { init } from '../index.js';
 import { tellProgress } from './progress.js';
@@ -35,6 +37,7 @@ async function main(): Promise<void> {
   const p = comm.size;
   const sizes = sizesText.split(',').filter(Boolean).map(Number);
   const rows: Array<{ size: number; usec: number; iters: number }> = [];
+  const sync = process.env['RAILCOMM_BENCH_SYNC'] === '1';
   for (const [k, size] of sizes.entries()) {
     const { iters, warmup } = iterations(size, Number(itersText));
     tellProgress(comm.rank, { phase: 'start', size, index: k + 1, of: sizes.length });
@@ -54,7 +57,16 @@ async function main(): Promise<void> {
     // One loop function for warm-up and timing: a loop of its own for the
     // timed calls would be compiled (on-stack replacement, on the background
     // thread) while it is being timed.
-    const calls = async (n: number): Promise<void> => { for (let i = 0; i < n; i++) await once(); };
+    const onceSync = (): void => {
+      switch (kind) {
+        case 'allreduce': comm.allreduceSync(sendD, recvD, 'sum'); return;
+        case 'bcast': comm.bcastSync(bytes, 0); return;
+        case 'allgather': comm.allgatherSync(gatherIn, gatherOut); return;
+        case 'alltoall': throw new Error('alltoall has no synchronous twin: run it without --sync');
+      }
+    };
+    const callsSync = (n: number): void => { for (let i = 0; i < n; i++) onceSync(); };
+    const calls = sync ? async (n: number): Promise<void> => { callsSync(n); } : async (n: number): Promise<void> => { for (let i = 0; i < n; i++) await once(); };
     await comm.barrier();
     const w0 = performance.now();
     await calls(warmup);
@@ -78,7 +90,7 @@ async function main(): Promise<void> {
   }
   if (comm.rank === 0) {
     const lane = p > 1 ? comm.world.ctx.endpointFor(1).lane : null;
-    process.stdout.write(JSON.stringify({ benchmark: kind, rails: lane?.rail.component ?? 'self', ranks: p, results: rows }) + '\n');
+    process.stdout.write(JSON.stringify({ benchmark: kind, rails: `${lane?.rail.component ?? 'self'}${sync ? ' sync' : ''}`, ranks: p, results: rows }) + '\n');
   }
   await comm.finalize();
 }

@@ -1,11 +1,14 @@
 // The rank program behind `railcomm bench latency|bw`: osu_latency-style half
 // round trips and osu_bw-style windows of nonblocking sends, between ranks 0
-// and 1. Rank 0 prints one JSON line with the results.
+// and 1. Rank 0 prints one JSON line with the results. With
+// RAILCOMM_BENCH_SYNC=1 (railcomm bench --sync) the same through the
+// synchronous calls: sendSync/recvSync round trips, and windows of sendSync
+// (recvSync on the other side) then an ack.
 
 import { init, waitAll, type Communicator, type Request } from '../index.js';
 import { tellProgress } from './progress.js';
 
-interface Row { size: number; usec?: number; usec_median?: number; usec_batch?: number; usec_p90?: number; usec_p99?: number; mbps?: number; iters: number }
+interface Row { size: number; usec?: number; usec_median?: number; usec_batch?: number; usec_batch_avg?: number; usec_p90?: number; usec_p99?: number; mbps?: number; iters: number }
 
 // V8 optimises the hot path only after tens of thousands of calls (the
 // 8-byte mean falls by half between 20,000 and 300,000 round trips here):
@@ -42,6 +45,20 @@ async function pingPong(comm: Communicator, msg: Uint8Array, n: number, every: n
   }
 }
 
+/** pingPong through sendSync/recvSync: no promise anywhere (a function of its own, for the same reason). */
+function pingPongSync(comm: Communicator, msg: Uint8Array, n: number, every: number, times: Float64Array | null): void {
+  const first = comm.rank === 0;
+  const peer = first ? 1 : 0;
+  for (let i = 0; i < n; i += every) {
+    const t0 = times !== null ? performance.now() : 0;
+    for (let k = 0; k < every; k++) {
+      if (first) { comm.sendSync(msg, peer, 1); comm.recvSync(msg, peer, 1); }
+      else { comm.recvSync(msg, peer, 1); comm.sendSync(msg, peer, 1); }
+    }
+    if (times !== null) times[i / every] = ((performance.now() - t0) * 500) / every;
+  }
+}
+
 /** The clock is read once per BATCH round trips for usec_batch (performance.now() costs 48 ns here, MPI_Wtime about 20). */
 const BATCH = 100;
 
@@ -57,10 +74,17 @@ async function main(): Promise<void> {
   const maxSize = Math.max(...sizes, 4);
   const buf = new Uint8Array(maxSize).fill(1);
   const ack = new Uint8Array(4);
+  const sync = process.env['RAILCOMM_BENCH_SYNC'] === '1';
+  const pp = async (n: number, every: number, times: Float64Array | null): Promise<void> => {
+    if (sync) pingPongSync(comm, buf.subarray(0, curSize), n, every, times);
+    else await pingPong(comm, buf.subarray(0, curSize), n, every, times);
+  };
+  let curSize = 0;
   if (me <= 1) {
     for (const [k, size] of sizes.entries()) {
       const { iters, warmup } = iterations(size, base);
       const msg = buf.subarray(0, size);
+      curSize = size;
       tellProgress(me, { phase: 'start', size, index: k + 1, of: sizes.length });
       await comm.barrier();
       if (kind === 'latency') {
@@ -71,11 +95,11 @@ async function main(): Promise<void> {
         if (me === 0) { await comm.send(msg, 1, 1); await comm.recv(msg, 1, 1); } else { await comm.recv(msg, 0, 1); await comm.send(msg, 0, 1); }
         const fast = size <= 8192 && (comm.world.ctx.endpointFor(1 - me).lane?.rail.caps.latencyUs ?? 99) < 2;
         const warm = fast ? Math.max(warmup, 200_000) : warmup;
-        await pingPong(comm, msg, warm >> 1, 1, null);
-        await pingPong(comm, msg, warm >> 1, BATCH, null);
+        await pp(warm >> 1, 1, null);
+        await pp(warm >> 1, BATCH, null);
         // Only rank 0 reads the clock (as osu_latency): rank 1's reads would lengthen the round trip.
         const times = new Float64Array(iters);
-        await pingPong(comm, msg, iters, 1, me === 0 ? times : null);
+        await pp(iters, 1, me === 0 ? times : null);
         let total = 0;
         for (let i = 0; i < iters; i++) total += times[i]!;
         times.sort();
@@ -84,7 +108,12 @@ async function main(): Promise<void> {
         if (size <= 8192) {
           // Medians of batch averages, with no clock read per round trip (as bench/mpi/pingpong's usec_batch).
           const batches = new Float64Array(Math.max(1, Math.floor(iters / BATCH)));
-          await pingPong(comm, msg, batches.length * BATCH, BATCH, me === 0 ? batches : null);
+          await pp(batches.length * BATCH, BATCH, me === 0 ? batches : null);
+          // Their mean too: the average over all those round trips, the clock read once per batch
+          // (osu_latency's average; bench/mpi/pingpong's usec_batch_avg).
+          let sum = 0;
+          for (let i = 0; i < batches.length; i++) sum += batches[i]!;
+          row.usec_batch_avg = Math.round((sum / batches.length) * 1000) / 1000;
           batches.sort();
           row.usec_batch = Math.round(batches[batches.length >> 1]! * 1000) / 1000;
         }
@@ -95,7 +124,11 @@ async function main(): Promise<void> {
         let t0 = 0n;
         for (let i = 0; i < warmup + iters; i++) {
           if (i === warmup) t0 = process.hrtime.bigint();
-          if (me === 0) {
+          if (sync) {
+            // Blocking sends: eager ones complete at once, larger ones once received.
+            if (me === 0) { for (let w = 0; w < window; w++) comm.sendSync(msg, 1, 2); comm.recvSync(ack, 1, 3); }
+            else { for (let w = 0; w < window; w++) comm.recvSync(msg, 0, 2); comm.sendSync(ack, 0, 3); }
+          } else if (me === 0) {
             for (let w = 0; w < window; w++) reqs[w] = comm.isend(msg, 1, 2);
             await waitAll(reqs);
             await comm.recv(ack, 1, 3);
@@ -117,7 +150,7 @@ async function main(): Promise<void> {
   if (me === 0) {
     // The rail that actually carried the traffic to rank 1 (internal, for the report).
     const lane = comm.world.ctx.endpointFor(1).lane;
-    process.stdout.write(JSON.stringify({ benchmark: kind, rails: lane?.rail.component ?? 'unknown', ranks: comm.size, results: rows }) + '\n');
+    process.stdout.write(JSON.stringify({ benchmark: kind, rails: `${lane?.rail.component ?? 'unknown'}${sync ? ' sync' : ''}`, ranks: comm.size, results: rows }) + '\n');
   }
   await comm.finalize();
 }

@@ -19,11 +19,13 @@ const DEFAULT_SIZES: Record<string, string> = {
   put: '8,1024,65536,1048576,4194304', get: '8,1024,65536,1048576,4194304', atomic: '8',
 };
 
-const USAGE = `railcomm bench KIND[,KIND...] [-n N] [--threads] [--rails LIST]... [--sizes LIST] [--iters N] [--window N] [--json]
+const USAGE = `railcomm bench KIND[,KIND...] [-n N] [--threads] [--rails LIST]... [--sync[=both]] [--sizes LIST] [--iters N] [--window N] [--json]
                 [--compare[=NAMES]] [--plot FILE.svg] [--html FILE.html] [--quiet]
 railcomm bench --report [--rounds N] [--quick] [--out PREFIX] ...   (railcomm bench --report --help)
   KIND: latency, bw, allreduce, bcast, allgather, alltoall, put, get, atomic, wireup
   --threads: the ranks are worker threads of one process (tbsm rail)
+  --sync:    through the synchronous calls (sendSync/recvSync, allreduceSync, bcastSync,
+             allgatherSync; shared-memory rails only); --sync=both: each job async, then sync
   --rails:   rails the ranks use (RAILCOMM_RAILS); given more than once, one job per value,
              e.g. --rails shm --rails tcp --rails udp (tbsm: thread ranks)
   latency:   half round trip between ranks 0 and 1 (osu_latency style), microseconds
@@ -69,6 +71,8 @@ interface Parsed {
   window: number;
   json: boolean;
   threads: boolean;
+  /** Run each job through the async calls, the synchronous ones, or both (in that order). */
+  modes: boolean[];
   compare: string[] | 'auto' | null;
   plot?: string;
   html?: string;
@@ -78,7 +82,7 @@ interface Parsed {
 class Usage extends Error {}
 
 function parse(argv: string[]): Parsed | 'help' {
-  const p: Parsed = { kinds: [], np: 2, rails: [], sizes: '', iters: 2000, window: 64, json: false, threads: false, compare: null, quiet: false };
+  const p: Parsed = { kinds: [], np: 2, rails: [], sizes: '', iters: 2000, window: 64, json: false, threads: false, modes: [false], compare: null, quiet: false };
   let kindText = '';
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -98,6 +102,11 @@ function parse(argv: string[]): Parsed | 'help' {
     else if (a === '--window') p.window = Number(val());
     else if (a === '--json') p.json = true;
     else if (a === '--threads') p.threads = true;
+    else if (a === '--sync') {
+      const v = eq > 0 ? arg.slice(eq + 1) : '';
+      if (v !== '' && v !== 'both') throw new Usage(`--sync takes no value or =both, got '${v}'`);
+      p.modes = v === 'both' ? [false, true] : [true];
+    }
     else if (a === '--quiet' || a === '-q') p.quiet = true;
     else if (a === '--plot') p.plot = val();
     else if (a === '--html') p.html = val();
@@ -167,11 +176,11 @@ export async function benchCommand(argv: string[]): Promise<number> {
     for (const kind of p.kinds) {
       const sizes = p.sizes || DEFAULT_SIZES[kind] || '8';
       const railsSeen: string[] = [];
-      for (const rails of p.rails) {
+      for (const rails of p.rails) for (const sync of p.modes) {
         // Thread ranks are the only way to the tbsm rail.
         const threads = p.threads || rails === 'tbsm';
-        const spec: RailcommSpec = { kind, np: p.np, threads, sizes, iters: p.iters, window: p.window, ...(rails !== undefined && rails !== 'tbsm' ? { rails } : {}) };
-        progress.begin(`${kind}${rails !== undefined ? ` --rails ${rails}` : threads ? ' --threads' : ''}, ${p.np} ranks`);
+        const spec: RailcommSpec = { kind, np: p.np, threads, sizes, iters: p.iters, window: p.window, ...(rails !== undefined && rails !== 'tbsm' ? { rails } : {}), ...(sync ? { env: { RAILCOMM_BENCH_SYNC: '1' } } : {}) };
+        progress.begin(`${kind}${rails !== undefined ? ` --rails ${rails}` : threads ? ' --threads' : ''}${sync ? ' --sync' : ''}, ${p.np} ranks`);
         const out = await runRailcomm(spec, progress);
         if (out.json === null) {
           progress.end('failed');
