@@ -3,7 +3,8 @@
 // parameter with its default, current value and meaning.
 
 import { Context } from '../proto/context.js';
-import { describeEnvSettings, describeParams, resolveParams } from '../core/params.js';
+import { describeEnvSettings, describeParams, resolveParams, type Params } from '../core/params.js';
+import { COMPONENTS } from '../rail/components.js';
 import { detectLaunch } from '../boot/launch-env.js';
 import type { LaunchInfo } from '../boot/launch-env.js';
 import { loadPmix, pmixWhy } from '../boot/pmix.js';
@@ -32,6 +33,31 @@ async function pmixReport(launch: LaunchInfo): Promise<PmixReport> {
   } catch (e) {
     return { ...base, used: false, detail: `started under PMIx, but PMIx_Init failed: ${(e as Error).message}` };
   }
+}
+
+/**
+ * The lanes a rank here would build (multirail, proto/lanes): to a rank on
+ * this host, the fastest rail alone; to one on another host, a lane per
+ * network device in a subnet the peer shares, per network rail.
+ */
+function laneLines(ctx: Context, params: Params): string[] {
+  const avail = new Set(ctx.rails.map((r) => r.component));
+  const local = ['shm', 'tcp'].find((c) => avail.has(c)) ?? 'tcp';
+  const out = [`lanes (multirail: RAILCOMM_MAX_EAGER_RAILS=${params.maxEagerRails}, RAILCOMM_MAX_RNDV_RAILS=${params.maxRndvRails}, RAILCOMM_LANE_TIMEOUT=${params.laneTimeout} ms):`,
+    `   to a rank on this host: ${local} alone${local === 'shm' ? '' : ' (no shm here)'}`];
+  const net: string[] = [];
+  for (const c of COMPONENTS) {
+    if (!['tcp', 'udp'].includes(c.name) || !c.available().ok) continue;
+    const seen = new Set<string>();
+    for (const d of c.queryDevices(params)) {
+      if (d.kind !== 'network' || seen.has(d.name)) continue;
+      seen.add(d.name);
+      net.push(`${c.name} on ${d.name} (${d.notes ?? d.address ?? ''})`);
+    }
+  }
+  out.push(`   to a rank on another host: a lane per device in a subnet it shares, of: ${net.join('; ') || 'none (no network device)'}`,
+    '   eager traffic on the fastest; rendezvous data striped by bandwidth over lanes on distinct devices; the others stand by for failover');
+  return out;
 }
 
 export async function infoCommand(argv: string[]): Promise<number> {
@@ -64,6 +90,7 @@ export async function infoCommand(argv: string[]): Promise<number> {
       out.push('', `${s.step}. ${s.title}`);
       for (const l of s.lines) out.push(`   ${l}`);
     }
+    out.push('', ...laneLines(ctx, params));
     // The counters each rail keeps (zero here: this process moved nothing);
     // `railcomm run --stats` prints them per rank at finalize.
     const rails = ctx.stats()['rails'] as Record<string, Record<string, number>>;
