@@ -476,7 +476,7 @@ export class Context {
     const m = lane instanceof MultiLane ? lane : null;
     const eager = m === null ? lane.rail.name : m.lanes.filter((l) => l.eager).map((l) => l.rail.name).join(' + ');
     const rail = eager;
-    let rndv = lane.rail.name;
+    let rndv = `on ${lane.rail.name}`;
     if (m !== null) {
       const rl = m.lanes.filter((l) => l.rndv);
       const total = rl.reduce((a, l) => a + l.weight, 0);
@@ -488,7 +488,7 @@ export class Context {
       `  0 .. ${t.short} B: short (inline) on ${rail}`,
       `  ${t.short + 1} .. ${t.eager} B: eager copy on ${rail}`,
       `  ${t.eager + 1} .. ${t.zcopy} B: zero-copy eager on ${rail}${t.now > t.eager ? ` (a blocking send up to ${t.now} B copied at the call)` : ''}`,
-      `  ${t.zcopy + 1} B ..: rendezvous, ${t.chunk} B chunks, ${rndv}`,
+      `  ${t.zcopy + 1} B ..: rendezvous, ${t.chunk} B chunks ${m === null ? rndv : `striped: ${rndv}`}`,
     ];
     process.stderr.write(`[railcomm ${this.launch.rank}] protocols to rank ${ep.rank}:\n${rows.join('\n')}\n`);
   }
