@@ -5,6 +5,7 @@
 // close-on-exec for the descriptors libfabric opens without it.
 #include "ofi.h"
 #include <dirent.h>
+#include <sys/uio.h>
 #include <fcntl.h>
 #include <unistd.h>
 #include <cerrno>
@@ -388,6 +389,20 @@ Napi::Value Cloexec(const Napi::CallbackInfo& cb) {
   return Napi::Number::New(cb.Env(), n);
 }
 
+/**
+ * cmaCheck(pid, address) -> whether this process may read process pid's
+ * memory at address (process_vm_readv of one byte): the kernel's test for
+ * cross-memory attach, the same one libfabric's shm makes for its fast RMA.
+ */
+Napi::Value CmaCheck(const Napi::CallbackInfo& cb) {
+  const pid_t pid = static_cast<pid_t>(cb[0].As<Napi::Number>().Int32Value());
+  const uintptr_t addr = static_cast<uintptr_t>(cb[1].As<Napi::Number>().DoubleValue());
+  char byte;
+  iovec local = {&byte, 1};
+  iovec remote = {reinterpret_cast<void*>(addr), 1};
+  return Napi::Boolean::New(cb.Env(), pid > 0 && process_vm_readv(pid, &local, 1, &remote, 1, 0) == 1);
+}
+
 Napi::Value InFlight(const Napi::CallbackInfo& cb) {
   Ep* e;
   if (HandleArg(cb, &e) < 0) return cb.Env().Undefined();
@@ -408,6 +423,7 @@ void InitEp(Napi::Env env, Napi::Object exports) {
   exports.Set("dropRemote", Napi::Function::New(env, DropRemote, "dropRemote"));
   exports.Set("cloexec", Napi::Function::New(env, Cloexec, "cloexec"));
   exports.Set("inFlight", Napi::Function::New(env, InFlight, "inFlight"));
+  exports.Set("cmaCheck", Napi::Function::New(env, CmaCheck, "cmaCheck"));
 }
 
 }  // namespace ofi

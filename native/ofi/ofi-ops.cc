@@ -42,8 +42,9 @@ ssize_t Post(Ep* e, Entry* x) {
       fi_rma_iov rma = {x->raddr, x->localLen, x->rkey};
       fi_msg_rma m{};
       m.msg_iov = &iov; m.iov_count = 1; m.addr = x->dest; m.rma_iov = &rma; m.rma_iov_count = 1; m.context = &x->ctx;
-      // Complete once the bytes are in the target's memory: flush and unlock rely on it.
-      return fi_writemsg(e->ep, &m, FI_COMPLETION | FI_DELIVERY_COMPLETE);
+      // Complete once the bytes are in the target's memory: flush and unlock rely on it
+      // (unless the caller knows the provider writes them before it returns: shm over CMA).
+      return fi_writemsg(e->ep, &m, FI_COMPLETION | (x->deliveryComplete ? FI_DELIVERY_COMPLETE : 0));
     }
     case K_READ:
       return fi_read(e->ep, x->local, x->localLen, nullptr, x->dest, x->raddr, x->rkey, &x->ctx);
@@ -185,10 +186,15 @@ bool Target(Ep* e, uint32_t remote, double offset, uint64_t* raddr, uint64_t* ke
   return true;
 }
 
-/** rma(h, kind, fiAddr, view, remote, offset, jsId): K_WRITE from view, K_READ into it. */
+/**
+ * rma(h, kind, fiAddr, view, remote, offset, jsId, fast): K_WRITE from view,
+ * K_READ into it. fast: the provider writes synchronously (shm's CMA path),
+ * so a write need not ask for FI_DELIVERY_COMPLETE (which sends shm down its
+ * slow path, served only by the target's progress).
+ */
 napi_value Rma(napi_env env, napi_callback_info info) {
-  napi_value a[7];
-  Args(env, info, a, 7);
+  napi_value a[8];
+  Args(env, info, a, 8);
   Ep* e = Lookup(I32(env, a[0]));
   if (e == nullptr) return Ret(env, -FI_EBADF);
   const uint32_t kind = U32(env, a[1]);
@@ -199,6 +205,9 @@ napi_value Rma(napi_env env, napi_callback_info info) {
   if (x == nullptr) return Ret(env, kNoResource);
   if (!Target(e, U32(env, a[4]), Dbl(env, a[5]), &x->raddr, &x->rkey)) { Free(e, x); return Ret(env, -FI_EINVAL); }
   x->kind = kind; x->dest = static_cast<fi_addr_t>(Dbl(env, a[2])); x->local = p; x->localLen = len; x->jsId = U32(env, a[6]);
+  bool fast = false;
+  napi_get_value_bool(env, a[7], &fast);
+  x->deliveryComplete = !fast;
   const ssize_t r = Submit(e, x);
   if (r != 0) { Free(e, x); return Ret(env, static_cast<int32_t>(r)); }
   return Ret(env, kInProgress);
@@ -225,6 +234,7 @@ napi_value Atomic(napi_env env, napi_callback_info info) {
   Entry* x = Alloc(e, 0);
   if (x == nullptr) return Ret(env, kNoResource);
   if (!Target(e, U32(env, a[6]), Dbl(env, a[7]), &x->raddr, &x->rkey)) { Free(e, x); return Ret(env, -FI_EINVAL); }
+  x->deliveryComplete = true;
   x->kind = kind; x->dest = static_cast<fi_addr_t>(Dbl(env, a[2])); x->datatype = dt; x->op = I32(env, a[4]); x->jsId = U32(env, a[8]);
   if (kind == K_ATOMIC) {
     x->local = p; x->localLen = len; x->count = len / size;

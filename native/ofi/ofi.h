@@ -52,6 +52,7 @@ struct Entry {
   uint8_t compare[8];
   uint8_t result[8];
   bool busy;
+  bool deliveryComplete;  // K_WRITE: complete only once the bytes are in the target's memory
 };
 constexpr size_t kHead = 256;
 static_assert(sizeof(Entry) <= kHead, "entry header fits its slot");

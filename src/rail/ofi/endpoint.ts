@@ -30,6 +30,8 @@ export class OfiEndpoint implements RailRma {
   /** Its process on this host (liveness), else 0. */
   pid: number;
   private fiAddr = NO_ADDR;
+  /** shm: whether its writes to this peer go over cross-memory attach (synchronous; undefined: not checked yet). */
+  private cma: boolean | undefined;
   private helloSent = false;
   /** Sequence number of the next frame to the peer (its HELLO is 0). */
   private txSeq = 0;
@@ -162,7 +164,7 @@ export class OfiEndpoint implements RailRma {
     const rail = this.rail;
     const id = rail.ops.take(done, this, src, -1);
     this.counters.bytesSent += src.length;
-    return this.issue(rail.b.rma(rail.h, K_WRITE, d, src, (key as OfiRemoteKey).index, offset, id), id);
+    return this.issue(rail.b.rma(rail.h, K_WRITE, d, src, (key as OfiRemoteKey).index, offset, id, this.fastWrites(key as OfiRemoteKey)), id);
   }
 
   get(dst: Uint8Array, key: RailRemoteKey, offset: number, done: Completion): RailStatus {
@@ -171,7 +173,21 @@ export class OfiEndpoint implements RailRma {
     const rail = this.rail;
     const id = rail.ops.take(done, this, dst, -1);
     this.counters.bytesRecv += dst.length;
-    return this.issue(rail.b.rma(rail.h, K_READ, d, dst, (key as OfiRemoteKey).index, offset, id), id);
+    return this.issue(rail.b.rma(rail.h, K_READ, d, dst, (key as OfiRemoteKey).index, offset, id, false), id);
+  }
+
+  /**
+   * Whether writes to this peer complete in the target's memory without
+   * FI_DELIVERY_COMPLETE: shm copies them itself over cross-memory attach
+   * (process_vm_writev) where the kernel lets this process read the peer's
+   * memory, before the call returns. Asking for delivery completion sends shm
+   * down its slow path instead, served only when the target reads its queue
+   * (an idle target: a timer tick per write).
+   */
+  private fastWrites(key: OfiRemoteKey): boolean {
+    if (this.rail.provider !== 'shm' || this.pid === 0) return false;
+    this.cma ??= this.rail.b.cmaCheck(this.pid, key.base);
+    return this.cma;
   }
 
   atomicNative(type: number, op: number, fetch: boolean, count: number): boolean {

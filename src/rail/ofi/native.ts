@@ -113,7 +113,10 @@ export interface OfiBinding {
   inFlight(h: number): number;
   /** DONE (0), IN_PROGRESS (1), NO_RESOURCE (2) or a negative libfabric errno. */
   send(h: number, fiAddr: number, head: Uint8Array, headLen: number, payload: Uint8Array | null, jsId: number): number;
-  rma(h: number, kind: number, fiAddr: number, view: Uint8Array, remote: number, offset: number, jsId: number): number;
+  /** fast: the provider writes synchronously (shm over CMA), no FI_DELIVERY_COMPLETE needed. */
+  rma(h: number, kind: number, fiAddr: number, view: Uint8Array, remote: number, offset: number, jsId: number, fast: boolean): number;
+  /** Whether this process may read process pid's memory at address (cross-memory attach). */
+  cmaCheck(pid: number, address: number): boolean;
   atomic(h: number, kind: number, fiAddr: number, datatype: number, op: number, view: Uint8Array, remote: number, offset: number, jsId: number): number;
   poll(h: number): number;
   /** Completions waiting, read ahead for the next poll (reading is progress: manual-progress providers serve RMA here). */

@@ -58,6 +58,8 @@ function estimates(provider: string, kind: Device['kind']): { latencyUs: number;
 /** A peer's registration as this rail reaches it: an index into the binding's table of keys. */
 export interface OfiRemoteKey extends RailRemoteKey {
   readonly index: number;
+  /** The registration's address in its owner's process. */
+  readonly base: number;
 }
 
 /*
@@ -504,7 +506,8 @@ export class OfiRail implements Rail {
     if (packed.byteLength !== KEY_BYTES || this.closed) return null;
     const v = new DataView(packed.buffer, packed.byteOffset, packed.byteLength);
     if (v.getUint8(0) !== 1) return null;
-    return { rail: this.name, index: this.b.remote(this.h, v.getFloat64(8, true), v.getBigUint64(16, true)) };
+    const base = v.getFloat64(8, true);
+    return { rail: this.name, index: this.b.remote(this.h, base, v.getBigUint64(16, true)), base };
   }
 
   /** An errno from the binding, as text. */
