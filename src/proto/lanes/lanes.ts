@@ -31,8 +31,12 @@ function fitOf(rail: Rail): (address: string) => number {
   const host = rail.address().replace(/:\d+(:\d+)?$/, '');
   const cidr = rail.device.notes?.match(/\/(\d+)/);
   const bits = cidr !== undefined && cidr !== null ? Number(cidr[1]) : -1;
+  // Only tcp and udp addresses are host:port; other rails (ofi's provider
+  // addresses, shared memory) say themselves whether they reach a peer.
+  const ipAddressed = rail.component === 'tcp' || rail.component === 'udp';
   return (address) => {
     if (rail.reaches !== undefined && !rail.reaches(address)) return 0;
+    if (!ipAddressed) return 1;
     const ip = address.replace(/^\[|\]$/g, '').split(':')[0]!;
     if (bits >= 0 && sameSubnet(host, ip, bits)) return 2;
     // Loopback reaches only this host's ranks.
