@@ -31,6 +31,12 @@ const TURN_MS = 0.05;
 const MICRO_PASSES = 1024;
 /** Polls per microtask pass while nothing arrives (bench/node-facts.mjs: a tbsm poll costs tens of ns). */
 const MICRO_POLLS = 32;
+/**
+ * ...doubling on each pass that found nothing, up to this many (tens of
+ * microseconds): every pass allocates a promise reaction, and a rank that
+ * waited a millisecond queued hundreds of them (bench/wait-garbage.mjs).
+ */
+const MICRO_POLLS_MAX = 1024;
 /** ...and at most this long (ms) between two event-loop turns. */
 const MICRO_MS = 1;
 /**
@@ -68,6 +74,8 @@ export class Progress {
   private readonly microTick = (): void => this.spin(true);
   private microPasses = 0;
   private microSince = UNSET;
+  /** Polls of the next idle microtask pass (MICRO_POLLS, doubling to MICRO_POLLS_MAX while nothing arrives). */
+  private microPolls = MICRO_POLLS;
   private readonly wake = (): void => this.woken();
   /** Reasons to deliver what arrives even with nothing outstanding (passive-target windows). */
   private serving = 0;
@@ -238,7 +246,7 @@ export class Progress {
    * until something arrives (true) or the wait begun by beginBrief has lasted
    * RECV_SPIN_MS (false). The other rings wait meanwhile: the wait is short,
    * and looking at every ring each time would lengthen each hop. The polls
-   * are counted across the calls of one wait, and the clock read every 64 of
+   * are counted across the calls of one wait, and the clock read every 256 of
    * them: traffic that is not for the waiting receive (each arrival returns
    * true) cannot keep the wait going past its deadline.
    */
@@ -258,7 +266,7 @@ export class Progress {
     // Node 20 (performance.now() builds an hrtime array), and a rank waiting
     // for a slow peer read it every 64 polls: megabytes a second of garbage.
     if (this.syncing) return (++this.briefPolls & (SYNC_BRIEF_POLLS - 1)) === 0;
-    if ((++this.briefPolls & 63) !== 0) return false;
+    if ((++this.briefPolls & 255) !== 0) return false;
     const now = performance.now();
     if (this.briefUntil < 0) { this.briefUntil = now + RECV_SPIN_MS; return false; }
     return now >= this.briefUntil;
@@ -283,6 +291,7 @@ export class Progress {
     if (this.outstanding === 0) {
       this.spinning = false;
       this.microPasses = 0;
+      this.microSince = UNSET;
       if (this.serving > 0) this.sleepIdle();
       else this.settleAll();
       return;
@@ -296,14 +305,16 @@ export class Progress {
         // the next pass, since every pass allocates a promise reaction and a
         // waiting rank would otherwise feed the young generation a steady
         // stream of them (scavenges are the latency tail).
-        for (let i = 0; i < MICRO_POLLS && !any; i++) any = this.pollAll();
+        const n = this.microPolls;
+        for (let i = 0; i < n && !any; i++) any = this.pollAll();
+        if (!any && n < MICRO_POLLS_MAX) this.microPolls = n * 2;
       }
       if (!micro && !any && this.spinMs > 0) {
         // A macrotask pass has nothing queued behind it: spin on the rings a
-        // moment, looking at the clock every 256 polls.
+        // moment, looking at the clock every 1024 polls (a reading allocates on Node 20).
         const until = performance.now() + TURN_MS;
         for (let i = 1; !any; i++) {
-          if ((i & 255) === 0 && performance.now() >= until) break;
+          if ((i & 1023) === 0 && performance.now() >= until) break;
           any = this.pollAll();
         }
       }
@@ -311,12 +322,14 @@ export class Progress {
     if (any) {
       this.idlePasses = 0;
       this.idleSince = UNSET;
-    } else if (this.spinMs <= 0 || !micro || (++this.idlePasses & 63) === 0) {
+      this.microPolls = MICRO_POLLS;
+    } else if (this.spinMs <= 0 || !micro || (++this.idlePasses & (this.microPolls > 64 ? 3 : 63)) === 0) {
       const now = performance.now();
       if (this.idleSince < 0) this.idleSince = now;
       if (this.spinMs <= 0 || now - this.idleSince > this.spinMs) {
         this.spinning = false;
         this.microPasses = 0;
+        this.microSince = UNSET;
         this.sleep();
         return;
       }
@@ -332,12 +345,13 @@ export class Progress {
   private schedule(): void {
     if (this.pollers.length > 0 && this.spinMs > 0 && this.microPasses < MICRO_PASSES) {
       // Bounded by time as well (the clock is first read at pass 64, so short
-      // chains never read it): busy rings must not keep timers and sockets
-      // waiting more than about a millisecond.
+      // chains never read it; long passes, while nothing arrives, read it
+      // every 4): busy rings must not keep timers and sockets waiting more
+      // than about a millisecond.
       const n = ++this.microPasses;
-      if ((n & 63) === 0) {
+      if ((n & (this.microPolls > 64 ? 3 : 63)) === 0) {
         const now = performance.now();
-        if (n === 64) this.microSince = now;
+        if (this.microSince === UNSET) this.microSince = now;
         else if (now - this.microSince > MICRO_MS) this.microPasses = MICRO_PASSES;
       }
       if (this.microPasses < MICRO_PASSES) {
@@ -346,6 +360,7 @@ export class Progress {
       }
     }
     this.microPasses = 0;
+    this.microSince = UNSET;
     setImmediate(this.tick);
   }
 
