@@ -8,8 +8,9 @@
  *   bcast      S bytes of MPI_BYTE from root 0
  *   allgather  S bytes of MPI_BYTE from each rank, S*ranks received
  *   alltoall   S bytes of MPI_BYTE to each rank, S*ranks sent and received
+ *   barrier    no data (S only names the row)
  *
- * Usage: mpirun -n N ./coll allreduce|bcast|allgather|alltoall [--sizes 8,65536,1M]
+ * Usage: mpirun -n N ./coll allreduce|bcast|allgather|alltoall|barrier [--sizes 8,65536,1M]
  *                           [--label ompi-vader] [--iters N] [--warmup N] [--json]
  */
 #include <limits.h>
@@ -20,8 +21,8 @@
 #include <string.h>
 
 
-enum coll { ALLREDUCE, BCAST, ALLGATHER, ALLTOALL };
-static const char *coll_names[] = {"allreduce", "bcast", "allgather", "alltoall"};
+enum coll { ALLREDUCE, BCAST, ALLGATHER, ALLTOALL, BARRIER };
+static const char *coll_names[] = {"allreduce", "bcast", "allgather", "alltoall", "barrier"};
 
 static const long default_sizes[] = {8, 64, 1024, 8192, 65536, 262144, 1048576};
 
@@ -39,7 +40,7 @@ static void usage_and_exit(int rank, const char *msg) {
     if (rank == 0) {
         if (msg) fprintf(stderr, "coll: %s\n", msg);
         fprintf(stderr,
-                "usage: coll allreduce|bcast|allgather|alltoall [--sizes 8,65536,1M] [--label NAME]\n"
+                "usage: coll allreduce|bcast|allgather|alltoall|barrier [--sizes 8,65536,1M] [--label NAME]\n"
                 "            [--iters N] [--warmup N] [--json]\n");
     }
     MPI_Finalize();
@@ -53,9 +54,9 @@ static void parse_args(int argc, char **argv, int rank, struct options *o) {
     if (argc < 2) usage_and_exit(rank, "missing collective");
     if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) usage_and_exit(rank, NULL);
     int found = 0;
-    for (int c = 0; c < 4; c++)
+    for (int c = 0; c < 5; c++)
         if (strcmp(argv[1], coll_names[c]) == 0) { o->coll = (enum coll)c; found = 1; }
-    if (!found) usage_and_exit(rank, "collective must be allreduce, bcast, allgather or alltoall");
+    if (!found) usage_and_exit(rank, "collective must be allreduce, bcast, allgather, alltoall or barrier");
 
     o->nsizes = (int)(sizeof default_sizes / sizeof *default_sizes);
     memcpy(o->sizes, default_sizes, sizeof default_sizes);
@@ -103,6 +104,9 @@ static void do_coll(enum coll c, long size, void *sbuf, void *rbuf) {
         break;
     case ALLTOALL:
         MPI_Alltoall(sbuf, (int)size, MPI_BYTE, rbuf, (int)size, MPI_BYTE, MPI_COMM_WORLD);
+        break;
+    case BARRIER:
+        MPI_Barrier(MPI_COMM_WORLD);
         break;
     }
 }

@@ -1,4 +1,5 @@
-// The rank program behind `railcomm bench allreduce|bcast|allgather|alltoall`:
+// The rank program behind `railcomm bench allreduce|bcast|allgather|alltoall`
+// (and barrier, run directly: node dist/cli/main.js run -n 16 dist/bench/coll.js barrier 0):
 // osu_allreduce style, average microseconds per call over the ranks (each
 // rank times its own calls; rank 0 reports the mean of the ranks' averages).
 // With RAILCOMM_BENCH_SYNC=1 (railcomm bench --sync): allreduceSync,
@@ -7,7 +8,7 @@
 import { init } from '../index.js';
 import { tellProgress } from './progress.js';
 
-type Kind = 'allreduce' | 'bcast' | 'allgather' | 'alltoall';
+type Kind = 'allreduce' | 'bcast' | 'allgather' | 'alltoall' | 'barrier';
 
 // V8 needs thousands of calls before the hot path is optimised (an 8-byte
 // allreduce measured 187 us on average after 100 warm-up calls, 38 us after
@@ -52,6 +53,7 @@ async function main(): Promise<void> {
         case 'bcast': return comm.bcast(bytes, 0);
         case 'allgather': return comm.allgather(gatherIn, gatherOut);
         case 'alltoall': return comm.alltoall(a2aIn, a2aOut);
+        case 'barrier': return comm.barrier();
       }
     };
     // One loop function for warm-up and timing: a loop of its own for the
@@ -63,6 +65,7 @@ async function main(): Promise<void> {
         case 'bcast': comm.bcastSync(bytes, 0); return;
         case 'allgather': comm.allgatherSync(gatherIn, gatherOut); return;
         case 'alltoall': throw new Error('alltoall has no synchronous twin: run it without --sync');
+        case 'barrier': comm.barrierSync(); return;
       }
     };
     const callsSync = (n: number): void => { for (let i = 0; i < n; i++) onceSync(); };
