@@ -4,7 +4,8 @@
 # and barrier, railcomm processes and thread ranks, async and sync, against
 # Open MPI's vader in the same call, rounds interleaved; the shared path's
 # flat phases (every rank watches every flag) against leader phases at 16
-# ranks (RAILCOMM_COLL_SHARED_FLAT=16 vs the default 8); and the 2-rank 8-byte
+# ranks (RAILCOMM_COLL_SHARED_FLAT=16 vs the default 8); async calls with
+# V8's single-threaded GC (the thread-rank slowdown's suspect); and the 2-rank 8-byte
 # half round trip, sendSync/recvSync and async, over shm and tbsm, against
 # vader (averages over batch-timed round trips, as osu_latency). Writes
 # $OUT/ (or sixteen-out/): env.txt, runs.jsonl (one line per job and round),
@@ -60,6 +61,8 @@ job() {
   else note "round $round: $label failed (exit $rc): $(tail -2 "$log" | tr '\n' ' ')"; fi
 }
 RC=(node dist/cli/main.js run -n "$N")
+# The launcher's default node flags (core/params.ts DEFAULT_NODE_FLAGS), to add one to.
+NODE_FLAGS=$(node -e "import('./dist/core/params.js').then((m) => console.log(m.DEFAULT_NODE_FLAGS.join(' ')))")
 for round in $(seq 1 "$ROUNDS"); do
   for kind in allreduce barrier; do
     sizes=$SIZES; [ "$kind" = barrier ] && sizes=0
@@ -71,6 +74,12 @@ for round in $(seq 1 "$ROUNDS"); do
     # Flat phases at this rank count (every rank watches every flag), for the choice of RAILCOMM_COLL_SHARED_FLAT's default.
     job "$kind processes flat" 120 env RAILCOMM_COLL_SHARED_FLAT="$N" "${RC[@]}" dist/bench/coll.js "$kind" "$sizes" 1000
     job "$kind threads flat" 120 env RAILCOMM_COLL_SHARED_FLAT="$N" "${RC[@]}" --threads dist/bench/coll.js "$kind" "$sizes" 1000
+    # Why 16 thread ranks were 10x slower than 16 processes at 8 B: the async calls allocate (a promise
+    # reaction per await), and the isolates of one process share V8's 4 platform threads, which parallel
+    # scavenges wait for while 16 ranks spin on 16 cores. Single-threaded GC, and the sync calls (no
+    # allocation at all, above), take that away.
+    job "$kind threads stgc" 120 env RAILCOMM_NODE_FLAGS="$NODE_FLAGS --single-threaded-gc" "${RC[@]}" --threads dist/bench/coll.js "$kind" "$sizes" 1000
+    job "$kind processes stgc" 120 env RAILCOMM_NODE_FLAGS="$NODE_FLAGS --single-threaded-gc" "${RC[@]}" dist/bench/coll.js "$kind" "$sizes" 1000
   done
   if [ "${LATENCY:-1}" = 1 ]; then
     job "latency ompi-vader" 120 mpirun --allow-run-as-root -n 2 --bind-to core --mca pml ob1 --mca btl self,vader bench/mpi/pingpong latency --json --label ompi-vader --sizes 8
