@@ -152,6 +152,11 @@ export interface RailEnv {
   readonly self: bigint;
   readonly jobId: number;
   readonly jobKey: string;
+  /**
+   * The key that ranks of another job prove, once a port or spawn connected
+   * the two jobs (a key both derived for the pair), or null: a stranger.
+   */
+  keyFor?(jobId: number): string | null;
   readonly params: Params;
   readonly log: Logger;
   readonly upcalls: RailUpcalls;
@@ -270,4 +275,9 @@ export interface RailIpc {
   segmentOf?(buf: Uint8Array): { id: number; offset: number } | null;
   /** Copy from the peer's registered segment `id` at `offset` (mapped once, cached): 0, or a negative errno (-2: gone). */
   readSegment?(dst: Uint8Array, id: number, offset: number): number;
+}
+
+/** The key a peer of job `jobId` must prove: this job's key, a connected job's pair key, or null (refuse it). */
+export function keyOfJob(env: RailEnv, jobId: number): string | null {
+  return jobId === env.jobId ? env.jobKey : env.keyFor?.(jobId) ?? null;
 }

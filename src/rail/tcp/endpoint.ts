@@ -6,11 +6,11 @@
 
 import net from 'node:net';
 import type { Completion, RailEndpoint, RailStatus, AmHandler } from '../api.js';
-import { DONE, IN_PROGRESS, NO_RESOURCE } from '../api.js';
+import { DONE, IN_PROGRESS, NO_RESOURCE, keyOfJob } from '../api.js';
 import { TrafficCounters } from '../../core/counters.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { mac, macEquals, nonce } from '../../core/auth.js';
-import { formatId } from '../../core/ids.js';
+import { formatId, jobOf } from '../../core/ids.js';
 import { FrameReader, type ReaderSink } from './reader.js';
 import {
   AM_CONTROL, CHALLENGE_BYTES, CTRL_BYE, FRAME_HEADER, HS_CHALLENGE, HS_REJECT, PROOF_BYTES, RejectReason,
@@ -289,9 +289,9 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
           this.fail(this.connError(`the peer refused the connection (reason ${ch.reject})`), false);
           return;
         }
-        const expect = mac(this.rail.env.jobKey, 'railcomm-tcp-A', myNonce, ch.nonce, ids);
+        const expect = mac(this.pairKey(), 'railcomm-tcp-A', myNonce, ch.nonce, ids);
         if (!macEquals(expect, ch.mac)) { this.rail.counters.refused++; giveUp('the peer does not know the job key', false); return; }
-        s.write(encodeProof(mac(this.rail.env.jobKey, 'railcomm-tcp-C', ch.nonce, myNonce, ids)));
+        s.write(encodeProof(mac(this.pairKey(), 'railcomm-tcp-C', ch.nonce, myNonce, ids)));
         settled = true;
         this.outgoing = null;
         if (this.abandonAttempt === abandon) this.abandonAttempt = null;
@@ -334,11 +334,11 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
       else if (this.state === State.CONNECTING && this.outgoing === null && this.retryTimer === null) this.tryConnect();
       else if (this.state === State.IDLE && this.closeWhenOpen) { this.state = State.CLOSING; this.finishClose(); }
     };
-    s.write(encodeChallenge(HS_CHALLENGE, 0, myNonce, mac(env.jobKey, 'railcomm-tcp-A', peerNonce, myNonce, ids)));
+    s.write(encodeChallenge(HS_CHALLENGE, 0, myNonce, mac(this.pairKey(), 'railcomm-tcp-A', peerNonce, myNonce, ids)));
     reader.expect(PROOF_BYTES, (b) => {
       const proof = decodeProof(b);
       if (typeof proof === 'string') { this.rail.counters.refused++; finish(false, proof); return; }
-      if (!macEquals(proof, mac(env.jobKey, 'railcomm-tcp-C', myNonce, peerNonce, ids))) {
+      if (!macEquals(proof, mac(this.pairKey(), 'railcomm-tcp-C', myNonce, peerNonce, ids))) {
         this.rail.counters.refused++;
         finish(false, 'it does not know the job key');
         return;
@@ -347,6 +347,11 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     });
     s.on('close', () => finish(false, 'closed during handshake'));
     s.on('error', () => { /* close follows */ });
+  }
+
+  /** The key this peer proves: the job key, or the pair key of its job when it is another job's rank (ports, spawn). */
+  private pairKey(): string {
+    return keyOfJob(this.rail.env, jobOf(this.peer)) ?? this.rail.env.jobKey;
   }
 
   /** Abandon our own connection attempt because the peer's wins. */

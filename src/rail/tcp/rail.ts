@@ -3,12 +3,12 @@
 // simultaneous connects are resolved so that the lower endpoint id wins.
 
 import net from 'node:net';
-import type { Device, Rail, RailCaps, RailEnv, RailUpcalls } from '../api.js';
+import { keyOfJob, type Device, type Rail, type RailCaps, type RailEnv, type RailUpcalls } from '../api.js';
 import { TrafficCounters } from '../../core/counters.js';
 import { FreeList } from '../../core/freelist.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { FrameReader } from './reader.js';
-import { formatId } from '../../core/ids.js';
+import { formatId, jobOf } from '../../core/ids.js';
 import { TcpEndpoint, type Batch } from './endpoint.js';
 import { HELLO_BYTES, RejectReason, decodeHello } from './wire.js';
 
@@ -140,12 +140,14 @@ export class TcpRail implements Rail {
         s.destroy();
         return;
       }
-      if (hello.jobId !== this.env.jobId || hello.to !== this.env.self) {
+      // Ranks of this job, or of a job a port or spawn connected (it proves the pair's key).
+      const stranger = keyOfJob(this.env, hello.jobId) === null || jobOf(hello.from) !== hello.jobId;
+      if (stranger || hello.to !== this.env.self) {
         this.counters.refused++;
         this.env.log.warnEvery('tcp-wrong-peer', `tcp: refused a connection from ${s.remoteAddress}:${s.remotePort}: it is for endpoint ${formatId(hello.to)}, this is endpoint ${formatId(this.env.self)} (job:rank)`);
         reader.stop();
         this.handshakeDone(s);
-        TcpEndpoint.reject(s, hello.jobId !== this.env.jobId ? RejectReason.WRONG_JOB : RejectReason.WRONG_PEER);
+        TcpEndpoint.reject(s, stranger ? RejectReason.WRONG_JOB : RejectReason.WRONG_PEER);
         return;
       }
       // Only claims so far: nothing here may keep the real peer out. Several

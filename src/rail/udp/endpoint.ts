@@ -6,11 +6,11 @@
 // handshake.ts until one proves the key.
 
 import type { Completion, RailEndpoint, RailStatus } from '../api.js';
-import { DONE, IN_PROGRESS, NO_RESOURCE } from '../api.js';
+import { DONE, IN_PROGRESS, NO_RESOURCE, keyOfJob } from '../api.js';
 import { TrafficCounters } from '../../core/counters.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { mac, macEquals, nonce } from '../../core/auth.js';
-import { formatId } from '../../core/ids.js';
+import { formatId, jobOf } from '../../core/ids.js';
 import { Session, type SessionOwner } from './session.js';
 import {
   ACK_BYTES, AM_CONTROL, FLAG_BYE, HS_AUTH, HS_BYTES, T_ACK, T_HELLO, T_PROBE, T_PROOF,
@@ -170,6 +170,11 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
     setSum(v, datagramSum(v, b, HS_BYTES));
   }
 
+  /** The key this peer proves: the job key, or the pair key of its job when it is another job's rank (ports, spawn). */
+  private pairKey(): string {
+    return keyOfJob(this.rail.env, jobOf(this.peer)) ?? this.rail.env.jobKey;
+  }
+
   /** (Re)send our HELLO; retries back off up to 1 s. */
   sendHandshake(): void {
     this.rail.transmitRaw(this, this.hsBuf, HS_BYTES, true);
@@ -194,14 +199,14 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
     if (n === null || this.state === State.CLOSED) { this.rail.counters.refused++; return; }
     const them: HandshakeSide = { id: this.peer, token: h.token, keyNonce: h.keyNonce, flags: h.flags };
     const ctx = handshakeContext(this.side(), them);
-    if (!macEquals(h.mac, mac(env.jobKey, 'railcomm-udp-B', n, h.nonce, ctx))) {
+    if (!macEquals(h.mac, mac(this.pairKey(), 'railcomm-udp-B', n, h.nonce, ctx))) {
       this.rail.counters.refused++;
       env.log.warnEvery('udp-bad-answer', `udp: ignored an answer claiming to be peer ${formatId(this.peer)}: it does not know the job key`);
       return;
     }
     if (this.state !== State.CONNECTING && (!this.session.open || h.token !== this.session.token)) return;
     const b = this.proofBuf ??= Buffer.alloc(HS_BYTES);
-    this.writeHandshake(b, T_PROOF, n, mac(env.jobKey, 'railcomm-udp-A', h.nonce, n, ctx));
+    this.writeHandshake(b, T_PROOF, n, mac(this.pairKey(), 'railcomm-udp-A', h.nonce, n, ctx));
     this.rail.transmitRaw(this, b, HS_BYTES, true);
     if (this.state !== State.CONNECTING) return;
     this.peerToken = h.token;
@@ -240,7 +245,7 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
     let key: Uint8Array | null = null;
     if ((r.hsFlags & HS_AUTH) !== 0) {
       const ctx = sessionContext(this.side(), { id: this.peer, token: this.peerToken, keyNonce: this.peerKeyNonce, flags: this.peerFlags });
-      key = new Uint8Array(mac(env.jobKey, 'railcomm-udp-session-key', ctx).subarray(0, 16));
+      key = new Uint8Array(mac(this.pairKey(), 'railcomm-udp-session-key', ctx).subarray(0, 16));
     }
     // Each side's sequence numbers start at the token the receiver chose.
     this.session.start(this.peerToken, this.peerToken, this.myToken, credit, key);

@@ -7,8 +7,8 @@
 // neither fill the table nor keep out a real peer that keeps trying.
 
 import { mac, macEquals, nonce } from '../../core/auth.js';
-import { formatId } from '../../core/ids.js';
-import type { RailEnv } from '../api.js';
+import { formatId, jobOf } from '../../core/ids.js';
+import { keyOfJob, type RailEnv } from '../api.js';
 import type { UdpCounters } from './counters.js';
 import type { UdpEndpoint } from './endpoint.js';
 import { datagramSum } from './checksum.js';
@@ -133,7 +133,8 @@ export class Handshakes {
   receive(msg: Buffer, type: number, ip: string): void {
     const h = decodeHandshake(msg);
     const env = this.host.env;
-    if (h.jobId !== env.jobId || h.to !== env.self) { this.host.counters.refused++; return; }
+    // Ranks of this job, or of a job a port or spawn connected (it proves the pair's key).
+    if (keyOfJob(env, h.jobId) === null || jobOf(h.from) !== h.jobId || h.to !== env.self) { this.host.counters.refused++; return; }
     if (type === T_HELLO) this.onHello(h, ip);
     else if (type === T_PROOF) this.onProof(h);
     else if (type === T_CHALLENGE) {
@@ -170,7 +171,7 @@ export class Handshakes {
     list.push(a);
     this.all.add(a);
     if (a.stranger) this.strangerOrder.add(a);
-    const m = mac(host.env.jobKey, 'railcomm-udp-B', a.peerNonce, a.myNonce, a.ctx);
+    const m = mac(keyOfJob(host.env, jobOf(h.from)) ?? host.env.jobKey, 'railcomm-udp-B', a.peerNonce, a.myNonce, a.ctx);
     encodeHandshake(a.buf, {
       type: T_CHALLENGE, jobId: host.env.jobId, token: me.token, from: host.env.self, to: h.from, nonce: a.myNonce,
       dataPort: host.dataPort, prioPort: host.prioPort, credit: host.handshakeCredit(), mac: m, keyNonce: Buffer.from(me.keyNonce), flags: me.flags,
@@ -187,7 +188,7 @@ export class Handshakes {
     let won: Accept | null = null;
     for (const a of list ?? []) {
       if (!a.peerNonce.equals(h.nonce) || h.token !== a.them.token) continue;
-      if (macEquals(h.mac, mac(env.jobKey, 'railcomm-udp-A', a.myNonce, a.peerNonce, a.ctx))) { won = a; break; }
+      if (macEquals(h.mac, mac(keyOfJob(env, jobOf(h.from)) ?? env.jobKey, 'railcomm-udp-A', a.myNonce, a.peerNonce, a.ctx))) { won = a; break; }
     }
     if (won === null) {
       host.counters.refused++;
