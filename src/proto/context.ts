@@ -8,7 +8,7 @@ import { COMPONENTS } from '../rail/components.js';
 import { resolveParams, type ParamOptions, type Params } from '../core/params.js';
 import { log as rootLog, type Logger, type LogLevel } from '../core/log.js';
 import { RailcommError, ErrorCode } from '../core/errors.js';
-import { endpointId, jobOf, rankOf } from '../core/ids.js';
+import { endpointId, formatId, jobOf, rankOf } from '../core/ids.js';
 import { newJobKey } from '../core/auth.js';
 import type { LaunchInfo } from '../boot/launch-env.js';
 import type { KeyValueStore } from '../boot/kv.js';
@@ -41,6 +41,14 @@ function globToRegExp(g: string): RegExp {
   return new RegExp('^' + g.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.') + '$');
 }
 
+/** Another job's rank as this rank knows it (ports, spawn). */
+interface Alias {
+  readonly id: bigint;
+  addrs: Record<string, string[]>;
+  /** Disconnected: its failures no longer concern this job. */
+  detached: boolean;
+}
+
 export class Context {
   readonly params: Params;
   readonly launch: LaunchInfo;
@@ -56,12 +64,15 @@ export class Context {
   private readonly kv: KeyValueStore | null;
   private readonly endpoints: Array<ProtoEndpoint | undefined> = [];
   private closed = false;
+  /** The environment the rails were opened with (rails opened later for other jobs get the same). */
+  private railEnv: RailEnv | null = null;
 
   private constructor(opts: ContextOptions, params: Params) {
     this.params = params;
     this.launch = opts.launch;
     this.kv = opts.kv;
     this.self = endpointId(opts.launch.jobId, opts.launch.rank);
+    this.nextAlias = opts.launch.size;
     this.log = rootLog;
     this.log.setLevel(params.log as LogLevel);
     if (opts.launch.size > 1) this.log.setPrefix(`railcomm ${opts.launch.rank}`);
@@ -85,7 +96,12 @@ export class Context {
   get worldRank(): number { return this.launch.rank; }
   get eagerLimit(): number { return this.params.eagerLimit; }
   get singleCopy(): boolean { return this.params.shmSingleCopy; }
-  get worldSize(): number { return this.launch.size; }
+  /**
+   * World indices in use: this job's ranks, then the aliases of other jobs'
+   * ranks (the protocol layer checks claimed sources against it; a merged
+   * communicator has more ranks than this job).
+   */
+  get worldSize(): number { return this.nextAlias; }
 
   static async create(opts: ContextOptions): Promise<Context> {
     // Step 1: configuration from init() options, then RAILCOMM_* variables, then defaults.
@@ -226,7 +242,10 @@ export class Context {
       self: ctx.self, jobId: opts.launch.jobId, jobKey: opts.launch.jobKey || newJobKey(),
       params, log: ctx.log, upcalls,
       hostPeers: Math.max(0, opts.launch.localSize - opts.launch.threads),
+      // Connected jobs (ports, spawn): the key both jobs derived for the pair.
+      keyFor: (job) => ctx.pairKeys.get(job) ?? null,
     };
+    ctx.railEnv = env;
     // A failure from here on (a rail that cannot open, a wire-up that times
     // out) must not leave open rails behind: shm segments would outlive us.
     try {
@@ -300,6 +319,7 @@ export class Context {
   endpointFor(world: number): ProtoEndpoint {
     let ep = this.endpoints[world];
     if (ep !== undefined) return ep;
+    if (world >= this.launch.size && this.aliases.has(world)) return this.aliasEndpoint(world);
     if (!Number.isInteger(world) || world < 0 || world >= this.launch.size) {
       throw new RailcommError(ErrorCode.RANK, `rank ${world} is outside this job (size ${this.launch.size})`);
     }
@@ -331,7 +351,8 @@ export class Context {
    */
   bindLocal(world: number): ProtoEndpoint {
     const ep = this.endpointFor(world);
-    if (ep.lane !== null || ep.failure !== null) return ep;
+    // Another job's rank is reached over the network only (ports and spawn).
+    if (ep.lane !== null || ep.failure !== null || world >= this.launch.size) return ep;
     const { threads, threadBase, localSize, size } = this.launch;
     const thread = threads >= 2 && world >= threadBase && world < threadBase + threads;
     const rail = this.rails.find((r) => r.component === (thread ? 'tbsm' : localSize >= size ? 'shm' : ''));
@@ -419,9 +440,9 @@ export class Context {
   }
 
   private onAccepted(lane: RailEndpoint): void {
-    if (jobOf(lane.peer) !== this.launch.jobId) return;
-    const rank = rankOf(lane.peer);
-    if (rank >= this.launch.size) return;
+    // Another job's rank: its alias, once a port or spawn connected the jobs.
+    const rank = jobOf(lane.peer) === this.launch.jobId ? rankOf(lane.peer) : this.aliasOf.get(lane.peer) ?? -1;
+    if (rank < 0 || rank >= this.nextAlias) return;
     const ep = this.endpointFor(rank);
     // Frames on any of its lanes reach the peer's endpoint.
     lane.owner = ep;
@@ -462,9 +483,9 @@ export class Context {
 
   private failEndpoint(ep: ProtoEndpoint, err: RailcommError, graceful: boolean): void {
     if (ep.failure !== null) return;
-    const e = graceful ? new RailcommError(ErrorCode.PEER_FAILED, `rank ${ep.rank} has finalized; it takes no more messages`, { cause: err }) : err;
+    const e = graceful ? new RailcommError(ErrorCode.PEER_FAILED, `${this.nameOf(ep.rank)} has finalized; it takes no more messages`, { cause: err }) : err;
     ep.failure = e;
-    if (!graceful && !this.closed) this.log.warn(`peer rank ${ep.rank} failed: ${err.message}`);
+    if (!graceful && !this.closed) this.log.warn(`peer ${this.nameOf(ep.rank)} failed: ${err.message}`);
     if (channels.peerFailed.hasSubscribers) channels.peerFailed.publish({ rank: ep.rank, graceful, message: e.message });
     this.p2p.peerFailed(ep, e, graceful);
     this.rma.peerFailed(ep, e);
@@ -503,9 +524,11 @@ export class Context {
       const p: Record<string, unknown> = ep.lane.counters.snapshot();
       if (ep.lane instanceof MultiLane) { p['lanes'] = ep.lane.laneStats(); p['resends'] = ep.lane.resends + 0; }
       if (ep.laneRx !== null) p['duplicatesDropped'] = ep.laneRx.duplicates;
-      peers[String(ep.rank)] = p as Record<string, number>;
+      // Another job's rank as job:rank (a world index past this job means nothing to a reader).
+      peers[ep.rank < this.launch.size ? String(ep.rank) : formatId(ep.id)] = p as Record<string, number>;
     }
-    return { rank: this.launch.rank, rails, peers, protocol: this.p2p.snapshot(), singleCopy: this.p2p.ipcStates(), ...(this.p2p.device.used ? { cuda: this.p2p.device.snapshot() } : {}) };
+    const jobs = this.connectedJobs();
+    return { rank: this.launch.rank, rails, peers, ...(jobs.length > 0 ? { jobs } : {}), protocol: this.p2p.snapshot(), singleCopy: this.p2p.ipcStates(), ...(this.p2p.device.used ? { cuda: this.p2p.device.snapshot() } : {}) };
   }
 
   /** Run fn when finalize() starts (before it waits for sends): tell peers that wait on this rank. */
@@ -525,6 +548,165 @@ export class Context {
     this.closers.push(fn);
   }
   private readonly closers: Array<() => void> = [];
+
+  // ---- other jobs (ports, spawn): aliases -----------------------------------
+  // Another job's ranks get world indices past this job's (size ..), so that
+  // groups, matching, rendezvous, multirail and failures work on them as on
+  // any peer. An alias stands for a 64-bit endpoint id (job << 32 | rank) and
+  // the rail addresses the roots exchanged; it is resolved from those, not
+  // through the wire-up service, and only over the rails that reach another
+  // job (tcp, udp: shm and tbsm name their segments and peers per job).
+
+  private readonly aliases = new Map<number, Alias>();
+  private readonly aliasOf = new Map<bigint, number>();
+  /** The next alias (this job's size at first: set in the constructor). */
+  private nextAlias: number;
+  /** Key per connected job, both sides derived from a port's secret and both job ids (RailEnv.keyFor). */
+  private readonly pairKeys = new Map<number, string>();
+
+  /** Rails that reach ranks of other jobs. */
+  static readonly INTER_JOB_RAILS: readonly string[] = ['tcp', 'udp'];
+
+  /**
+   * Open what another job needs to reach this rank (ports, spawn): a rail of
+   * an inter-job component (tcp unless RAILCOMM_RAILS names udp only) on every
+   * device, loopback included, unless one is open there already. A job of one
+   * rank, or of threads, opened none at init.
+   */
+  async openInterJobRails(): Promise<void> {
+    if (this.closed || this.railEnv === null) return;
+    const kinds = this.interKinds();
+    if (kinds.length === 0) throw new RailcommError(ErrorCode.NO_RAIL, `RAILCOMM_RAILS=${this.params.rails} names no rail that reaches another job: add tcp (or udp)`);
+    const globs = this.params.tcpDevices.split(',').map((g) => g.trim()).filter(Boolean).map(globToRegExp);
+    for (const c of COMPONENTS) {
+      if (!kinds.includes(c.name) || !c.available().ok) continue;
+      const names = new Set<string>();
+      for (const d of c.queryDevices(this.params)) {
+        if (names.has(d.name) || (globs.length > 0 && !globs.some((r) => r.test(d.name)))) continue;
+        names.add(d.name);
+        if (this.rails.some((r) => r.component === c.name && r.device.name === d.name)) continue;
+        this.rails.push(await c.open(d, this.railEnv));
+        this.log.debug(`opened ${c.name} on ${d.name} for other jobs`);
+      }
+    }
+  }
+
+  /**
+   * The rails other jobs are reached on: tcp (one ordered stream per pair,
+   * whose end tells at once that a rank died), or those of tcp and udp that
+   * RAILCOMM_RAILS names.
+   */
+  private interKinds(): readonly string[] {
+    const wanted = this.params.rails.split(',').map((s) => s.trim()).filter(Boolean);
+    return wanted.length === 0 ? ['tcp'] : Context.INTER_JOB_RAILS.filter((c) => wanted.includes(c));
+  }
+
+  private interRails(): Rail[] {
+    const kinds = this.interKinds();
+    return this.rails.filter((r) => kinds.includes(r.component));
+  }
+
+  /** This rank's addresses on the rails that reach other jobs (component -> addresses). */
+  interJobAddresses(): Record<string, string[]> {
+    const addrs: Record<string, string[]> = {};
+    for (const r of this.interRails()) (addrs[r.component] ??= []).push(r.address());
+    return addrs;
+  }
+
+  /** Rails (tcp, udp) accept connections from ranks of `job`, which prove `key`. */
+  addPairKey(job: number, key: string): void {
+    if (job === this.launch.jobId) throw new RailcommError(ErrorCode.BOOT, `the other job has this job's id (${job}): two jobs with one id cannot be told apart; start them separately (railcomm run gives each a random id)`);
+    this.pairKeys.set(job, key);
+  }
+
+  /**
+   * World indices for another job's members, in order: an id seen before keeps
+   * its alias unless that one was detached (disconnect), then it gets a new one.
+   */
+  addAliases(members: ReadonlyArray<{ id: bigint; addrs: Record<string, string[]> }>): number[] {
+    return members.map((m) => {
+      const old = this.aliasOf.get(m.id);
+      if (old !== undefined && this.aliases.get(old)?.detached === false) {
+        this.aliases.get(old)!.addrs = m.addrs;
+        return old;
+      }
+      const w = this.nextAlias++;
+      this.aliases.set(w, { id: m.id, addrs: m.addrs, detached: false });
+      this.aliasOf.set(m.id, w);
+      return w;
+    });
+  }
+
+  /** The 64-bit id (job << 32 | rank) of a world index: this job's rank or an alias. */
+  idOf(world: number): bigint {
+    return world < this.launch.size ? endpointId(this.launch.jobId, world) : this.aliases.get(world)?.id ?? -1n;
+  }
+
+  /** How a world index reads in messages: `rank N` in this job, `rank job:rank` in another. */
+  nameOf(world: number): string {
+    const a = world >= this.launch.size ? this.aliases.get(world) : undefined;
+    return a === undefined ? `rank ${world}` : `rank ${formatId(a.id)} (job:rank, another job)`;
+  }
+
+  /**
+   * After disconnect: the other job's ranks no longer concern this one. What
+   * is still posted for them fails (ERR_PEER_FAILED, disconnected), their
+   * lanes close once what was sent went out, and their later failures say nothing.
+   */
+  detachAliases(worlds: readonly number[], why: string): void {
+    for (const w of worlds) {
+      const a = this.aliases.get(w);
+      if (a === undefined || a.detached) continue;
+      a.detached = true;
+      if (this.aliasOf.get(a.id) === w) this.aliasOf.delete(a.id);
+      const ep = this.endpoints[w];
+      if (ep === undefined) continue;
+      if (ep.failure === null) {
+        const e = new RailcommError(ErrorCode.PEER_FAILED, `${this.nameOf(w)}: ${why}`);
+        ep.failure = e;
+        this.p2p.peerFailed(ep, e, true);
+        this.rma.peerFailed(ep, e);
+      }
+      const lane = ep.lane;
+      if (lane instanceof MultiLane) { this.lanes.forget(lane); lane.shutdown(); }
+      else if (lane !== null) void lane.close().catch(() => undefined);
+    }
+  }
+
+  /** Connected jobs and the traffic with them (stats, railcomm info). */
+  connectedJobs(): Array<{ job: number; ranks: number; detached: number; msgsSent: number; bytesSent: number; msgsRecv: number; bytesRecv: number }> {
+    const jobs = new Map<number, { job: number; ranks: number; detached: number; msgsSent: number; bytesSent: number; msgsRecv: number; bytesRecv: number }>();
+    for (const [w, a] of this.aliases) {
+      const job = jobOf(a.id);
+      let j = jobs.get(job);
+      if (j === undefined) { j = { job, ranks: 0, detached: 0, msgsSent: 0, bytesSent: 0, msgsRecv: 0, bytesRecv: 0 }; jobs.set(job, j); }
+      if (a.detached) j.detached++; else j.ranks++;
+      const c = this.endpoints[w]?.lane?.counters.snapshot() as Record<string, number> | undefined;
+      if (c !== undefined) {
+        j.msgsSent += c['msgsSent'] ?? 0; j.bytesSent += c['bytesSent'] ?? 0;
+        j.msgsRecv += c['msgsRecv'] ?? 0; j.bytesRecv += c['bytesRecv'] ?? 0;
+      }
+    }
+    return [...jobs.values()];
+  }
+
+  /** An alias's endpoint: resolved at once from the addresses its job's root sent, over the inter-job rails. */
+  private aliasEndpoint(world: number): ProtoEndpoint {
+    const a = this.aliases.get(world)!;
+    const ep = new ProtoEndpoint(world, a.id, this.params.eagerCredits, this.params.sendBuffer);
+    this.endpoints[world] = ep;
+    if (a.detached) {
+      ep.failure = new RailcommError(ErrorCode.PEER_FAILED, `${this.nameOf(world)}: its job was disconnected`);
+      return ep;
+    }
+    const plans = this.lanes.plan(this.interRails(), a.addrs);
+    if (plans.length === 0) {
+      ep.failure = new RailcommError(ErrorCode.NO_RAIL, `no rail reaches ${this.nameOf(world)}: it offers ${Object.entries(a.addrs).map(([k, v]) => `${k} ${v.join(' ')}`).join(', ') || 'nothing'}, this rank has ${this.interRails().map((r) => r.name).join(', ') || 'no tcp or udp rail'}`);
+      return ep;
+    }
+    this.bind(ep, plans.length === 1 ? plans[0]!.rail.rail.endpoint(ep.id, plans[0]!.address) : this.lanes.multi(ep, plans, null));
+    return ep;
+  }
 
   async close(): Promise<void> {
     if (this.closed) return;

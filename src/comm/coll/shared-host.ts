@@ -17,7 +17,8 @@ import { PeerWatch } from '../sync-liveness.js';
 export function sharedPathFor(comm: Communicator, group: readonly number[], collCtx: number): SharedCollectives | null {
   const ctx = comm.world.ctx;
   const { threads, threadBase, size, localSize } = ctx.launch;
-  if (group.length < 2 || ctx.params.collSharedMax <= 0) return null;
+  // Another job's ranks (a merged communicator) map no segment of this job.
+  if (group.length < 2 || ctx.params.collSharedMax <= 0 || group.some((w) => w >= size)) return null;
   const me = group.indexOf(ctx.worldRank);
   const native = ctx.rails.some((r) => r.component === 'shm') ? loadNative() : null;
   // Every rank of the job on this host, and the shm rail open: any communicator maps one segment.
