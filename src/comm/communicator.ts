@@ -28,6 +28,7 @@ import { DevicePlanner } from '../cuda/coll.js';
 import { deviceIrecv, deviceIsend, type DeviceLink } from '../cuda/p2p.js';
 import type { DeviceArray } from '../cuda/memory.js';
 import { SyncCalls } from './sync-calls.js';
+import type { InterCommunicator } from './inter.js';
 
 /** A buffer in host memory, or a device array (src/cuda): the calls that take both accept either. */
 type Mem = ArrayBufferView | DeviceBuffer;
@@ -617,6 +618,43 @@ export class Communicator {
   /** Counters per rail and per peer. */
   stats(): Record<string, unknown> {
     return this.world.ctx.stats();
+  }
+
+  // ---- other jobs (MPI dynamic processes: inter.ts, ports.ts, spawn.ts) ----
+
+  /** A port another job can connect to (a string to hand it: file, environment, argv); valid until closePort. Local to this rank. */
+  async openPort(): Promise<string> {
+    return (await import('./inter.js')).openPort(this.world);
+  }
+
+  /** Close a port this rank opened: accepts waiting on it fail, connects to it fail at once. */
+  async closePort(port: string): Promise<void> {
+    return (await import('./inter.js')).closePort(this.world, port);
+  }
+
+  /** Wait for another job to connect to `port` (opened by `root`). Collective over this communicator. */
+  async accept(port: string, root = 0): Promise<InterCommunicator> {
+    return (await import('./inter.js')).interConnect(this, 'accept', port, root);
+  }
+
+  /** Connect to a port another job opened (significant at `root`). Collective over this communicator. */
+  async connect(port: string, root = 0): Promise<InterCommunicator> {
+    return (await import('./inter.js')).interConnect(this, 'connect', port, root);
+  }
+
+  /**
+   * Start n ranks of `script` as a new job (under railcomm run, which starts
+   * them) and return the inter-communicator to them; in the children,
+   * comm.parent is its other end. Collective over this communicator; script,
+   * args and n matter at root.
+   */
+  async spawn(script: string, args: readonly string[] = [], n = 1, root = 0): Promise<InterCommunicator> {
+    return (await import('./spawn.js')).spawnJob(this, script, args, n, root);
+  }
+
+  /** In a job started by spawn(): the inter-communicator to the job that spawned it; null otherwise. */
+  get parent(): InterCommunicator | null {
+    return this.world.parent;
   }
 }
 

@@ -10,6 +10,7 @@ import { finalized } from '../core/errors.js';
 import { formatStats } from '../core/stats-table.js';
 import { KIND_SEND, type Request, type RequestWatcher } from '../proto/request.js';
 import { HangWatch, type HangReport, type HangWait } from '../proto/hang.js';
+import type { InterCommunicator } from './inter.js';
 
 export class World implements RequestWatcher {
   readonly ctx: Context;
@@ -17,6 +18,8 @@ export class World implements RequestWatcher {
   isFinalized = false;
   private sendsOutstanding = 0;
   private drained: Array<() => void> = [];
+  /** In a spawned job: the inter-communicator to the job that spawned it (comm.parent). */
+  parent: InterCommunicator | null = null;
   /** Next free communicator context id (0/1 are the world's). */
   nextContextId = 2;
   private contextChain: Promise<unknown> = Promise.resolve();
@@ -45,6 +48,10 @@ export class World implements RequestWatcher {
         const out: HangWait[] = [];
         ctx.p2p.waits(out);
         ctx.rma.waits(out);
+        // Another job's rank (ports, spawn) is no rank of this job's picture: named job:rank instead.
+        for (const w of out) {
+          if (typeof w.peer === 'number' && w.peer >= ctx.launch.size) { w.what += ` [${ctx.nameOf(w.peer)}]`; w.peer = null; }
+        }
         return out;
       },
     }, t, ctx.log, ctx.worldRank, sink) : null;
