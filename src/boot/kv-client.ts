@@ -150,6 +150,11 @@ export class KvClient implements KeyValueStore {
     this.lostListeners.push(cb);
   }
 
+  /** comm.spawn: the launcher starts the job; resolves with its exit code once it ended, rejects when it cannot start. */
+  async spawn(req: { command: string[]; n: number; port: string; cwd: string }): Promise<string> {
+    return (await this.call({ op: 'spawn', ...req })) ?? '';
+  }
+
   onPeerLost(cb: PeerLostListener): void {
     this.peerLostListeners.push(cb);
   }

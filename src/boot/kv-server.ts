@@ -57,6 +57,8 @@ export interface KvServerOptions {
 export type AbortListener = (rank: number, message: string, code: number) => void;
 /** A rank's hang report, as the rank sent it (JSON text; cli/hang-board.ts reads it). */
 export type HangListener = (rank: number, report: string) => void;
+/** comm.spawn at a rank: start the job; resolves with its exit code once it ended (text), rejects when it cannot start. */
+export type SpawnListener = (rank: number, req: { command: string[]; n: number; port: string; cwd: string }) => Promise<string>;
 
 interface Conn {
   socket: net.Socket;
@@ -87,6 +89,7 @@ export class KvServer {
   private readonly finalizedRanks: boolean[];
   private readonly abortListeners: AbortListener[] = [];
   private readonly hangListeners: HangListener[] = [];
+  private spawnListener: SpawnListener | null = null;
   private unauthenticated = 0;
   private bound: { host: string; port: number } | undefined;
   private closing = false;
@@ -152,6 +155,11 @@ export class KvServer {
 
   onHang(cb: HangListener): void {
     this.hangListeners.push(cb);
+  }
+
+  /** Who starts the ranks a rank spawns (railcomm run); without one, spawn requests fail. */
+  onSpawn(cb: SpawnListener): void {
+    this.spawnListener = cb;
   }
 
   /** True once `rank` sent finalize: its exit is expected from then on. */
@@ -398,6 +406,12 @@ export class KvServer {
         this.reply(conn, { id: req.id, ok: true });
         for (const cb of this.hangListeners) cb(rank, req.report);
         return;
+      case 'spawn': {
+        const cb = this.spawnListener;
+        if (cb === null) { this.reply(conn, { id: req.id, ok: false, error: 'this launcher does not start spawned ranks' }); return; }
+        cb(rank, req).then((v) => this.reply(conn, { id: req.id, ok: true, value: v }), (e: unknown) => this.reply(conn, { id: req.id, ok: false, error: (e as Error)?.message ?? String(e) }));
+        return;
+      }
     }
   }
 

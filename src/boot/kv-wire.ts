@@ -32,7 +32,13 @@ export interface FinalizeReq { id: number; op: 'finalize' }
 export interface AbortReq { id: number; op: 'abort'; message: string; code?: number }
 /** A rank's hang report (JSON of proto/hang.ts's HangReport), for the launcher to gather. */
 export interface HangReq { id: number; op: 'hang'; report: string }
-export type KvRequest = PutReq | FenceReq | GetReq | FinalizeReq | AbortReq | HangReq;
+/**
+ * Start `n` ranks of `command` as a new job that connects to `port` (comm.spawn).
+ * Answered once that job has ended (value: its exit code), or with an error
+ * when it cannot start; the spawning root accepts on the port meanwhile.
+ */
+export interface SpawnReq { id: number; op: 'spawn'; command: string[]; n: number; port: string; cwd: string }
+export type KvRequest = PutReq | FenceReq | GetReq | FinalizeReq | AbortReq | HangReq | SpawnReq;
 export type KvOp = KvRequest['op'];
 
 /**
@@ -134,6 +140,16 @@ export function parseRequest(line: string): { req: KvRequest } | { id?: number; 
       const report = str('report');
       if (report === undefined) return bad('hang needs a string "report"');
       return { req: { id, op: 'hang', report } };
+    }
+    case 'spawn': {
+      const command = o['command'];
+      const n = o['n'];
+      const port = str('port');
+      const cwd = str('cwd');
+      if (!Array.isArray(command) || command.length === 0 || !command.every((c) => typeof c === 'string')) return bad('spawn needs "command", a non-empty array of strings');
+      if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1) return bad('spawn "n" must be a positive integer');
+      if (port === undefined || cwd === undefined) return bad('spawn needs string "port" and "cwd"');
+      return { req: { id, op: 'spawn', command: command as string[], n, port, cwd } };
     }
     default:
       return bad(`unknown op ${JSON.stringify(o['op'])}`);

@@ -20,4 +20,10 @@ export interface KeyValueStore {
   onPeerLost?(cb: PeerLostListener): void;
   /** Hand a hang report (JSON, proto/hang.ts) to the launcher, which gathers the job's (railcomm run's service only). */
   hangReport?(report: string): void;
+  /**
+   * Have the launcher start `n` ranks of `command` as a new job that connects
+   * to `port` (railcomm run's service only): resolves with its exit code
+   * once it ended, rejects when it cannot start.
+   */
+  spawn?(req: { command: string[]; n: number; port: string; cwd: string }): Promise<string>;
 }

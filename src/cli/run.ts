@@ -23,6 +23,9 @@ import { HOST_CPUS_VAR } from '../core/host-cpus.js';
 import { HangBoard } from './hang-board.js';
 import { DEFAULT_NODE_FLAGS } from '../core/params.js';
 
+/** The port a spawned job's ranks connect back to (comm/spawn.ts reads it in init()). */
+const PARENT_PORT_VAR = 'RAILCOMM_PARENT_PORT';
+
 export interface JobOptions {
   /** Number of ranks. */
   np: number;
@@ -57,6 +60,8 @@ export interface JobOptions {
    * Absent: one process per rank.
    */
   threadsPerProcess?: number;
+  /** Output prefix before the rank, `[label rank]` (the jobs comm.spawn starts: 1.0, 1.1, ...). */
+  label?: string;
 }
 
 export interface HostSlots {
@@ -391,6 +396,8 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   const baseEnv: NodeJS.ProcessEnv = { ...process.env };
   // A count this launcher inherited (it runs inside another job) is not this job's.
   delete baseEnv[HOST_CPUS_VAR];
+  // Nor is a spawning job's port (only the jobs comm.spawn starts get one, through opts.env).
+  delete baseEnv[PARENT_PORT_VAR];
   if (opts.rails !== undefined) baseEnv['RAILCOMM_RAILS'] = opts.rails;
   if (opts.stats) baseEnv['RAILCOMM_STATS'] = '1';
   if (opts.stats === 'json') baseEnv['RAILCOMM_STATS_FORMAT'] = 'json';
@@ -428,7 +435,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   const done = new Promise<JobResult>((r) => { resolveDone = r; });
 
   const say = (msg: string): void => {
-    process.stderr.write(`railcomm run: ${msg}\n`);
+    process.stderr.write(`railcomm run${opts.label === undefined ? '' : ` (spawned job ${opts.label.slice(0, -1)})`}: ${msg}\n`);
   };
 
   const procs: ProcState[] = [];
@@ -442,6 +449,9 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     graceTimer = setTimeout(() => signalAll('SIGKILL'), graceMs);
   };
 
+  // comm.spawn: a new job (its own id, key and service) told the spawning root's port; counted in this job's end.
+  const children: Array<Job & { label: string }> = [];
+  const childEnds: Array<Promise<JobResult>> = [];
   /** The first failure decides the exit code and reason; later ones are consequences. */
   const fail = (code: number, message: string, sig: NodeJS.Signals = 'SIGTERM'): void => {
     if (failure || finished) return;
@@ -449,6 +459,8 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     say(message);
     signalAll(sig);
     startGrace();
+    // The jobs this one spawned go with it (no orphans).
+    for (const c of children) c.stop(`the job that spawned ${c.label} stopped; stopping it`, code);
   };
 
   const onSignal = (sig: NodeJS.Signals): void => {
@@ -487,6 +499,32 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   });
   kv.onHang((rank, report) => hangs.add(rank, report));
 
+  const startedAt = Date.now();
+  kv.onSpawn(async (rank, req) => {
+    if (failure || finished) throw new Error('the spawning job is stopping');
+    const label = `${opts.label ?? ''}${children.length + 1}.`;
+    const copts: JobOptions = {
+      np: req.n, command: req.command, cwd: req.cwd, label,
+      env: { ...(opts.env ?? {}), [PARENT_PORT_VAR]: req.port },
+      forwardSignals: false,
+      ...(opts.graceSec !== undefined ? { graceSec: opts.graceSec } : {}),
+      ...(opts.rails !== undefined ? { rails: opts.rails } : {}),
+      ...(opts.stats !== undefined ? { stats: opts.stats } : {}),
+      ...(opts.hosts !== undefined ? { hosts: opts.hosts } : {}),
+      ...(opts.rsh !== undefined ? { rsh: opts.rsh } : {}),
+      ...(opts.kvHost !== undefined ? { kvHost: opts.kvHost } : {}),
+      // Thread ranks spawn thread ranks: one more process of them.
+      ...(threads ? { threadsPerProcess: req.n } : {}),
+      ...(opts.timeoutSec !== undefined ? { timeoutSec: Math.max(1, opts.timeoutSec - (Date.now() - startedAt) / 1000) } : {}),
+    };
+    const child = await startJob(copts);
+    children.push(Object.assign(child, { label: `the spawned job ${label.slice(0, -1)} (ranks ${label}0-${label}${req.n - 1}, spawned by rank ${opts.label ?? ''}${rank})` }));
+    const end = child.wait();
+    childEnds.push(end);
+    const r = await end;
+    return String(r.code);
+  });
+
   const finish = async (): Promise<void> => {
     finished = true;
     if (timeoutTimer) clearTimeout(timeoutTimer);
@@ -515,9 +553,13 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     await kv.close();
     // Segments of ranks that were killed before they could unlink them (this host only).
     removeJobSegments(jobId, jobKey);
+    // Spawned jobs may outlive their parents' ranks; the first failure among them counts when this job's ranks all succeeded.
+    const childResults = await Promise.all(childEnds);
     const exits: RankExit[] = [];
     for (const p of procs) for (let r = p.base; r < p.base + p.count; r++) exits.push({ rank: r, code: p.code, signal: p.signal });
-    const result: JobResult = { code: failure?.code ?? 0, exits };
+    const childFailure = childResults.find((r) => r.code !== 0);
+    const result: JobResult = { code: failure?.code ?? childFailure?.code ?? 0, exits };
+    if (!failure && childFailure) result.reason = `a spawned job failed: ${childFailure.reason ?? `exit code ${childFailure.code}`}`;
     if (failure) result.reason = failure.reason;
     if (outputs) result.outputs = outputs;
     resolveDone(result);
@@ -593,7 +635,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     const gate = which === 'stdout' ? outGate : errGate;
     let emit: (lines: Buffer[]) => void;
     if (!p.threads) {
-      const prefix = rankPrefix(p.base);
+      const prefix = opts.label === undefined ? rankPrefix(p.base) : Buffer.from(`[${opts.label}${p.base}] `);
       const sink = outputs?.[p.base]?.[which];
       emit = (lines) => {
         if (sink) {
@@ -623,7 +665,12 @@ export async function startJob(opts: JobOptions): Promise<Job> {
           return;
         }
         const parts: Buffer[] = [];
-        for (const l of lines) parts.push(l, NL);
+        for (const l of lines) {
+          // A spawned job's thread ranks: [label rank] as its process ranks would read.
+          const pre = opts.label === undefined ? undefined : parseRankPrefix(l);
+          if (pre !== undefined) parts.push(Buffer.from(`[${opts.label}${pre.rank}] `), l.subarray(pre.textStart), NL);
+          else parts.push(l, NL);
+        }
         gate?.write(Buffer.concat(parts), stream);
       };
     }

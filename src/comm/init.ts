@@ -17,6 +17,9 @@ import { log } from '../core/log.js';
 import { Communicator } from './communicator.js';
 import { World } from './world.js';
 
+/** Where a spawned job's ranks find their parent's port (comm/spawn.ts). */
+const PARENT_PORT_VAR = 'RAILCOMM_PARENT_PORT';
+
 export interface InitOptions {
   /** Parameters by name (eagerLimit or RAILCOMM_EAGER_LIMIT); they win over the environment. */
   params?: ParamOptions;
@@ -110,5 +113,12 @@ async function start(options: InitOptions): Promise<Communicator> {
   const ctx = await Context.create({ params: options.params ?? {}, launch, kv });
   w = new World(ctx, kv);
   const group = Array.from({ length: launch.size }, (_, i) => i);
-  return new Communicator(w, group, launch.rank, 0, 1);
+  const comm = new Communicator(w, group, launch.rank, 0, 1);
+  // Started by comm.spawn (railcomm run told us the parent's port): connect to it before the program runs.
+  const parentPort = process.env[PARENT_PORT_VAR];
+  if (parentPort !== undefined && parentPort !== '') {
+    const { connectParent } = await import('./spawn.js');
+    w.parent = await connectParent(comm, parentPort);
+  }
+  return comm;
 }
