@@ -4,6 +4,7 @@
 export { init, type InitOptions } from './comm/init.js';
 export { Communicator, type RequestOptions } from './comm/communicator.js';
 export { CartCommunicator } from './comm/cart-comm.js';
+export { InterCommunicator } from './comm/inter.js';
 export { dimsCreate, type Shift } from './comm/cart.js';
 export { op, UserOp, type ReduceOpName, type ReduceOp } from './comm/coll/ops.js';
 export type { ReduceArray } from './native/kernels.js';

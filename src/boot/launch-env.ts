@@ -18,6 +18,8 @@ export const ENV = {
   kv: 'RAILCOMM_KV',
   jobKey: 'RAILCOMM_JOB_KEY',
   jobId: 'RAILCOMM_JOB_ID',
+  /** A job comm.spawn started: the port its ranks connect back to (comm.parent). */
+  parentPort: 'RAILCOMM_PARENT_PORT',
 } as const;
 
 export type LauncherName = 'railcomm' | 'openmpi' | 'slurm' | 'hydra' | 'env' | 'singleton';

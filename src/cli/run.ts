@@ -23,9 +23,6 @@ import { HOST_CPUS_VAR } from '../core/host-cpus.js';
 import { HangBoard } from './hang-board.js';
 import { DEFAULT_NODE_FLAGS } from '../core/params.js';
 
-/** The port a spawned job's ranks connect back to (comm/spawn.ts reads it in init()). */
-const PARENT_PORT_VAR = 'RAILCOMM_PARENT_PORT';
-
 export interface JobOptions {
   /** Number of ranks. */
   np: number;
@@ -397,7 +394,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   // A count this launcher inherited (it runs inside another job) is not this job's.
   delete baseEnv[HOST_CPUS_VAR];
   // Nor is a spawning job's port (only the jobs comm.spawn starts get one, through opts.env).
-  delete baseEnv[PARENT_PORT_VAR];
+  delete baseEnv[ENV.parentPort];
   if (opts.rails !== undefined) baseEnv['RAILCOMM_RAILS'] = opts.rails;
   if (opts.stats) baseEnv['RAILCOMM_STATS'] = '1';
   if (opts.stats === 'json') baseEnv['RAILCOMM_STATS_FORMAT'] = 'json';
@@ -505,7 +502,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     const label = `${opts.label ?? ''}${children.length + 1}.`;
     const copts: JobOptions = {
       np: req.n, command: req.command, cwd: req.cwd, label,
-      env: { ...(opts.env ?? {}), [PARENT_PORT_VAR]: req.port },
+      env: { ...(opts.env ?? {}), [ENV.parentPort]: req.port },
       forwardSignals: false,
       ...(opts.graceSec !== undefined ? { graceSec: opts.graceSec } : {}),
       ...(opts.rails !== undefined ? { rails: opts.rails } : {}),

@@ -2,7 +2,7 @@
 // world communicator (a world of one rank when no launcher started us).
 
 import { Context } from '../proto/context.js';
-import { detectLaunch } from '../boot/launch-env.js';
+import { detectLaunch, ENV } from '../boot/launch-env.js';
 import { KvClient } from '../boot/kv-client.js';
 import { endWithParent } from '../boot/launcher-tie.js';
 import { Rank0Store } from '../boot/rank0-service.js';
@@ -16,9 +16,6 @@ import { RailcommError, ErrorCode } from '../core/errors.js';
 import { log } from '../core/log.js';
 import { Communicator } from './communicator.js';
 import { World } from './world.js';
-
-/** Where a spawned job's ranks find their parent's port (comm/spawn.ts). */
-const PARENT_PORT_VAR = 'RAILCOMM_PARENT_PORT';
 
 export interface InitOptions {
   /** Parameters by name (eagerLimit or RAILCOMM_EAGER_LIMIT); they win over the environment. */
@@ -115,7 +112,7 @@ async function start(options: InitOptions): Promise<Communicator> {
   const group = Array.from({ length: launch.size }, (_, i) => i);
   const comm = new Communicator(w, group, launch.rank, 0, 1);
   // Started by comm.spawn (railcomm run told us the parent's port): connect to it before the program runs.
-  const parentPort = process.env[PARENT_PORT_VAR];
+  const parentPort = process.env[ENV.parentPort];
   if (parentPort !== undefined && parentPort !== '') {
     const { connectParent } = await import('./spawn.js');
     w.parent = await connectParent(comm, parentPort);

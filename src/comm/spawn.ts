@@ -7,9 +7,6 @@ import type { Communicator } from './communicator.js';
 import { checkRank } from './checks.js';
 import { closePort, interConnect, openPort, type InterCommunicator } from './inter.js';
 
-/** The port a spawned job's ranks connect to in init() (set by railcomm run). */
-export const PARENT_PORT_VAR = 'RAILCOMM_PARENT_PORT';
-
 function checkArgs(script: unknown, args: unknown, n: unknown): { command: string[]; n: number } {
   if (typeof script !== 'string' || script === '') throw new RailcommError(ErrorCode.INVALID_ARG, `spawn(script, args, n): script must be the path of a script or program, got ${JSON.stringify(script)}`);
   if (!Array.isArray(args) || !args.every((a) => typeof a === 'string')) throw new RailcommError(ErrorCode.INVALID_ARG, 'spawn(script, args, n): args must be an array of strings');

@@ -527,8 +527,10 @@ export class Context {
       // Another job's rank as job:rank (a world index past this job means nothing to a reader).
       peers[ep.rank < this.launch.size ? String(ep.rank) : formatId(ep.id)] = p as Record<string, number>;
     }
-    const jobs = this.connectedJobs();
-    return { rank: this.launch.rank, rails, peers, ...(jobs.length > 0 ? { jobs } : {}), protocol: this.p2p.snapshot(), singleCopy: this.p2p.ipcStates(), ...(this.p2p.device.used ? { cuda: this.p2p.device.snapshot() } : {}) };
+    // Connected jobs (ports, spawn) by job id: their ranks and the traffic with them.
+    const jobs: Record<string, Record<string, number>> = {};
+    for (const { job, ...j } of this.connectedJobs()) jobs[String(job)] = j;
+    return { rank: this.launch.rank, rails, peers, ...(Object.keys(jobs).length > 0 ? { jobs } : {}), protocol: this.p2p.snapshot(), singleCopy: this.p2p.ipcStates(), ...(this.p2p.device.used ? { cuda: this.p2p.device.snapshot() } : {}) };
   }
 
   /** Run fn when finalize() starts (before it waits for sends): tell peers that wait on this rank. */

@@ -138,8 +138,11 @@ const failed = await runCases(comm, [
   }],
   ['stats-show-job', async () => {
     const st = inter.stats();
-    assert.ok(Array.isArray(st.jobs) && st.jobs.length === 1, JSON.stringify(st.jobs));
-    assert.equal(st.jobs[0].job, inter.remoteJob);
+    const jobs = Object.keys(st.jobs ?? {});
+    assert.deepEqual(jobs, [String(inter.remoteJob)], JSON.stringify(st.jobs));
+    const j = st.jobs[jobs[0]];
+    assert.equal(j.ranks, inter.remoteSize);
+    assert.ok(j.bytesSent > 0 && j.bytesRecv > 0, JSON.stringify(j));
     assert.ok(Object.keys(st.peers).some((k) => k.startsWith(`${inter.remoteJob}:`)));
   }],
   ['disconnect', async () => {
