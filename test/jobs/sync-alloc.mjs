@@ -3,7 +3,9 @@
 // its own inbound ring and drains what it sends, as bench/hop-cpu.mjs does),
 // so nothing waits and the count is exact whatever the machine's load: the
 // garbage collections during HOPS sendSync/recvSync pairs after a warm-up,
-// and the heap's growth. Rank 1 steps aside until rank 0 is done.
+// and the heap's growth. Then the same for allreduceSync of one double
+// through the shared segment, rank 0 raising rank 1's flag and filling its
+// box itself before each call. Rank 1 steps aside until rank 0 is done.
 //   railcomm run -n 2 --rails shm,self test/jobs/sync-alloc.mjs [hops]
 import { PerformanceObserver } from 'node:perf_hooks';
 import { init } from '../../dist/index.js';
@@ -16,6 +18,9 @@ const me = comm.rank, peer = 1 - me;
 const b = new Uint8Array(8);
 const pidBuf = new Float64Array(1);
 if (me === 0) { pidBuf[0] = process.pid; await comm.send(pidBuf, peer); await comm.recv(b, peer); } else { await comm.recv(pidBuf, peer); await comm.send(b, peer); }
+// Both attach the segment (the first collective), then rank 1 steps aside.
+const x = new Float64Array([me + 1]), y = new Float64Array(1);
+comm.allreduceSync(x, y, 'sum');
 if (me === 1) {
   // Its rings now say things its own view of them does not: no finalize here.
   const alive = () => { try { process.kill(pidBuf[0], 0); return true; } catch { return false; } };
@@ -48,4 +53,25 @@ run(HOPS);
 const h1 = process.memoryUsage().heapUsed;
 await new Promise((r) => setTimeout(r, 100));
 console.log(`ALLOC ${JSON.stringify({ hops: HOPS, gcs, heapGrowthBytes: h1 - h0 })}`);
+
+// allreduceSync: rank 1's arrival written by rank 0 (flat phases, 2 ranks: its flag on line 2, its
+// box for the round's parity after the flag word; shared.ts and shared-phase.ts lay them out).
+const sh = comm.planner.shared;
+const ctrl = sh.phases.ctrl;
+const seg = sh.seg;
+const boxes = [0, 1].map((ph) => new Float64Array(seg.buffer, seg.byteOffset + 2 * 64 + 8 + ph * 24, 1));
+function call() {
+  boxes[(sh.round + 1) & 1][0] = 2;
+  Atomics.store(ctrl, 2 * 16, sh.phases.seq + 1);
+  comm.allreduceSync(x, y, 'sum');
+}
+function calls(n) { for (let i = 0; i < n; i++) call(); if (y[0] !== 3) throw new Error(`allreduceSync gave ${y[0]}`); }
+calls(200000);
+await new Promise((r) => setTimeout(r, 100));
+gcs = 0;
+const c0 = process.memoryUsage().heapUsed;
+calls(HOPS);
+const c1 = process.memoryUsage().heapUsed;
+await new Promise((r) => setTimeout(r, 100));
+console.log(`ALLOC_COLL ${JSON.stringify({ calls: HOPS, gcs, heapGrowthBytes: c1 - c0 })}`);
 await comm.finalize();

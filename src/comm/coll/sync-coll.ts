@@ -92,9 +92,14 @@ export class SyncCollectives {
         return;
       }
     }
+    this.bcastByPlan(buf, root);
+  }
+
+  /** Apart from bcast(): its closure would cost a context on every call, fast path included. */
+  private bcastByPlan(buf: ArrayBufferView, root: number): void {
     const plan = this.h.planner.bcast(buf, root);
     const bytes = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
-    this.run(what, plan, (c) => bcastBinomialSync(c, bytes, root));
+    this.run('bcastSync', plan, (c) => bcastBinomialSync(c, bytes, root));
   }
 
   allreduce<T extends ReduceArray>(send: T, recv: T, op: ReduceOpName | UserOp<T>): void {
@@ -109,10 +114,15 @@ export class SyncCollectives {
         return;
       }
     }
-    const plan = pl.allreduce(send, recv, op);
+    this.allreduceByPlan(send, recv, op);
+  }
+
+  /** Apart from allreduce(): its closures would cost a context on every call, fast path included (a minor GC every 70,000 calls). */
+  private allreduceByPlan(send: ReduceArray, recv: ReduceArray, op: unknown): void {
+    const plan = this.h.planner.allreduce(send, recv, op);
     const o = checkOp(op, send, 'allreduce');
     const ring = send.byteLength >= this.h.world.ctx.params.collAllreduceRing && send.length >= this.h.size && this.h.size > 1 && isCommutative(o);
-    this.run(what, plan, ring ? (c) => allreduceRingSync(c, send, recv, o) : (c) => allreduceRecursiveDoublingSync(c, send, recv, o));
+    this.run('allreduceSync', plan, ring ? (c) => allreduceRingSync(c, send, recv, o) : (c) => allreduceRecursiveDoublingSync(c, send, recv, o));
   }
 
   reduce<T extends ReduceArray>(send: T, recv: T | null, op: ReduceOpName | UserOp<T>, root: number): void {
