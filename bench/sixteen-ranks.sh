@@ -15,7 +15,7 @@
 #   npm run build && npm run build:native
 #   mkdir -p .gpu && xz -k -c "$(command -v node)" > .gpu/node.xz
 # Run through the device tool, carrying what it needs (bench/mpi/*.c travel as tracked files):
-#   carry: ["dist", "native/build", ".gpu"]
+#   carry: ["dist", "native/build", "native/sab/build", ".gpu"]   (Node 20 maps /dev/shm through the V8 shim in native/sab)
 #   command: bash bench/sixteen-ranks.sh        timeout_s: 540
 # Knobs: N=16 (ranks), ROUNDS=2, SIZES=8,65536,1048576, LATENCY=1 (the 2-rank part).
 # It takes about 3-5 minutes with the defaults (each job has its own time limit).
