@@ -230,4 +230,3 @@ const EMPTY = new Uint8Array(0);
 /** @internal Fails to compile when Request stops being a Posted and a Completion. */
 export type RequestFits = Fits<Request>;
 type Fits<T extends Posted & Completion> = T;
-

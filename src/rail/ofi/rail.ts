@@ -5,14 +5,15 @@
 // queue on a timer. Peers on this host are watched for liveness; memory is
 // registered for native one-sided operations (rma.ts's keys).
 
-import type { Device, Rail, RailCaps, RailEnv, RailMemory, RailRemoteKey, RxFrame } from '../api.js';
+import type { Device, Rail, RailCaps, RailEnv, RailMemory, RxFrame } from '../api.js';
 import { SummedTrafficCounters } from '../../core/counters.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { endpointId, formatId, jobOf, rankOf } from '../../core/ids.js';
 import { hostKey } from '../../core/host.js';
 import { cleanupOnSignal } from '../../core/signal-cleanup.js';
 import { shmJobPrefix } from '../../native/addon.js';
-import { readValue, isFloatType, OP_CSWAP, OP_LAND, OP_LOR, OP_MAX, OP_MIN } from '../../proto/rma/apply.js';
+import { readValue } from '../../proto/rma/apply.js';
+import { FI_OP, FI_TYPE, estimates, nativeAtomicCount, packKey, unpackKey, type OfiRemoteKey } from './rma.js';
 import { EV_DONE, EV_ERROR, EV_RECV, EVENT_WORDS, type OfiBinding, type OfiInfo, type OfiOpened } from './native.js';
 import { OfiEndpoint } from './endpoint.js';
 import { OpTable } from './ops.js';
@@ -40,34 +41,6 @@ const LIVENESS_MS = 500;
  * in recv used 3% of a core with 1 ms looks for a second, about 1% with these.
  */
 const tickDelay = (idle: number): number => (idle < 200 ? 1 : idle < 2500 ? 4 : 16);
-
-/** The engine's element types (apply.ts T_*) as libfabric datatypes. */
-const FI_TYPE = [0, 1, 2, 3, 4, 5, 8, 9, 6, 7];
-/** The engine's op codes (apply.ts OP_*, OP_CSWAP) as libfabric ops. */
-const FI_OP = [2, 3, 0, 1, 7, 6, 9, 5, 4, 11, 10, 12];
-
-/** Latency (us) and bandwidth (MB/s) estimates by provider, to rank rails (measured on loopback, bench/ofi). */
-function estimates(provider: string, kind: Device['kind']): { latencyUs: number; bandwidthMBps: number } {
-  if (provider === 'shm') return { latencyUs: 1.5, bandwidthMBps: 8000 };
-  if (provider.startsWith('tcp')) return { latencyUs: kind === 'loopback' ? 12 : 20, bandwidthMBps: 2000 };
-  if (provider.startsWith('udp')) return { latencyUs: 25, bandwidthMBps: 500 };
-  if (provider === 'sockets') return { latencyUs: 30, bandwidthMBps: 1000 };
-  return { latencyUs: 5, bandwidthMBps: 10000 };
-}
-
-/** A peer's registration as this rail reaches it: an index into the binding's table of keys. */
-export interface OfiRemoteKey extends RailRemoteKey {
-  readonly index: number;
-  /** The registration's address in its owner's process. */
-  readonly base: number;
-}
-
-/*
- * The rail's part of a packed rkey (24 bytes):
- *   0 version u8 (1) | 1 flags u8 (bit 0: addressed by virtual address) | 2 reserved (6)
- *   8 base address f64 (exact: user addresses are below 2^53) | 16 key u64
- */
-const KEY_BYTES = 24;
 
 export class OfiRail implements Rail {
   readonly name: string;
@@ -474,14 +447,7 @@ export class OfiRail implements Rail {
 
   /** Max elements of one native atomic for the engine's type and op (0: emulate). */
   atomicCount(type: number, op: number, fetch: boolean): number {
-    if (this.atomicsOff) return 0;
-    // JavaScript's semantics differ from C's for these: NaN in min/max, truthiness in land/lor, bit patterns in cswap.
-    if (isFloatType(type) && (op === OP_MIN || op === OP_MAX || op === OP_LAND || op === OP_LOR || op === OP_CSWAP)) return 0;
-    const dt = FI_TYPE[type];
-    const fop = FI_OP[op];
-    if (dt === undefined || fop === undefined) return 0;
-    const col = op === OP_CSWAP ? 2 : fetch ? 1 : 0;
-    return this.opened.atomics[(dt * 13 + fop) * 3 + col]!;
+    return this.atomicsOff ? 0 : nativeAtomicCount(this.opened.atomics, type, op, fetch);
   }
 
   fiType(type: number): number { return FI_TYPE[type]!; }
@@ -490,24 +456,15 @@ export class OfiRail implements Rail {
   registerMemory(bytes: Uint8Array): RailMemory | null {
     if (this.closed || bytes.byteLength === 0) return null;
     const reg = this.b.regMr(this.h, bytes);
-    const packed = new Uint8Array(KEY_BYTES);
-    const v = new DataView(packed.buffer);
-    v.setUint8(0, 1);
-    v.setUint8(1, this.opened.virtAddr ? 1 : 0);
-    v.setFloat64(8, reg.base, true);
-    v.setBigUint64(16, reg.key, true);
     return {
-      packed,
+      packed: packKey(reg.base, reg.key, this.opened.virtAddr),
       release: () => { if (!this.closed) this.b.deregMr(this.h, reg.id); },
     };
   }
 
   unpackRemoteKey(packed: Uint8Array): OfiRemoteKey | null {
-    if (packed.byteLength !== KEY_BYTES || this.closed) return null;
-    const v = new DataView(packed.buffer, packed.byteOffset, packed.byteLength);
-    if (v.getUint8(0) !== 1) return null;
-    const base = v.getFloat64(8, true);
-    return { rail: this.name, index: this.b.remote(this.h, base, v.getBigUint64(16, true)), base };
+    const k = this.closed ? null : unpackKey(packed);
+    return k === null ? null : { rail: this.name, index: this.b.remote(this.h, k.base, k.key), base: k.base };
   }
 
   /** An errno from the binding, as text. */
@@ -549,3 +506,5 @@ function isPeerError(err: number): boolean {
   return err === 111 || err === 104 || err === 107 || err === 113 || err === 110 || err === 103 || err === 101 || err === 100 || err === 32 || err === 5;
 }
 
+
+export type { OfiRemoteKey } from './rma.js';
