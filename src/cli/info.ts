@@ -91,6 +91,7 @@ export async function infoCommand(argv: string[]): Promise<number> {
       for (const l of s.lines) out.push(`   ${l}`);
     }
     out.push('', ...laneLines(ctx, params));
+    out.push('', `other jobs (openPort/accept/connect, spawn): ${ctx.interJobSummary()}`);
     // The counters each rail keeps (zero here: this process moved nothing);
     // `railcomm run --stats` prints them per rank at finalize.
     const rails = ctx.stats()['rails'] as Record<string, Record<string, number>>;

@@ -603,6 +603,13 @@ export class Context {
     return wanted.length === 0 ? ['tcp'] : Context.INTER_JOB_RAILS.filter((c) => wanted.includes(c));
   }
 
+  /** For railcomm info: how this rank would reach other jobs. */
+  interJobSummary(): string {
+    const kinds = this.interKinds();
+    if (kinds.length === 0) return `none: RAILCOMM_RAILS=${this.params.rails} names neither tcp nor udp, so openPort, accept, connect and spawn fail with ERR_NO_RAIL`;
+    return `over ${kinds.join(' and ')} on every device${this.params.tcpDevices !== '' ? ` matching RAILCOMM_TCP_DEVICES=${this.params.tcpDevices}` : ''}, opened when a port, accept, connect or spawn first needs it (loopback between jobs on one host); connected jobs show under 'jobs' in --stats and comm.stats(), their ranks as job:rank under 'peers'`;
+  }
+
   private interRails(): Rail[] {
     const kinds = this.interKinds();
     return this.rails.filter((r) => kinds.includes(r.component));
