@@ -54,7 +54,7 @@ for (let i = 0; i < expectFrom.length; i++) {
   seen.add(st.source);
   mine += b[0];
 }
-assert.deepEqual([...seen].sort(), expectFrom);
+assert.deepEqual([...seen].sort((a, b) => a - b), expectFrom);
 const total = new Float64Array(1);
 await comm.allreduce(new Float64Array([mine]), total, 'sum');
 let expect = 0;
