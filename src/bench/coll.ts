@@ -6,7 +6,7 @@
 // bcastSync, allgatherSync (alltoall has no synchronous twin).
 
 import { init } from '../index.js';
-import { tellProgress } from './progress.js';
+import { SYNC_ENV, tellProgress } from './progress.js';
 
 type Kind = 'allreduce' | 'bcast' | 'allgather' | 'alltoall' | 'barrier';
 
@@ -38,7 +38,7 @@ async function main(): Promise<void> {
   const p = comm.size;
   const sizes = sizesText.split(',').filter(Boolean).map(Number);
   const rows: Array<{ size: number; usec: number; iters: number }> = [];
-  const sync = process.env['RAILCOMM_BENCH_SYNC'] === '1';
+  const sync = process.env[SYNC_ENV] === '1';
   for (const [k, size] of sizes.entries()) {
     const { iters, warmup } = iterations(size, Number(itersText));
     tellProgress(comm.rank, { phase: 'start', size, index: k + 1, of: sizes.length });

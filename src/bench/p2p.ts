@@ -6,7 +6,7 @@
 // (recvSync on the other side) then an ack.
 
 import { init, waitAll, type Communicator, type Request } from '../index.js';
-import { tellProgress } from './progress.js';
+import { SYNC_ENV, tellProgress } from './progress.js';
 
 interface Row { size: number; usec?: number; usec_median?: number; usec_batch?: number; usec_batch_avg?: number; usec_p90?: number; usec_p99?: number; mbps?: number; iters: number }
 
@@ -74,7 +74,7 @@ async function main(): Promise<void> {
   const maxSize = Math.max(...sizes, 4);
   const buf = new Uint8Array(maxSize).fill(1);
   const ack = new Uint8Array(4);
-  const sync = process.env['RAILCOMM_BENCH_SYNC'] === '1';
+  const sync = process.env[SYNC_ENV] === '1';
   const pp = async (n: number, every: number, times: Float64Array | null): Promise<void> => {
     if (sync) pingPongSync(comm, buf.subarray(0, curSize), n, every, times);
     else await pingPong(comm, buf.subarray(0, curSize), n, every, times);

@@ -5,6 +5,8 @@
 /** Lines that start with this carry one JSON progress event. */
 export const PROGRESS_PREFIX = 'railcomm-bench-progress ';
 export const PROGRESS_ENV = 'RAILCOMM_BENCH_PROGRESS';
+/** Set by `railcomm bench --sync` for its ranks: time the synchronous calls. */
+export const SYNC_ENV = 'RAILCOMM_BENCH_SYNC';
 
 export interface ProgressEvent {
   phase: 'start' | 'done';

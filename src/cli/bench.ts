@@ -9,6 +9,7 @@ import { KINDS, isColl, isRma, runRailcomm, benchDir, mpiReady, baselinesFor, ty
 import { panelsFor, sideBySide, uniqueNames, type NamedResult } from './bench-panels.js';
 import { plotHtml, plotSvg } from './plot.js';
 import { Progress } from './progress.js';
+import { SYNC_ENV } from '../bench/progress.js';
 import { reportCommand } from './bench-report.js';
 
 const COLL_SIZES = '8,64,1024,8192,65536,262144,1048576';
@@ -179,7 +180,7 @@ export async function benchCommand(argv: string[]): Promise<number> {
       for (const rails of p.rails) for (const sync of p.modes) {
         // Thread ranks are the only way to the tbsm rail.
         const threads = p.threads || rails === 'tbsm';
-        const spec: RailcommSpec = { kind, np: p.np, threads, sizes, iters: p.iters, window: p.window, ...(rails !== undefined && rails !== 'tbsm' ? { rails } : {}), ...(sync ? { env: { RAILCOMM_BENCH_SYNC: '1' } } : {}) };
+        const spec: RailcommSpec = { kind, np: p.np, threads, sizes, iters: p.iters, window: p.window, ...(rails !== undefined && rails !== 'tbsm' ? { rails } : {}), ...(sync ? { env: { [SYNC_ENV]: '1' } } : {}) };
         progress.begin(`${kind}${rails !== undefined ? ` --rails ${rails}` : threads ? ' --threads' : ''}${sync ? ' --sync' : ''}, ${p.np} ranks`);
         const out = await runRailcomm(spec, progress);
         if (out.json === null) {

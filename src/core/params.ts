@@ -162,6 +162,11 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   { name: 'RAILCOMM_SAB_SHIM', def: '0', readBy: 'railcomm as it loads', doc: '1: map shared memory through the V8 shim (native/sab) even where Node-API can do it' },
   { name: 'RAILCOMM_NO_PMIX', def: '0', readBy: 'init()', doc: '1: do not use PMIx even under a PMIx launcher (wire up through MASTER_ADDR:MASTER_PORT instead)' },
   { name: 'RAILCOMM_PMIX_LIB', def: '', readBy: 'init()', doc: 'the PMIx library to load (unset: libpmix.so.2 from the system\'s library path, as openmpi-bin installs it)' },
+  { name: 'RAILCOMM_CUDA', def: '1', readBy: 'the first GPU call', doc: '0: do not load the CUDA driver (cuda.available is false, cuda.why says so); device arrays then cannot be made' },
+  { name: 'RAILCOMM_CUDA_LIBRARY', def: 'libcuda.so.1', readBy: 'the first GPU call', doc: 'the CUDA driver library to dlopen (a path, or a name the dynamic loader finds)' },
+  { name: 'RAILCOMM_CUDA_DEVICE', def: '0', readBy: 'the first GPU call in each thread', doc: 'the device (ordinal) a rank allocates on and copies with until cuda.setDevice chooses another' },
+  { name: 'RAILCOMM_CUDA_PTX', def: '', readBy: 'the first device reduction', doc: 'a PTX file to load the reduction kernels from instead of the one shipped in the package (unset: the shipped one)' },
+  { name: 'RAILCOMM_OFI_NATIVE_ATOMICS', def: '0', readBy: 'the ofi rail as it opens', doc: '1: native atomics (fi_atomic) on the ofi shm and udp;ofi_rxd providers too; by default railcomm emulates them there, because with libfabric 1.17 shm atomics from several origins at once to one target give wrong results and udp;ofi_rxd crashes with two fetching atomics in flight to one peer' },
   { name: 'RAILCOMM_SKIP_NATIVE', def: '0', readBy: 'npm install', doc: '1: build and load no native part at install (railcomm then runs without them)' },
   { name: 'RAILCOMM_BUILD_FROM_SOURCE', def: '0', readBy: 'npm install', doc: '1: build the native parts from source even where a prebuilt binary fits (needs g++, make and python3)' },
 ];

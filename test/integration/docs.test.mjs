@@ -15,7 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PARAMS, ENV_SETTINGS, describeParams, envName } from '../../dist/core/params.js';
 import { ENV } from '../../dist/boot/launch-env.js';
-import { PROGRESS_ENV } from '../../dist/bench/progress.js';
+import { PROGRESS_ENV, SYNC_ENV } from '../../dist/bench/progress.js';
 import { CLI } from './jobs.mjs';
 import ts from 'typescript';
 
@@ -25,7 +25,7 @@ const readmeText = readFileSync(README, 'utf8');
 const readmeLines = readmeText.split('\n');
 
 /** Set by railcomm run (or its thread host, or railcomm bench) for each rank: not settings a user chooses. */
-const IDENTITY = new Set([...Object.values(ENV).filter((v) => v !== 'RAILCOMM_JOB_KEY'), 'RAILCOMM_THREAD_BASE', 'RAILCOMM_THREADS', PROGRESS_ENV]);
+const IDENTITY = new Set([...Object.values(ENV).filter((v) => v !== 'RAILCOMM_JOB_KEY'), 'RAILCOMM_THREAD_BASE', 'RAILCOMM_THREADS', PROGRESS_ENV, SYNC_ENV]);
 
 /** Every documented variable: name -> { def (as the registry has it), doc, kind }. */
 function registry() {
