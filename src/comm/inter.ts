@@ -42,6 +42,7 @@ interface InterState {
 
 const states = new WeakMap<World, InterState>();
 
+/** @internal */
 export function interState(world: World): InterState {
   let s = states.get(world);
   if (s === undefined) {
@@ -55,7 +56,7 @@ export function interState(world: World): InterState {
 
 // ---- ports -------------------------------------------------------------------
 
-/** comm.openPort(): a listener at this rank with a fresh secret; the string names its addresses, port and secret. */
+/** @internal comm.openPort(): a listener at this rank with a fresh secret; the string names its addresses, port and secret. */
 export async function openPort(world: World): Promise<string> {
   world.check('openPort');
   const p = await PortListener.open(world.ctx.params.handshakeTimeout);
@@ -63,7 +64,7 @@ export async function openPort(world: World): Promise<string> {
   return p.name;
 }
 
-/** comm.closePort(port): accepts waiting on it fail; connects to it fail at once. */
+/** @internal comm.closePort(port): accepts waiting on it fail; connects to it fail at once. */
 export async function closePort(world: World, port: string): Promise<void> {
   parsePort(port);
   const s = interState(world);
@@ -95,7 +96,7 @@ function outcomeOf(e: unknown): Outcome {
   return { error: (e as Error)?.message ?? String(e), errorCode: e instanceof RailcommError ? e.code : ErrorCode.BOOT };
 }
 
-/**
+/** @internal
  * accept (port at root) or connect (to port, from root): collective over comm.
  * Returns once every member of both groups knows the other group.
  */
