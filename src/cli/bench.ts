@@ -20,10 +20,10 @@ const DEFAULT_SIZES: Record<string, string> = {
   put: '8,1024,65536,1048576,4194304', get: '8,1024,65536,1048576,4194304', atomic: '8',
 };
 
-const USAGE = `railcomm bench KIND[,KIND...] [-n N] [--threads] [--rails LIST]... [--sync[=both]] [--sizes LIST] [--iters N] [--window N] [--json]
+const USAGE = `railcomm bench [KIND[,KIND...]] [-n N] [--threads] [--rails LIST]... [--sync[=both]] [--sizes LIST] [--iters N] [--window N] [--json]
                 [--compare[=NAMES]] [--plot FILE.svg] [--html FILE.html] [--quiet]
 railcomm bench --report [--rounds N] [--quick] [--out PREFIX] ...   (railcomm bench --report --help)
-  KIND: latency, bw, allreduce, bcast, allgather, alltoall, put, get, atomic, wireup
+  KIND: (default latency,bw) latency, bw, allreduce, bcast, allgather, alltoall, put, get, atomic, wireup
   --threads: the ranks are worker threads of one process (tbsm rail)
   --sync:    through the synchronous calls (sendSync/recvSync, allreduceSync, bcastSync,
              allgatherSync; shared-memory rails only); --sync=both: each job async, then sync
@@ -123,7 +123,8 @@ function parse(argv: string[]): Parsed | 'help' {
     else if (!kindText && !a.startsWith('-')) kindText = a;
     else throw new Usage(`unexpected argument '${arg}'`);
   }
-  p.kinds = kindText.split(',').filter(Boolean);
+  // No kind: the two figures people ask first (half round trip and bandwidth between 2 ranks).
+  p.kinds = (kindText === '' ? 'latency,bw' : kindText).split(',').filter(Boolean);
   if (p.kinds.length === 0 || !p.kinds.every((k) => (KINDS as readonly string[]).includes(k))) throw new Usage(`choose one of ${KINDS.join(', ')}`);
   const coll = p.kinds.every((k) => isColl(k));
   if (!Number.isInteger(p.np) || p.np < (coll ? 1 : 2) || !Number.isInteger(p.iters) || p.iters < 1 || !Number.isInteger(p.window) || p.window < 1) {
