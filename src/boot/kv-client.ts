@@ -42,6 +42,7 @@ export class KvClient implements KeyValueStore {
   private readonly pending = new Map<number, Pending>();
   private readonly lostListeners: LostListener[] = [];
   private readonly peerLostListeners: PeerLostListener[] = [];
+  private readonly abortListeners: Array<(rank: number, code: number, message: string) => void> = [];
   private closedByUs = false;
   /** The service said no to our proof: asking again will not help. */
   private refusedForGood = false;
@@ -159,6 +160,11 @@ export class KvClient implements KeyValueStore {
     this.peerLostListeners.push(cb);
   }
 
+  /** The service says a rank aborted the job (rank 0's service: env://, mpirun or srun without PMIx). */
+  onJobAbort(cb: (rank: number, code: number, message: string) => void): void {
+    this.abortListeners.push(cb);
+  }
+
   close(): void {
     if (this.closedByUs) return;
     this.closedByUs = true;
@@ -233,7 +239,8 @@ export class KvClient implements KeyValueStore {
         if (line.startsWith('{"event"')) {
           const ev = parseEvent(line);
           if (ev === undefined) { this.fail(`the key-value service at ${this.where()} sent a malformed event`); return; }
-          for (const cb of this.peerLostListeners) cb(ev.rank, ev.why);
+          if (ev.event === 'abort') for (const cb of this.abortListeners) cb(ev.rank, ev.code, ev.message);
+          else for (const cb of this.peerLostListeners) cb(ev.rank, ev.why);
           return;
         }
         const r: KvReply | undefined = parseReply(line);

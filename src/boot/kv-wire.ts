@@ -48,6 +48,13 @@ export type KvOp = KvRequest['op'];
  */
 export interface LostEvent { event: 'lost'; rank: number; why: string }
 
+/**
+ * Server -> every client, unasked: a rank called comm.abort(code) and the
+ * service (rank 0's, under launchers without one of their own) ends the job:
+ * each rank exits with `code`.
+ */
+export interface AbortEvent { event: 'abort'; rank: number; code: number; message: string }
+
 export interface OkReply { id: number; ok: true; value?: string }
 export interface ErrReply { id: number; ok: false; error: string }
 export type KvReply = OkReply | ErrReply;
@@ -57,7 +64,7 @@ export function authMac(jobKeyHex: string, nonceBytes: Uint8Array, rank: number)
   return mac(jobKeyHex, KV_MAC_LABEL, nonceBytes, String(rank));
 }
 
-export function encode(msg: NonceMsg | AuthMsg | AuthOkMsg | RefusedMsg | KvRequest | KvReply | LostEvent): string {
+export function encode(msg: NonceMsg | AuthMsg | AuthOkMsg | RefusedMsg | KvRequest | KvReply | LostEvent | AbortEvent): string {
   return JSON.stringify(msg) + '\n';
 }
 
@@ -157,8 +164,13 @@ export function parseRequest(line: string): { req: KvRequest } | { id?: number; 
 }
 
 /** An unasked event from the server, or undefined when the line is not one. */
-export function parseEvent(line: string): LostEvent | undefined {
+export function parseEvent(line: string): LostEvent | AbortEvent | undefined {
   const o = parseObject(line);
+  if (o && o['event'] === 'abort' && isId(o['rank'])) {
+    const code = o['code'];
+    if (typeof code !== 'number' || !Number.isInteger(code) || code < 1 || code > 255) return undefined;
+    return { event: 'abort', rank: o['rank'], code, message: typeof o['message'] === 'string' ? o['message'] : 'abort' };
+  }
   if (!o || o['event'] !== 'lost' || !isId(o['rank'])) return undefined;
   return { event: 'lost', rank: o['rank'], why: typeof o['why'] === 'string' ? o['why'] : 'its connection ended' };
 }

@@ -18,6 +18,14 @@ export interface KeyValueStore {
   close(): void;
   /** Tell `cb` about ranks that died, where the backend can see it (railcomm's services; not PMIx). */
   onPeerLost?(cb: PeerLostListener): void;
+  /**
+   * comm.abort(code) where rank 0 hosts the service (env://, mpirun or srun
+   * without PMIx): the service tells every rank, which exits with `code`.
+   * Resolves once the service has the request.
+   */
+  abortJob?(message: string, code: number): Promise<void>;
+  /** `cb` runs when some rank aborted the job through abortJob (then this rank exits). */
+  onJobAbort?(cb: (rank: number, code: number, message: string) => void): void;
   /** Hand a hang report (JSON, proto/hang.ts) to the launcher, which gathers the job's (railcomm run's service only). */
   hangReport?(report: string): void;
   /**

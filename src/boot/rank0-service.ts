@@ -19,6 +19,8 @@ export class Rank0Store implements KeyValueStore {
     this.server = server;
     this.size = size;
     this.lingerMs = lingerMs;
+    // No launcher of ours hears an abort here: the service itself tells every rank.
+    server?.onAbort((rank, message, code) => server.broadcastAbort(rank, code, message));
   }
 
   /**
@@ -54,6 +56,9 @@ export class Rank0Store implements KeyValueStore {
   get(key: string, timeoutMs: number): Promise<string> { return this.client.get(key, timeoutMs); }
 
   localAddress(): string | undefined { return this.client.localAddress(); }
+
+  abortJob(message: string, code: number): Promise<void> { return this.client.abort(message, code); }
+  onJobAbort(cb: (rank: number, code: number, message: string) => void): void { this.client.onJobAbort(cb); }
 
   /**
    * Ranks that died, as rank 0's service saw them; and rank 0 itself when

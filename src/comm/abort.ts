@@ -1,8 +1,10 @@
 // comm.abort(code): end every rank of the job with that exit code, as
 // MPI_Abort. Under railcomm run the launcher's key-value service hears it and
-// stops every rank (the job exits with `code`); under other launchers this
-// rank exits with the code, which mpirun turns into the end of the job and
-// which the other ranks see as a failed peer.
+// stops every rank (the job exits with `code`). Where rank 0 hosts the
+// wire-up service (env://, mpirun or srun without PMIx) that service tells
+// every rank, and each exits with `code`. Under PMIx this rank exits with the
+// code, which mpirun turns into the end of the job and which the other ranks
+// see as a failed peer.
 
 import { isMainThread } from 'node:worker_threads';
 import { RailcommError, ErrorCode } from '../core/errors.js';
@@ -29,6 +31,11 @@ export function abortJob(world: World, rank: number, code: number): Promise<neve
     // The launcher stops every rank and exits with `code`; this rank leaves once it has heard the request.
     const timer = setTimeout(() => process.exit(code), CONFIRM_MS);
     kv.abort(`comm.abort(${code})`, code).then(() => { clearTimeout(timer); process.exit(code); }, () => { clearTimeout(timer); process.exit(code); });
+  } else if (kv?.abortJob !== undefined) {
+    // Rank 0 hosts the wire-up service (env://, mpirun or srun without PMIx): it tells every rank.
+    const timer = setTimeout(() => process.exit(code), CONFIRM_MS);
+    const leave = (): void => { clearTimeout(timer); setTimeout(() => process.exit(code), rank === 0 ? 200 : 0); };
+    kv.abortJob(`comm.abort(${code})`, code).then(leave, leave);
   } else {
     // No launcher of ours to tell: exiting with the code is what mpirun and srun
     // (--kill-on-bad-exit) act on, and the peers see this rank fail.

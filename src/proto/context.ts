@@ -297,6 +297,12 @@ export class Context {
     }
     // The wire-up service sees ranks die, also those this rank never talked to.
     ctx.kv?.onPeerLost?.((rank, why) => ctx.peerLost(rank, why));
+    // A rank called comm.abort() under a launcher that will not stop the job (rank 0's service): end this rank too.
+    ctx.kv?.onJobAbort?.((rank, code) => {
+      process.stderr.write(`railcomm: rank ${ctx.worldRank}: rank ${rank} called abort(${code}); exiting with code ${code}\n`);
+      // Rank 0 hosts the service: give its messages to the other ranks a moment to leave.
+      if (rank !== ctx.worldRank) setTimeout(() => process.exit(code), ctx.worldRank === 0 ? 200 : 0);
+    });
     // Windows between processes of this host map each other's memory where the shm rail runs.
     if (ctx.rails.some((r) => r.component === 'shm')) ctx.rma.segments = loadNative();
     return ctx;

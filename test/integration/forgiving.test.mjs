@@ -135,15 +135,23 @@ async function freePort() {
 }
 const envRank = (r, n, port) => ({ ...clean, RANK: String(r), WORLD_SIZE: String(n), LOCAL_RANK: String(r), LOCAL_WORLD_SIZE: String(n), MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port), RAILCOMM_JOB_KEY: 'ab'.repeat(16), RAILCOMM_LOG: 'error' });
 
-test('comm.abort(code) without a launcher: the rank exits with the code (alone, or beside peers that see it fail)', async () => {
+test('comm.abort(code) without a launcher of ours: alone the rank exits with the code; wired up by env:// (rank 0\'s service) every rank does', async () => {
   const one = await run([jobScript('abort.mjs'), '9'], clean).done;
   assert.equal(one.code, 9, one.stderr);
   assert.match(one.stderr, /rank 0 called abort\(9\)/);
-  const port = await freePort();
-  const ranks = [0, 1].map((r) => run([jobScript('abort.mjs'), '6'], envRank(r, 2, port)).done);
-  const [r0, r1] = await Promise.all(ranks);
-  assert.equal(r1.code, 6, r1.stderr);
-  assert.match(r0.stdout, /RESULT ERR_PEER_FAILED/, r0.stderr);
+  // The aborting rank is the service's host (0), or another (2); every other rank waits in a receive
+  // meanwhile (which may fail first as the aborting rank leaves: MPI_Abort does not say which comes first).
+  for (const aborter of [2, 0]) {
+    const port = await freePort();
+    const t0 = Date.now();
+    const ranks = await Promise.all([0, 1, 2].map((r) => run([jobScript('abort.mjs'), '6', String(aborter)], envRank(r, 3, port)).done));
+    for (const [r, res] of ranks.entries()) {
+      assert.equal(res.code, 6, `aborter ${aborter}, rank ${r} exited with ${res.code} ${res.signal}: ${res.stdout}${res.stderr}`);
+      assert.doesNotMatch(res.stdout, /NOT REACHED/);
+      if (r !== aborter) assert.match(res.stderr, new RegExp(`rank ${aborter} called abort\\(6\\); exiting with code 6`), res.stderr);
+    }
+    assert.ok(Date.now() - t0 < 15_000, `aborter ${aborter}: the job took ${Date.now() - t0} ms`);
+  }
 });
 
 test('init() after finalize() rejects with ERR_FINALIZED', async () => {

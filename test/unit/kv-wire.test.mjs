@@ -84,6 +84,12 @@ test('parseEvent and parseReply', () => {
   assert.deepEqual(parseEvent('{"event":"lost","rank":2}'), { event: 'lost', rank: 2, why: 'its connection ended' });
   assert.deepEqual(parseEvent('{"event":"lost","rank":2,"why":5}'), { event: 'lost', rank: 2, why: 'its connection ended' });
   for (const bad of ['{"event":"found","rank":2}', '{"event":"lost","rank":-2}', '{"event":"lost"}', ...NOT_OBJECTS]) assert.equal(parseEvent(bad), undefined, bad);
+  // comm.abort under rank 0's service: the code must be an exit code a process can have.
+  assert.deepEqual(parseEvent('{"event":"abort","rank":1,"code":7,"message":"comm.abort(7)"}'), { event: 'abort', rank: 1, code: 7, message: 'comm.abort(7)' });
+  assert.deepEqual(parseEvent('{"event":"abort","rank":0,"code":255}'), { event: 'abort', rank: 0, code: 255, message: 'abort' });
+  for (const bad of ['{"event":"abort","rank":1,"code":0}', '{"event":"abort","rank":1,"code":256}', '{"event":"abort","rank":1,"code":1.5}', '{"event":"abort","rank":1}', '{"event":"abort","rank":-1,"code":3}']) {
+    assert.equal(parseEvent(bad), undefined, bad);
+  }
 
   assert.deepEqual(parseReply('{"id":1,"ok":true}'), { id: 1, ok: true });
   assert.deepEqual(parseReply('{"id":1,"ok":true,"value":"v"}'), { id: 1, ok: true, value: 'v' });
