@@ -495,7 +495,19 @@ export class Context {
     if (channels.peerFailed.hasSubscribers) channels.peerFailed.publish({ rank: ep.rank, graceful, message: e.message });
     this.p2p.peerFailed(ep, e, graceful);
     this.rma.peerFailed(ep, e);
+    for (const f of [...this.failureWatchers]) f(ep.rank);
   }
+
+  /**
+   * Call fn with the world rank of each peer that fails from now on, until
+   * the returned function is called: waits that sleep outside the protocol
+   * (shared-memory collectives) learn at once instead of at their next look.
+   */
+  watchFailures(fn: (world: number) => void): () => void {
+    this.failureWatchers.add(fn);
+    return () => { this.failureWatchers.delete(fn); };
+  }
+  private readonly failureWatchers = new Set<(world: number) => void>();
 
   private printProtoInfo(ep: ProtoEndpoint): void {
     const t = ep.th;

@@ -52,6 +52,27 @@ abstract class SegmentHost implements SharedHost {
 
   readonly flatMax: number;
 
+  /**
+   * A sleep that also ends when a member fails: the wait then looks at its
+   * peers at once (within milliseconds of the wire-up service's word)
+   * instead of at the end of its CHECK_MS sleep.
+   */
+  protected sleepUnlessFailed(start: (wake: () => void) => () => void): Promise<void> {
+    return new Promise<void>((resolve) => {
+      let stop: (() => void) | null = null;
+      let unwatch: (() => void) | null = null;
+      const wake = (): void => {
+        if (unwatch === null) return;
+        unwatch();
+        unwatch = null;
+        stop?.();
+        resolve();
+      };
+      unwatch = this.ctx.watchFailures((w) => { if (this.group.includes(w)) wake(); });
+      stop = start(wake);
+    });
+  }
+
   abstract attach(c: CollComm, bytes: number): Promise<Uint8Array>;
   abstract attachSync(barrier: () => void, rank: number, bytes: number): Uint8Array;
   abstract sleep(ctrl: Int32Array, seen: number, ms: number): Promise<unknown>;
@@ -138,7 +159,9 @@ class ThreadSegment extends SegmentHost {
 
   sleep(ctrl: Int32Array, seen: number, ms: number): Promise<unknown> {
     const w = Atomics.waitAsync(ctrl, 0, seen, ms);
-    return w.async ? w.value : Promise.resolve();
+    if (!w.async) return Promise.resolve();
+    // (A wait ended by a failure leaves its waitAsync to time out on its own: at most ms.)
+    return this.sleepUnlessFailed((wake) => { void w.value.then(wake); return () => undefined; });
   }
 
   pause(ctrl: Int32Array, seen: number, us: number): void {
@@ -214,10 +237,12 @@ class HostSegment extends SegmentHost {
   }
 
   sleep(_ctrl: Int32Array, seen: number, ms: number): Promise<unknown> {
-    return new Promise<void>((resolve) => {
-      const t = setTimeout(() => { this.woken = null; resolve(); }, ms);
-      this.woken = () => { clearTimeout(t); resolve(); };
+    return this.sleepUnlessFailed((wake) => {
+      const t = setTimeout(() => { this.woken = null; wake(); }, ms);
+      this.woken = () => { clearTimeout(t); wake(); };
       this.native.doorbellArm(this.waiter!, seen);
+      // Woken by a failure: the doorbell stays armed, and its ring finds no one to resolve.
+      return () => { clearTimeout(t); this.woken = null; };
     });
   }
 
