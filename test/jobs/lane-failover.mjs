@@ -30,6 +30,23 @@ for (let i = 0; i < count; i++) {
   longest = Math.max(longest, now - t);
   t = now;
 }
+if (process.env.LANE_HEAL) {
+  // A healed lane rejoins at its next retry (1 s after it failed, then 2, 4, ... s later), which a
+  // fast stream may finish before: wait for it (at most 20 s), the ranks in railcomm meanwhile.
+  const done = new Int32Array(1);
+  const giveUp = Date.now() + 20_000;
+  for (;;) {
+    if (comm.rank === 0) {
+      const lanes = comm.stats().peers['1']?.lanes ?? {};
+      done[0] = Object.values(lanes).some((l) => l.rejoins > 0) || Date.now() > giveUp ? 1 : 0;
+      await comm.send(done, 1, count);
+    } else {
+      await comm.recv(done, 0, count);
+    }
+    if (done[0] === 1) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
 await comm.barrier();
 const s = comm.stats().peers[String(1 - comm.rank)];
 console.log(`RESULT rank ${comm.rank}: ${count} messages in ${Math.round(performance.now() - t0)} ms, ${bad} bad, longest pause ${Math.round(longest)} ms`);
