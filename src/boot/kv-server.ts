@@ -298,6 +298,7 @@ export class KvServer {
     const line = encode({ event: 'lost', rank, why: 'its connection to the wire-up service ended before it finalized (the process or thread died)' });
     for (const c of this.conns) if (c.rank >= 0 && c.rank !== rank && !c.socket.destroyed) c.socket.write(line);
   }
+
   /** Tell every rank that `rank` aborted the job with `code` (rank 0's service: each rank then exits). */
   broadcastAbort(rank: number, code: number, message: string): void {
     const line = encode({ event: 'abort', rank, code, message });
