@@ -13,7 +13,7 @@ import { RingLane } from '../shared/poll.js';
 import { cmaIpc } from '../shared/cma.js';
 import type { ShmRail } from './rail.js';
 import {
-  CTL_FREE, INBOX_BELL_BYTE, INBOX_SLOTS, IN_ANNOUNCED, IN_MAGIC, IN_MAPPED, IN_PID, IN_SLOTS, IN_VERSION, SHM_MAGIC, SHM_VERSION, checkStamp, inboxName, ringName, segmentName,
+  CTL_FREE, INBOX_BELL_BYTE, INBOX_SLOTS, IN_ANNOUNCED, IN_CLOSED, IN_MAGIC, IN_MAPPED, IN_PID, IN_SLOTS, IN_VERSION, SHM_MAGIC, SHM_VERSION, checkStamp, inboxName, ringName, segmentName,
 } from './wire.js';
 
 const EMPTY = new Uint8Array(0);
@@ -128,6 +128,11 @@ export class ShmEndpoint extends RingLane<ShmEndpoint> implements RingPeer {
       return null;
     }
     Atomics.store(w, IN_SLOTS + slot, rail.rank + 1);
+    // The peer closed its rail (it finalized) before or while we announced: it
+    // will never map the ring, so its name is ours to remove. (It sets the flag
+    // before it reads the announcements, we announce before we read the flag:
+    // one of the two sees the other, and unlinking twice is harmless.)
+    if (Atomics.load(w, IN_CLOSED) !== 0) rail.native.shmUnlink(name);
     this.out = ring;
     return ring;
   }

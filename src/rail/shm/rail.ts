@@ -17,7 +17,7 @@ import { inboundRing, maySleep, pollRings, settleRings, Sleeper, type Inbound as
 import { ShmEndpoint } from './endpoint.js';
 import { RegionCache } from '../../core/region-cache.js';
 import {
-  CTL_FREE, CTL_HDR, INBOX_BELL_BYTE, INBOX_BYTES, INBOX_SLOTS, IN_ANNOUNCED, IN_SLOTS, checkStamp, decodeAddress, encodeAddress, inboxName, ringName, segmentName, stampInbox,
+  CTL_FREE, CTL_HDR, INBOX_BELL_BYTE, INBOX_BYTES, INBOX_SLOTS, IN_ANNOUNCED, IN_CLOSED, IN_SLOTS, checkStamp, decodeAddress, encodeAddress, inboxName, ringName, segmentName, stampInbox,
 } from './wire.js';
 
 type Inbound = SharedInbound<ShmEndpoint>;
@@ -98,7 +98,23 @@ export class ShmRail implements Rail {
   private readonly onExit = (): void => {
     this.native.shmUnlink(this.inboxName);
     for (const name of this.segmentNames.values()) this.native.shmUnlink(name);
+    this.unlinkUnmappedRings();
   };
+
+  /**
+   * Rings announced to us that we never mapped (a peer's last words as we
+   * left, a revoke, a BYE): nobody else would remove their names. The closed
+   * flag tells a peer announcing from now on to remove its ring itself.
+   */
+  private unlinkUnmappedRings(): void {
+    const w = this.inWords;
+    Atomics.store(w, IN_CLOSED, 1);
+    const announced = Math.min(Atomics.load(w, IN_ANNOUNCED), INBOX_SLOTS);
+    for (let s = this.seen; s < announced; s++) {
+      const who = Atomics.load(w, IN_SLOTS + s);
+      if (who > 0) this.native.shmUnlink(ringName(this.prefix, who - 1, this.rank));
+    }
+  }
 
   address(): string {
     return encodeAddress({ host: this.host, pid: process.pid, inbox: this.inboxName });
@@ -281,14 +297,7 @@ export class ShmRail implements Rail {
     this.remoteSegments.clear();
     // The last peer that mapped it may have removed the name already (no error then).
     this.native.shmUnlink(this.inboxName);
-    // Rings announced to us that we never mapped (a peer's last words as we
-    // left, a revoke): nobody else would remove their names.
-    const w = this.inWords;
-    const announced = Math.min(Atomics.load(w, IN_ANNOUNCED), INBOX_SLOTS);
-    for (let s = this.seen; s < announced; s++) {
-      const who = Atomics.load(w, IN_SLOTS + s);
-      if (who > 0) this.native.shmUnlink(ringName(this.prefix, who - 1, this.rank));
-    }
+    this.unlinkUnmappedRings();
     for (const ep of this.endpoints.values()) ep.release();
     this.inbound.length = 0;
   }

@@ -17,6 +17,7 @@
  *   18    72    owner pid
  *   19    76    rings announced (slots taken; atomic add by senders)
  *   20    80    peers that mapped this inbox (the last expected one unlinks the name)
+ *   21    84    closed: the owner closed its rail and maps no ring announced from now on
  *   32   128    announce slots: sender rank + 1 (0: slot taken, not written yet)
  */
 export const SHM_MAGIC = 0x52434d53; // "RCMS"
@@ -28,6 +29,7 @@ export const IN_VERSION = 17;
 export const IN_PID = 18;
 export const IN_ANNOUNCED = 19;
 export const IN_MAPPED = 20;
+export const IN_CLOSED = 21;
 export const IN_SLOTS = 32;
 export const INBOX_SLOTS = INBOX_BYTES / 4 - IN_SLOTS;
 
