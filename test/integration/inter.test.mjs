@@ -13,9 +13,9 @@ import os from 'node:os';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { railcomm, jobScript, caseResults, linesWith, CLI } from './jobs.mjs';
-import { need, notRoot, report } from '../helpers/requires.mjs';
+import { need, report } from '../helpers/requires.mjs';
+import { twoHosts as twoHostNamespaces } from '../helpers/two-hosts.mjs';
 
 const dir = mkdtempSync(join(os.tmpdir(), 'railcomm-inter-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -140,22 +140,9 @@ test('killing the launcher of a job that spawned leaves no process behind', asyn
 
 // ---- two jobs on two "hosts" (network namespaces) --------------------------------
 
-const netns = fileURLToPath(new URL('../helpers/netns.sh', import.meta.url));
-const tag = String(10 + ((process.pid + 37) % 80));
-const subnet = `10.77.${tag}`;
-const A = `rc${tag}a`, B = `rc${tag}b`;
-function setup() {
-  if (process.platform !== 'linux') return 'network namespaces need Linux';
-  if (notRoot()) return 'creating network namespaces needs root';
-  spawnSync(netns, ['down', tag]);
-  const r = spawnSync(netns, ['up', tag, subnet], { encoding: 'utf8' });
-  if (r.status !== 0) { spawnSync(netns, ['down', tag]); return `cannot create network namespaces here: ${(r.stderr || r.error?.message || '').trim()}`; }
-  return null;
-}
-const skipReason = setup();
-const twoHosts = need('netns', skipReason);
+const { subnet, A, B, why: hostsWhy } = twoHostNamespaces(String(10 + ((process.pid + 37) % 80)));
+const twoHosts = need('netns', hostsWhy);
 report('inter-job tests across hosts', twoHosts);
-after(() => { if (!skipReason) spawnSync(netns, ['down', tag]); });
 
 test('two jobs on two network-namespace hosts connect over tcp', twoHosts, async () => {
   const f = portFile();

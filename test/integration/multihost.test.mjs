@@ -5,31 +5,16 @@
 // Skipped, with the reason printed, where namespaces cannot be created (under
 // CI=true, failed: helpers/requires.mjs).
 
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { railcomm, jobScript, caseResults, linesWith } from './jobs.mjs';
-import { need, notRoot, report } from '../helpers/requires.mjs';
+import { need, report } from '../helpers/requires.mjs';
+import { twoHosts as twoHostNamespaces } from '../helpers/two-hosts.mjs';
 import { PEER_GONE_MS, MARGIN_MS, within } from '../helpers/promises.mjs';
 
-const netns = fileURLToPath(new URL('../helpers/netns.sh', import.meta.url));
-const tag = String(10 + (process.pid % 80));
-const subnet = `10.77.${tag}`;
-const A = `rc${tag}a`, B = `rc${tag}b`;
-
-function setup() {
-  if (process.platform !== 'linux') return 'network namespaces need Linux';
-  if (notRoot()) return 'creating network namespaces needs root';
-  spawnSync(netns, ['down', tag]);
-  const r = spawnSync(netns, ['up', tag, subnet], { encoding: 'utf8' });
-  if (r.status !== 0) { spawnSync(netns, ['down', tag]); return `cannot create network namespaces here: ${(r.stderr || r.error?.message || '').trim()}`; }
-  return null;
-}
-const skipReason = setup();
+const { subnet, A, B, why: skipReason } = twoHostNamespaces(String(10 + (process.pid % 80)));
 const twoHosts = need('netns', skipReason);
 report('multi-host tests', twoHosts);
-after(() => { if (!skipReason) spawnSync(netns, ['down', tag]); });
 
 const across = (hosts, script, extra = []) => ['run', '--hosts', hosts, '--rsh', 'ip netns exec', '--kv-host', `${subnet}.1`, '--timeout', '120', ...extra, jobScript(script)];
 

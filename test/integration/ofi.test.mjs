@@ -5,16 +5,16 @@
 // the libfabric binding is not built (no libfabric headers) or a provider is
 // absent (under CI=true, failed where CI requires the part: helpers/requires.mjs).
 
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { railcomm, jobScript, caseResults, linesWith, CLI } from './jobs.mjs';
-import { need, needAll, notRoot, report } from '../helpers/requires.mjs';
+import { need, needAll, report } from '../helpers/requires.mjs';
+import { twoHosts as twoHostNamespaces } from '../helpers/two-hosts.mjs';
 import { PEER_GONE_MS, MARGIN_MS, within } from '../helpers/promises.mjs';
 import { loadOfi, ofiWhy } from '../../dist/rail/ofi/native.js';
 import { ofiComponent } from '../../dist/rail/ofi/component.js';
 import { resolveParams } from '../../dist/core/params.js';
 import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 
 const PROVIDERS = ['tcp;ofi_rxm', 'shm', 'udp;ofi_rxd', 'sockets'];
 const devices = loadOfi() === null ? [] : ofiComponent.queryDevices(resolveParams());
@@ -97,22 +97,9 @@ test('a job that does not name ofi never opens it (opt-in)', needProvider('tcp;o
 // host A also has a device that routes nowhere, listed first), ranks on each
 // over tcp;ofi_rxm: each picks its domain on the device that carries its
 // connection to the wire-up service.
-const netns = fileURLToPath(new URL('../helpers/netns.sh', import.meta.url));
-const tag = String(90 + (process.pid % 9));
-const subnet = `10.77.${tag}`;
-const A = `rc${tag}a`, B = `rc${tag}b`;
-function setupHosts() {
-  if (process.platform !== 'linux') return 'network namespaces need Linux';
-  if (notRoot()) return 'creating network namespaces needs root';
-  spawnSync(netns, ['down', tag]);
-  const r = spawnSync(netns, ['up', tag, subnet], { encoding: 'utf8' });
-  if (r.status !== 0) { spawnSync(netns, ['down', tag]); return `cannot create network namespaces here: ${(r.stderr || r.error?.message || '').trim()}`; }
-  return null;
-}
 const tcpHere = needProvider('tcp;ofi_rxm');
-const hostsWhy = tcpHere.reason === null ? setupHosts() : null;
+const { subnet, A, B, why: hostsWhy } = twoHostNamespaces(String(90 + (process.pid % 9)), tcpHere.reason === null);
 const twoHosts = needAll(tcpHere, need('netns', hostsWhy));
-after(() => { if (tcpHere.reason === null && hostsWhy === null) spawnSync(netns, ['down', tag]); });
 
 for (const [script, ranks, minCases] of [['p2p-suite.mjs', 4, 21], ['rma-suite.mjs', 4, 17]]) {
   test(`ofi tcp;ofi_rxm across two network-namespace hosts (2 ranks each): ${script}`, twoHosts, async () => {
