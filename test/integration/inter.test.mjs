@@ -13,7 +13,7 @@ import os from 'node:os';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { railcomm, jobScript, caseResults, linesWith, CLI } from './jobs.mjs';
+import { railcomm, runCommand, jobScript, caseResults, linesWith, CLI } from './jobs.mjs';
 import { need, report } from '../helpers/requires.mjs';
 import { twoHosts as twoHostNamespaces } from '../helpers/two-hosts.mjs';
 
@@ -32,16 +32,7 @@ function allOk(stdout, n, min) {
 // Launcher variables of the test runner's own environment must not leak in.
 const clean = Object.fromEntries(Object.keys(process.env).filter((k) => /^(RAILCOMM_|OMPI_|PMIX_|SLURM_|PMI_)|^(RANK|WORLD_SIZE|LOCAL_RANK|MASTER_ADDR|MASTER_PORT)$/.test(k)).map((k) => [k, undefined]));
 
-function run(cmd, args, env, limitMs = 90_000) {
-  const child = spawn(cmd, args, { env: { ...process.env, ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '', stderr = '';
-  child.stdout.on('data', (d) => { stdout += d; });
-  child.stderr.on('data', (d) => { stderr += d; });
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`${cmd} still running after ${limitMs} ms\n${stdout}\n${stderr}`)); }, limitMs);
-    child.on('close', (code) => { clearTimeout(t); resolve({ code, stdout, stderr }); });
-  });
-}
+const run = (cmd, args, env, limitMs = 90_000) => runCommand(cmd, args, { ...clean, ...env }, limitMs);
 
 async function freePort() {
   const s = net.createServer();

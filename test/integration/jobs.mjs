@@ -7,6 +7,22 @@ import { fileURLToPath } from 'node:url';
 export const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 export const jobScript = (name) => fileURLToPath(new URL(`../jobs/${name}`, import.meta.url));
 
+/**
+ * Run any command with `env` over this process's environment; resolves with
+ * { code, stdout, stderr } once it exits, rejects (after killing it) when it
+ * runs past limitMs.
+ */
+export function runCommand(cmd, args, env, limitMs) {
+  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '', stderr = '';
+  child.stdout.on('data', (d) => { stdout += d; });
+  child.stderr.on('data', (d) => { stderr += d; });
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`${cmd} still running after ${limitMs} ms\n${stdout}\n${stderr}`)); }, limitMs);
+    child.on('close', (code) => { clearTimeout(t); resolve({ code, stdout, stderr }); });
+  });
+}
+
 /** Run `railcomm <args>`; resolves with exit code, output and duration; kills it after limitMs. */
 export function railcomm(args, { limitMs = 120_000, env = {}, wrap = [] } = {}) {
   // `wrap` runs the launcher under another command (ip netns exec NS).

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { readFileSync, readdirSync } from 'node:fs';
 import { spawn } from 'node:child_process';
-import { jobScript, caseResults, CLI } from './jobs.mjs';
+import { jobScript, caseResults, CLI, runCommand } from './jobs.mjs';
 import { need, needAll, needPmix, report, which } from '../helpers/requires.mjs';
 
 async function freePort() {
@@ -19,16 +19,7 @@ async function freePort() {
   return port;
 }
 
-function run(cmd, args, env, limitMs = 60_000) {
-  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '', stderr = '';
-  child.stdout.on('data', (d) => { stdout += d; });
-  child.stderr.on('data', (d) => { stderr += d; });
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`${cmd} still running after ${limitMs} ms\n${stdout}\n${stderr}`)); }, limitMs);
-    child.on('close', (code) => { clearTimeout(t); resolve({ code, stdout, stderr }); });
-  });
-}
+const run = (cmd, args, env, limitMs = 60_000) => runCommand(cmd, args, env, limitMs);
 
 // Launcher variables of the test runner's own environment must not leak in.
 const clean = Object.fromEntries(Object.keys(process.env).filter((k) => /^(RAILCOMM_|OMPI_|PMIX_|SLURM_|PMI_)|^(RANK|WORLD_SIZE|LOCAL_RANK|MASTER_ADDR|MASTER_PORT)$/.test(k)).map((k) => [k, undefined]));
