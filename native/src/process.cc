@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <csignal>
 #include <poll.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <thread>
 #include <unistd.h>
@@ -61,11 +62,41 @@ void StopWatchingParent(const Napi::CallbackInfo&) {
   watching.store(false);
 }
 
+/**
+ * bindThread(cpu): pin the calling thread (a rank's main thread, or a thread
+ * rank's worker) to one CPU, as Open MPI's --bind-to core does for a rank.
+ * The process's other threads (V8's helpers, libuv's pool) keep their CPUs.
+ * Returns 0, or a negative errno (EINVAL: that CPU is not ours to use).
+ */
+Napi::Value BindThread(const Napi::CallbackInfo& a) {
+  if (a.Length() < 1 || !a[0].IsNumber()) { ThrowType(a.Env(), "bindThread(cpu)"); return Napi::Value(); }
+  const int cpu = a[0].As<Napi::Number>().Int32Value();
+  if (cpu < 0 || cpu >= CPU_SETSIZE) { ThrowType(a.Env(), "bindThread(cpu): cpu out of range"); return Napi::Value(); }
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  const int rc = sched_setaffinity(0, sizeof(set), &set);
+  return Napi::Number::New(a.Env(), rc == 0 ? 0 : -errno);
+}
+
+/** threadCpus(): the CPUs the calling thread may run on (sched_getaffinity), ascending. */
+Napi::Value ThreadCpus(const Napi::CallbackInfo& a) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  Napi::Array out = Napi::Array::New(a.Env());
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return out;
+  uint32_t n = 0;
+  for (int c = 0; c < CPU_SETSIZE; c++) if (CPU_ISSET(c, &set)) out.Set(n++, Napi::Number::New(a.Env(), c));
+  return out;
+}
+
 }  // namespace
 
 void InitProcess(Napi::Env env, Napi::Object exports) {
   exports.Set("watchParent", Napi::Function::New(env, WatchParent, "watchParent"));
   exports.Set("stopWatchingParent", Napi::Function::New(env, StopWatchingParent, "stopWatchingParent"));
+  exports.Set("bindThread", Napi::Function::New(env, BindThread, "bindThread"));
+  exports.Set("threadCpus", Napi::Function::New(env, ThreadCpus, "threadCpus"));
 }
 
 }  // namespace railcomm

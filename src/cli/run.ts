@@ -21,7 +21,7 @@ import { THREAD_ENV } from './thread-host.js';
 import { removeJobSegments } from '../native/addon.js';
 import { HOST_CPUS_VAR } from '../core/host-cpus.js';
 import { HangBoard } from './hang-board.js';
-import { DEFAULT_NODE_FLAGS } from '../core/params.js';
+import { DEFAULT_NODE_FLAGS, THREAD_HOST_NODE_FLAGS } from '../core/params.js';
 
 export interface JobOptions {
   /** Number of ranks. */
@@ -359,9 +359,10 @@ export function typeScriptFlags(script: string, cwd = process.cwd()): string[] |
  */
 export { DEFAULT_NODE_FLAGS };
 
-export function nodeFlags(env: NodeJS.ProcessEnv): string[] {
+export function nodeFlags(env: NodeJS.ProcessEnv, threadHost = false): string[] {
   const v = env['RAILCOMM_NODE_FLAGS'];
-  return v === undefined ? [...DEFAULT_NODE_FLAGS] : v.split(/\s+/).filter((f) => f !== '');
+  if (v !== undefined) return v.split(/\s+/).filter((f) => f !== '');
+  return threadHost ? [...DEFAULT_NODE_FLAGS, ...THREAD_HOST_NODE_FLAGS] : [...DEFAULT_NODE_FLAGS];
 }
 
 export async function startJob(opts: JobOptions): Promise<Job> {
@@ -408,7 +409,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   const { file, args, scriptAt } = threads
     // The host takes the grace time as an argument, not from the environment its threads inherit.
     // Its worker threads inherit the host's node flags (a TypeScript loader's included).
-    ? { file: process.execPath, args: [...nodeFlags(baseEnv), ...scriptFlags(opts.command[0]!, opts.cwd ?? process.cwd()), THREAD_HOST, `--grace-ms=${graceMs}`, `--report-fd=${REPORT_FD}`, '--', ...opts.command], scriptAt: -1 }
+    ? { file: process.execPath, args: [...nodeFlags(baseEnv, true), ...scriptFlags(opts.command[0]!, opts.cwd ?? process.cwd()), THREAD_HOST, `--grace-ms=${graceMs}`, `--report-fd=${REPORT_FD}`, '--', ...opts.command], scriptAt: -1 }
     : resolveProgram(opts.command, baseEnv, opts.cwd ?? process.cwd());
   // Identity variables inherited from a launcher around this one would mislead a rank that is not given its own.
   for (const k of Object.values(THREAD_ENV)) delete baseEnv[k];

@@ -60,6 +60,7 @@ export const PARAMS = {
   collSharedMax: spec({ name: 'COLL_SHARED_MAX', kind: 'size', def: 1048576, min: 0, doc: 'barrier, bcast, reduce, allreduce and allgather of up to this many bytes go through a shared segment when every rank of the communicator maps it (thread ranks of one process); 0 never' }),
   collSpinUs: spec({ name: 'COLL_SPIN_US', kind: 'int', def: 20000, min: 0, doc: 'a shared-memory collective waiting for its peers polls this many microseconds (letting the event loop run every 50 us) before it sleeps on the doorbell; ranks that outnumber the cores never spin: for 5 ms they block on the doorbell word in waits of at most 500 us (the event loop runs between), then sleep' }),
   collSharedSplit: spec({ name: 'COLL_SHARED_SPLIT', kind: 'size', def: 32768, min: 0, doc: 'shared-memory reduce and allreduce of at least this many bytes split the arithmetic (each rank reduces one block, then all copy every block out: two phases); smaller ones reduce the whole vector on every rank (one phase)' }),
+  bind: spec({ name: 'BIND', kind: 'string', def: 'none', choices: ['none', 'core'], doc: 'core: pin each rank\'s thread to one CPU of the ones it may use (the local rank\'s, in order; as Open MPI\'s --bind-to core), unless the ranks on this host outnumber those CPUs; none: leave placement to the kernel' }),
   collSharedFlat: spec({ name: 'COLL_SHARED_FLAT', kind: 'int', def: 8, min: 1, doc: 'shared-memory collectives of communicators up to this many ranks wait in flat phases (every rank watches every rank\'s flag: one hop); larger ones in leader phases (rank 0 gathers the flags, combines small reductions, and releases the others: two hops, but each rank polls one cache line instead of one per rank)' }),
   collSharedSlot: spec({ name: 'COLL_SHARED_SLOT', kind: 'size', def: 262144, min: 4096, doc: 'bytes each rank writes per round of a shared-memory collective (larger ones go a slot at a time; the segment holds two per rank)' }),
   cudaIpc: spec({ name: 'CUDA_IPC', kind: 'bool', def: true, doc: 'large device-memory messages between processes on one host go through CUDA IPC (negotiated per peer: the receiver opens the sender\'s handle once, cached, and copies device to device); 0: staged through pinned host memory instead (the same results, counted as stagedIpcOff)' }),
@@ -153,8 +154,17 @@ export interface EnvSetting {
 /** The node flags `railcomm run` starts JavaScript ranks with unless RAILCOMM_NODE_FLAGS says otherwise (cli/run.ts says why). */
 export const DEFAULT_NODE_FLAGS: readonly string[] = ['--max-inlined-bytecode-size-cumulative=3000', '--max-inlined-bytecode-size=1000'];
 
+/**
+ * What `railcomm run` adds for a thread host (--threads) unless RAILCOMM_NODE_FLAGS
+ * is set: no concurrent TurboFan recompilation. The isolates of one process
+ * share V8's few platform threads; with a rank spinning on every core, a
+ * queued optimization job waited for a core and 16 thread ranks took 48 us
+ * for an 8-byte allreduce instead of 4.5 (bench RESULTS, "16 ranks on 16 cores").
+ */
+export const THREAD_HOST_NODE_FLAGS: readonly string[] = ['--no-concurrent-recompilation'];
+
 export const ENV_SETTINGS: readonly EnvSetting[] = [
-  { name: 'RAILCOMM_NODE_FLAGS', def: DEFAULT_NODE_FLAGS.join(' '), readBy: 'railcomm run', doc: 'node flags railcomm run starts JavaScript ranks and thread hosts with, replacing the default (a larger V8 inlining budget: 25-30% less CPU per small message over shared memory); set but empty: none' },
+  { name: 'RAILCOMM_NODE_FLAGS', def: DEFAULT_NODE_FLAGS.join(' '), readBy: 'railcomm run', doc: 'node flags railcomm run starts JavaScript ranks and thread hosts with, replacing the default (a larger V8 inlining budget: 25-30% less CPU per small message over shared memory; thread hosts also --no-concurrent-recompilation: 16 thread ranks 10x faster in small collectives); set but empty: none' },
   { name: 'RAILCOMM_HOST_CPUS', def: '', readBy: 'init()', doc: 'CPUs the job\'s ranks share on this host; more ranks than that turns spinning off. railcomm run sets it for the ranks on its host to its own CPU count; unset: SLURM_CPUS_ON_NODE, else this process\'s affinity' },
   { name: 'RAILCOMM_PLAIN_SYNC', def: '', readBy: 'railcomm as it loads', doc: 'ring positions: 1 reads and publishes them with plain typed-array accesses, 0 with Atomics; unset: 1 on x86 under Node 20, 22, 24 and 26 (where CI checks it), else 0' },
   { name: 'RAILCOMM_JOB_KEY', def: '', readBy: 'init()', secret: true, doc: 'the job\'s secret (hex, at least 16 digits) every connection proves it knows; railcomm run and PMIx make one; under other launchers set the same value on every rank' },

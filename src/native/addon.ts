@@ -79,6 +79,10 @@ export interface NativeAddon {
    */
   watchParent?(graceMs: number): number;
   stopWatchingParent?(): void;
+  /** Pin the calling thread to one CPU: 0, or a negative errno. Absent from addons built before it. */
+  bindThread?(cpu: number): number;
+  /** The CPUs the calling thread may run on, ascending. Absent from addons built before it. */
+  threadCpus?(): number[];
 }
 
 /** The addon's element-type and op numbering for reduce(). */

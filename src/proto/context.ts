@@ -17,6 +17,7 @@ import { ProtoEndpoint, rndvThresholdOf, thresholdsFor } from './endpoint.js';
 import { PointToPoint } from './p2p.js';
 import { RmaEngine } from './rma/engine.js';
 import { loadNative } from '../native/addon.js';
+import { bindRank } from '../native/bind.js';
 import { channels } from './observe.js';
 import { Progress } from './progress.js';
 import { Lanes } from './lanes/lanes.js';
@@ -115,6 +116,7 @@ export class Context {
       `launcher: ${opts.launch.launcher} (${opts.launch.why}); rank ${opts.launch.rank} of ${opts.launch.size}, ${opts.launch.localSize} on this host`,
       ...(opts.launch.wireup !== undefined ? [`wire-up: ${opts.launch.wireup}`] : []),
       `progress: ${ctx.oversubscribed ? `no spinning (${opts.launch.localSize} ranks on ${ctx.hostCpus.cpus} CPUs, from ${ctx.hostCpus.from})` : `polls ${params.spinUs} us after the last activity while requests are outstanding (${opts.launch.localSize} ranks on ${ctx.hostCpus.cpus} CPUs, from ${ctx.hostCpus.from})`}`,
+      ...(params.bind === 'core' ? [bindRank(loadNative(), opts.launch.localRank, opts.launch.localSize)] : []),
       `eager limit ${params.eagerLimit} B, rendezvous from ${params.rndvThreshold} B (the shared-memory rails from their own crossover) in ${params.rndvChunk} B chunks, eager credits ${params.eagerCredits} B per peer`,
     ]);
 

@@ -315,14 +315,15 @@ await comm.finalize();
   assert.deepEqual(whole.stdout.split('\n').filter(Boolean).sort(), ['[0] OVERSUBSCRIBED true', '[1] OVERSUBSCRIBED true']);
 });
 
-test('JavaScript ranks and thread hosts run with the inlining flags; RAILCOMM_NODE_FLAGS replaces them', async () => {
+test('JavaScript ranks and thread hosts run with the inlining flags (thread hosts without concurrent recompilation); RAILCOMM_NODE_FLAGS replaces them', async () => {
   const job = script('argv.mjs', "console.log('FLAGS', process.execArgv.join(' ') || '-');\n");
   const defaults = DEFAULT_NODE_FLAGS.join(' ');
   assert.equal(defaults, '--max-inlined-bytecode-size-cumulative=3000 --max-inlined-bytecode-size=1000');
   for (const mode of [[], ['--threads']]) {
     const res = await launch(['-n', '2', ...mode, job]);
     assert.equal(res.code, 0, res.stderr);
-    assert.deepEqual(res.stdout.split('\n').filter(Boolean).sort(), [`[0] FLAGS ${defaults}`, `[1] FLAGS ${defaults}`], mode.join(' ') || 'processes');
+    const want = mode.length === 0 ? defaults : `${defaults} --no-concurrent-recompilation`;
+    assert.deepEqual(res.stdout.split('\n').filter(Boolean).sort(), [`[0] FLAGS ${want}`, `[1] FLAGS ${want}`], mode.join(' ') || 'processes');
   }
   const threads = await launch(['-n', '2', '--threads', '-x', 'RAILCOMM_NODE_FLAGS=--max-inlined-bytecode-size-cumulative=2000', job]);
   assert.equal(threads.code, 0, threads.stderr);

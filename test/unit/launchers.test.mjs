@@ -92,6 +92,8 @@ test('JavaScript ranks start with the inlining flags (RAILCOMM_NODE_FLAGS replac
   assert.deepEqual(nodeFlags({}), DEFAULT_NODE_FLAGS);
   assert.ok(DEFAULT_NODE_FLAGS.every((f) => f.startsWith('--max-inlined-bytecode-size')));
   assert.deepEqual(nodeFlags({ RAILCOMM_NODE_FLAGS: '' }), []);
+  assert.deepEqual(nodeFlags({}, true), [...DEFAULT_NODE_FLAGS, '--no-concurrent-recompilation']);
+  assert.deepEqual(nodeFlags({ RAILCOMM_NODE_FLAGS: '--b' }, true), ['--b']);
   assert.deepEqual(nodeFlags({ RAILCOMM_NODE_FLAGS: ' --a=1  --b ' }), ['--a=1', '--b']);
   const flags = ['--conditions', 'development', ...DEFAULT_NODE_FLAGS];
   const [, argv] = remoteCommand({ rsh: ['ip', 'netns', 'exec'], env: {}, cwd: '/srv' }, 'nsA', { RAILCOMM_RANK: '0' }, process.execPath, [...flags, 'app.js', 'x.js'], flags.length);
