@@ -17,7 +17,10 @@
 # Run through the device tool, carrying what it needs (bench/mpi/*.c travel as tracked files):
 #   carry: ["dist", "native/build", "native/sab/build", ".gpu"]   (Node 20 maps /dev/shm through the V8 shim in native/sab)
 #   command: bash bench/sixteen-ranks.sh        timeout_s: 540
-# Knobs: N=16 (ranks), ROUNDS=2, SIZES=8,65536,1048576, LATENCY=1 (the 2-rank part).
+# Each collective job's line also has the median batch (the timed calls run in 20 batches, the
+# clock read per batch) and the slowest rank's average, to tell stalls from a uniform slowdown;
+# "bind" jobs pin each rank's thread to a core (RAILCOMM_BIND=core).
+# Knobs: ONLY=regex (run the jobs whose label matches), N=16 (ranks), ROUNDS=2, SIZES=8,65536,1048576, LATENCY=1 (the 2-rank part).
 # It takes about 3-5 minutes with the defaults (each job has its own time limit).
 set -u
 cd "$(dirname "$0")/.."
@@ -53,6 +56,7 @@ VADER=(mpirun --allow-run-as-root -n "$N" --bind-to core --mca pml ob1 --mca btl
 # job LABEL LIMIT COMMAND...: runs it, keeps its JSON line (rank 0's, prefix stripped) in runs.jsonl tagged with the label.
 job() {
   local label=$1 limit=$2; shift 2
+  [[ "$label" =~ ${ONLY:-.} ]] || return 0
   local log="$OUT/logs/$(echo "$label" | tr ' /=' '___').r$round.txt"
   timeout --kill-after=10 "$limit" "$@" > "$log" 2>&1
   local rc=$? line
@@ -79,6 +83,22 @@ for round in $(seq 1 "$ROUNDS"); do
     # scavenges wait for while 16 ranks spin on 16 cores. Single-threaded GC, and the sync calls (no
     # allocation at all, above), take that away.
     job "$kind threads stgc" 120 env RAILCOMM_NODE_FLAGS="$NODE_FLAGS --single-threaded-gc" "${RC[@]}" --threads dist/bench/coll.js "$kind" "$sizes" 1000
+    # Each rank's thread pinned to a core of its own (RAILCOMM_BIND=core), as Open MPI's --bind-to core above.
+    job "$kind processes bind" 120 env RAILCOMM_BIND=core "${RC[@]}" dist/bench/coll.js "$kind" "$sizes" 1000
+    job "$kind processes sync bind" 120 env RAILCOMM_BIND=core RAILCOMM_BENCH_SYNC=1 "${RC[@]}" dist/bench/coll.js "$kind" "$sizes" 1000
+    job "$kind threads bind" 120 env RAILCOMM_BIND=core "${RC[@]}" --threads dist/bench/coll.js "$kind" "$sizes" 1000
+    job "$kind threads sync bind" 120 env RAILCOMM_BIND=core RAILCOMM_BENCH_SYNC=1 "${RC[@]}" --threads dist/bench/coll.js "$kind" "$sizes" 1000
+    # Thread ranks stall (median batch 6-8 us, average 37-71 at 8 B): V8's concurrent compiler
+    # and GC threads off altogether, and a spin long enough that no wait ever blocks.
+    job "$kind threads single" 120 env RAILCOMM_NODE_FLAGS="$NODE_FLAGS --single-threaded" "${RC[@]}" --threads dist/bench/coll.js "$kind" "$sizes" 1000
+    job "$kind threads sync single" 120 env RAILCOMM_BENCH_SYNC=1 RAILCOMM_NODE_FLAGS="$NODE_FLAGS --single-threaded" "${RC[@]}" --threads dist/bench/coll.js "$kind" "$sizes" 1000
+    job "$kind threads single bind" 120 env RAILCOMM_BIND=core RAILCOMM_NODE_FLAGS="$NODE_FLAGS --single-threaded" "${RC[@]}" --threads dist/bench/coll.js "$kind" "$sizes" 1000
+    job "$kind threads norecomp" 120 env RAILCOMM_NODE_FLAGS="$NODE_FLAGS --no-concurrent-recompilation" "${RC[@]}" --threads dist/bench/coll.js "$kind" "$sizes" 1000
+    job "$kind processes single" 120 env RAILCOMM_NODE_FLAGS="$NODE_FLAGS --single-threaded" "${RC[@]}" dist/bench/coll.js "$kind" "$sizes" 1000
+    job "$kind processes single bind" 120 env RAILCOMM_BIND=core RAILCOMM_NODE_FLAGS="$NODE_FLAGS --single-threaded" "${RC[@]}" dist/bench/coll.js "$kind" "$sizes" 1000
+    job "$kind processes sync single bind" 120 env RAILCOMM_BIND=core RAILCOMM_BENCH_SYNC=1 RAILCOMM_NODE_FLAGS="$NODE_FLAGS --single-threaded" "${RC[@]}" dist/bench/coll.js "$kind" "$sizes" 1000
+    job "$kind threads sync spin" 120 env RAILCOMM_BENCH_SYNC=1 RAILCOMM_COLL_SPIN_US=100000000 "${RC[@]}" --threads dist/bench/coll.js "$kind" "$sizes" 1000
+    job "$kind processes sync bind spin" 120 env RAILCOMM_BIND=core RAILCOMM_BENCH_SYNC=1 RAILCOMM_COLL_SPIN_US=100000000 "${RC[@]}" dist/bench/coll.js "$kind" "$sizes" 1000
     job "$kind processes stgc" 120 env RAILCOMM_NODE_FLAGS="$NODE_FLAGS --single-threaded-gc" "${RC[@]}" dist/bench/coll.js "$kind" "$sizes" 1000
   done
   if [ "${LATENCY:-1}" = 1 ]; then
@@ -104,17 +124,20 @@ for (const r of runs) {
   const kind = r.label.split(' ')[0];
   const jobs = (by[kind] ??= {});
   const sizes = (jobs[r.label] ??= {});
-  for (const row of r.result.results) (sizes[row.size] ??= []).push({ round: r.round, v: fig(row, kind), median: row.usec_batch });
+  for (const row of r.result.results) (sizes[row.size] ??= []).push({ round: r.round, v: fig(row, kind), median: row.usec_batch, worst: row.usec_max_rank });
 }
+const fx = (x, d) => (Number.isFinite(x) ? x.toFixed(d) : '-');
 const out = [`# Issue 18 on this host: ${n} ranks (latency: 2), medians over rounds`, ''];
 for (const [kind, jobs] of Object.entries(by)) {
   out.push(`## ${kind}${kind === 'latency' ? ' (8 B half round trip, us: average over batch-timed round trips; median batch)' : ' (us per call, average over the ranks)'}`, '');
-  out.push('| job | size | us | x vader (per-round ratio, median) |' + (kind === 'latency' ? ' median batch us | average / median batch |' : ''), kind === 'latency' ? '|---|---|---|---|---|---|' : '|---|---|---|---|');
+  out.push('| job | size | us | x vader (per-round ratio, median) | median batch us | average / median batch |' + (kind === 'latency' ? '' : ' slowest rank us |'), kind === 'latency' ? '|---|---|---|---|---|---|' : '|---|---|---|---|---|---|---|');
   const vader = jobs[`${kind} ompi-vader`] ?? {};
   for (const [label, sizes] of Object.entries(jobs)) for (const [size, xs] of Object.entries(sizes)) {
     const ratio = med(xs.map((x) => { const v = (vader[size] ?? []).find((y) => y.round === x.round); return v ? x.v / v.v : NaN; }));
     const cells = [label, size, med(xs.map((x) => x.v)).toFixed(2), Number.isFinite(ratio) ? ratio.toFixed(2) : '-'];
-    if (kind === 'latency') cells.push(med(xs.map((x) => x.median)).toFixed(3), med(xs.map((x) => x.v / x.median)).toFixed(2));
+    // The median batch: a rank's median over its 20 batches (collectives: averaged over the ranks; Open MPI's has none).
+    cells.push(fx(med(xs.map((x) => x.median)), 3), fx(med(xs.map((x) => x.v / x.median)), 2));
+    if (kind !== 'latency') cells.push(fx(med(xs.map((x) => x.worst)), 2));
     out.push(`| ${cells.join(' | ')} |`);
   }
   out.push('');

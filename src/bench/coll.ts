@@ -25,6 +25,14 @@ type Kind = 'allreduce' | 'bcast' | 'allgather' | 'alltoall' | 'barrier';
 // decide the average.
 const WARM_MS = 300;
 const WARM_CHUNK = 1000;
+/** Batches the timed calls are split into (see the timing loop). */
+const BATCHES = 20;
+
+function median(xs: Float64Array): number {
+  const s = Float64Array.from(xs).sort();
+  return s.length % 2 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+}
+
 function iterations(size: number, base: number): { iters: number; warmup: number } {
   if (size <= 8192) return { iters: base * 10, warmup: Math.max(2000, base) };
   if (size < 1 << 20) return { iters: Math.max(10, Math.ceil(base / 10)), warmup: 200 };
@@ -37,7 +45,7 @@ async function main(): Promise<void> {
   const comm = await init();
   const p = comm.size;
   const sizes = sizesText.split(',').filter(Boolean).map(Number);
-  const rows: Array<{ size: number; usec: number; iters: number }> = [];
+  const rows: Array<{ size: number; usec: number; iters: number; usec_batch: number; usec_max_rank: number }> = [];
   const sync = process.env[SYNC_ENV] === '1';
   for (const [k, size] of sizes.entries()) {
     const { iters, warmup } = iterations(size, Number(itersText));
@@ -82,13 +90,27 @@ async function main(): Promise<void> {
       }
     }
     await comm.barrier();
-    const t0 = process.hrtime.bigint();
-    await calls(iters);
-    const mine = Number(process.hrtime.bigint() - t0) / 1000 / iters;
-    const avg = new Float64Array(1);
-    await comm.reduce(new Float64Array([mine]), comm.rank === 0 ? avg : null, 'sum', 0);
-    const usec = Math.round((avg[0]! / p) * 100) / 100;
-    rows.push({ size, usec, iters });
+    // Timed in batches (the clock read once per batch): the average over all
+    // calls is the figure; each rank's median batch beside it tells a uniform
+    // slowdown from a few stalled batches (a rank that lost its core).
+    const batches = iters >= 200 ? BATCHES : 1;
+    const perBatch = new Float64Array(batches);
+    let total = 0;
+    for (let b = 0; b < batches; b++) {
+      const n = b < batches - 1 ? Math.floor(iters / batches) : iters - Math.floor(iters / batches) * (batches - 1);
+      const t0 = process.hrtime.bigint();
+      await calls(n);
+      const ns = Number(process.hrtime.bigint() - t0);
+      total += ns;
+      perBatch[b] = ns / 1000 / n;
+    }
+    const mine = total / 1000 / iters;
+    const sums = new Float64Array(2), worst = new Float64Array(1);
+    await comm.reduce(new Float64Array([mine, median(perBatch)]), comm.rank === 0 ? sums : null, 'sum', 0);
+    await comm.reduce(new Float64Array([mine]), comm.rank === 0 ? worst : null, 'max', 0);
+    const r2 = (x: number): number => Math.round(x * 100) / 100;
+    const usec = r2(sums[0]! / p);
+    rows.push({ size, usec, iters, usec_batch: r2(sums[1]! / p), usec_max_rank: r2(worst[0]!) });
     tellProgress(comm.rank, { phase: 'done', size, index: k + 1, of: sizes.length, value: usec, unit: 'us' });
   }
   if (comm.rank === 0) {
