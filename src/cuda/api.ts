@@ -2,6 +2,7 @@
 // memory can be used here and why not, typed device arrays (alloc, wrap), the
 // device this thread works on, and the component's report for `railcomm info`.
 
+import { mpsText } from './mps.js';
 import { cudaAvailable, cudaDevices, cudaVersion, cudaWhy, currentDevice, cudaFailed, driver, driverFile, selectDevice, versionText, type CudaDeviceInfo } from './driver.js';
 import { allocDevice, liveAllocations, wrapDevice, type DeviceArray, type DeviceElements, type ElementType } from './memory.js';
 import { placeText } from '../proto/cuda-ipc.js';
@@ -81,6 +82,7 @@ export function cudaReport(): { available: boolean; lines: string[] } {
     }
   }
   lines.push(ipc);
+  lines.push(mpsText());
   const k = kernelsWhy();
   if (k !== '') lines.push(`reduction kernels: unusable (${k}): device allreduce goes through host memory`);
   return { available: true, lines };

@@ -12,6 +12,21 @@ import type { DeviceArray } from './memory.js';
 import { cudaFailed } from './driver.js';
 import { staging } from './staging.js';
 import { cudaCounters } from './counters.js';
+import { mpsRunning, mpsText } from './mps.js';
+
+let mpsChecked = false;
+
+/**
+ * The first device message of a job whose processes share this host: without
+ * MPS their contexts take turns on the GPU, and each small copy pays for it
+ * (./mps.ts). Said once per host (local rank 0), at warn level.
+ */
+function checkMps(world: World): void {
+  mpsChecked = true;
+  const l = world.ctx.launch;
+  if (l.localRank !== 0 || l.localSize <= Math.max(1, l.threads) || mpsRunning()) return;
+  world.ctx.log.warn(`GPU messages between the ${l.localSize} ranks on this host: ${mpsText()}`);
+}
 
 /** What the device datapaths need of a communicator (Communicator.deviceLink). */
 export interface DeviceLink {
@@ -40,6 +55,7 @@ export function deviceIsend(link: DeviceLink, d: DeviceArray, dest: number, tag:
   const drv = d.live('send');
   const bytes = d.byteLength;
   const world = link.world;
+  if (!mpsChecked) checkMps(world);
   let r: Request;
   if (bytes <= world.ctx.params.cudaEager) {
     // Staged: the bytes go to pinned host memory now, and out as a host message.
@@ -74,6 +90,7 @@ export function deviceIrecv(link: DeviceLink, d: DeviceArray, source: number, ta
   d.live('recv');
   const bytes = d.byteLength;
   const world = link.world;
+  if (!mpsChecked) checkMps(world);
   const stage = bytes === 0 ? EMPTY : staging().acquire(bytes);
   const inner = new Request(KIND_RECV, stage);
   inner.dev = d;
