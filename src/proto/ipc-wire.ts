@@ -14,6 +14,10 @@ import { RTS_HDR } from './wire.js';
  * one of its registered shared segments (comm.alloc), which the receiver maps:
  *  32 segment id u32 | 36 offset low u32 | 40 offset high u32
  *
+ * RTS_RDMA (56 bytes), no payload: an RTS, then the rail's packed key of the sender's
+ * buffer, registered for remote reads (rails with native one-sided operations: ofi):
+ *  32 packed key (24 bytes; rail/ofi/rma.ts: version, flags, base address, provider key)
+ *
  * FIN (proto/wire.ts AM_FIN, 4 bytes): 0 send request id u32 (the receiver read the data itself)
  *
  * IPC_REQ (16 bytes): may you read my memory? Read 4 bytes here and compare.
@@ -33,6 +37,10 @@ export const AM_IPC_REQ = 28;
 export const AM_IPC_ACK = 29;
 export const AM_RTS_RGET = 30;
 export const AM_RTS_SEG = 26;
+export const AM_RTS_RDMA = 25;
+/** Bytes of a rail's packed key in RTS_RDMA (the ofi rail's; a rail with another size does not take this path). */
+export const RDMA_KEY_BYTES = 24;
+export const RTS_RDMA_HDR = RTS_HDR + RDMA_KEY_BYTES;
 export const RTS_SEG_HDR = RTS_HDR + 12;
 export const AM_CTS_PUT = 31;
 export const AM_PUT_DONE = 27;

@@ -24,7 +24,8 @@ import { Prefetch } from './rndv/prefetch.js';
 import { DeviceRndv } from './rndv/device.js';
 import { AM_RTS_DEV } from './cuda-wire.js';
 import type { Params } from '../core/params.js';
-import { AM_RTS_RGET, AM_RTS_SEG, rgetAddress, rtsSegmentId, rtsSegmentOffset } from './ipc-wire.js';
+import { AM_RTS_RDMA, AM_RTS_RGET, AM_RTS_SEG, rgetAddress, rtsSegmentId, rtsSegmentOffset } from './ipc-wire.js';
+import { RdmaRndv } from './rndv/rdma.js';
 import {
   AM_BYE, AM_CREDIT, AM_CTS, AM_EAGER, AM_REVOKE, AM_RTS, BYE_HDR, CREDIT_HDR, CTS_HDR, CTS_REFUSED_BROKEN, CTS_REFUSED_FINALIZED,
   EAGER_HDR, EAGER_OVERHEAD, REVOKE_HDR,
@@ -80,6 +81,8 @@ export class PointToPoint implements Canceller {
   private readonly prefetch: Prefetch;
   /** Device (GPU) memory: rendezvous by CUDA IPC, direct copy or pinned staging (rndv/device.ts). */
   readonly device: DeviceRndv;
+  /** Rendezvous by remote read on rails with native one-sided operations (rndv/rdma.ts). */
+  readonly rdma: RdmaRndv;
   /** Counted protocol errors from peers (bad ids, out-of-range data). */
   protocolErrors = 0;
   private readonly startSendFn = (ep: ProtoEndpoint, r: Request): PendingOp | null => this.startSend(ep, r);
@@ -92,6 +95,8 @@ export class PointToPoint implements Canceller {
     this.rndv.singleCopy = this.singleCopy;
     this.device = new DeviceRndv({ params: host.params, atClose: (fn) => host.atClose?.(fn), ...lied }, am, this.out, this.rndv);
     this.singleCopy.device = this.device;
+    this.rdma = new RdmaRndv({ get rdmaMin() { return host.params?.rdmaRgetMin ?? 0; }, ...lied }, this.out, this.rndv);
+    this.singleCopy.rdma = this.rdma;
     this.prefetch = new Prefetch(this);
     am.register(AM_EAGER, 'eager', this.matchedHandler(AM_EAGER));
     am.register(AM_RTS, 'rts', this.matchedHandler(AM_RTS));
@@ -99,6 +104,7 @@ export class PointToPoint implements Canceller {
     am.register(AM_RTS_RGET, 'rts-rget', this.matchedHandler(AM_RTS_RGET));
     am.register(AM_RTS_SEG, 'rts-seg', this.matchedHandler(AM_RTS_SEG));
     am.register(AM_RTS_DEV, 'rts-dev', this.matchedHandler(AM_RTS_DEV));
+    am.register(AM_RTS_RDMA, 'rts-rdma', this.matchedHandler(AM_RTS_RDMA));
     am.register(AM_BYE, 'bye', this.byeHandler);
     am.register(AM_REVOKE, 'revoke', this.revokeHandler);
   }
@@ -513,6 +519,7 @@ export class PointToPoint implements Canceller {
     if (am === AM_BYE) this.onBye(ep);
     else if (am === AM_EAGER) this.onEager(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), buf, words, payOff, payLen);
     else if (am === AM_RTS_DEV) this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o), 0n, this.device.arrivedRts(ep, v, o, rtsSendId(v, o)));
+    else if (am === AM_RTS_RDMA) this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o), 0n, this.rdma.arrivedRts(ep, v, o, rtsSendId(v, o)));
     else if (am === AM_RTS_SEG) this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o), BigInt(rtsSegmentOffset(v, o)), rtsSegmentId(v, o));
     else this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o), am === AM_RTS_RGET ? rgetAddress(v, o) : 0n, -1);
   }
@@ -616,6 +623,7 @@ export class PointToPoint implements Canceller {
     for (const op of ep.takePending()) { (op.start ?? op.req)?.fail(err); op.done?.railComplete(err); }
     this.rndv.peerFailed(ep, err);
     this.device.peerFailed(ep);
+    this.rdma.peerFailed(ep);
     for (const [ctx, st] of this.contexts) {
       if (st.group === null) continue;
       const commRank = st.group.indexOf(ep.rank);
@@ -847,14 +855,14 @@ export class PointToPoint implements Canceller {
   }
 
   /** Counts for `railcomm info`, stats and hang reports. */
-  snapshot(): { posted: number; unexpected: number; unexpectedBytes: number; rndvSends: number; rndvRecvs: number; rndvRestarts: number; protocolErrors: number; rgetMsgs: number; rgetBytes: number; recvsAtCall: number } {
+  snapshot(): { posted: number; unexpected: number; unexpectedBytes: number; rndvSends: number; rndvRecvs: number; rndvRestarts: number; protocolErrors: number; rgetMsgs: number; rgetBytes: number; rdmaReads: number; rdmaReadBytes: number; rdmaFellBack: number; recvsAtCall: number } {
     let posted = 0, unexpected = 0, unexpectedBytes = 0;
     for (const st of this.contexts.values()) {
       posted += st.queues.postedCount;
       unexpected += st.queues.arrivedCount;
       for (const u of st.queues.allArrived()) if (u.data !== null) unexpectedBytes += u.size;
     }
-    return { posted, unexpected, unexpectedBytes, rndvSends: this.rndv.sends.size, rndvRecvs: this.rndv.recvs.size, rndvRestarts: this.rndv.restarts, protocolErrors: this.protocolErrors, rgetMsgs: this.singleCopy.rgetMsgs + 0, rgetBytes: this.singleCopy.rgetBytes + 0, recvsAtCall: this.recvsAtCall + 0 };
+    return { posted, unexpected, unexpectedBytes, rndvSends: this.rndv.sends.size, rndvRecvs: this.rndv.recvs.size, rndvRestarts: this.rndv.restarts, protocolErrors: this.protocolErrors, rgetMsgs: this.singleCopy.rgetMsgs + 0, rgetBytes: this.singleCopy.rgetBytes + 0, rdmaReads: this.rdma.reads + 0, rdmaReadBytes: this.rdma.readBytes + 0, rdmaFellBack: this.rdma.fellBack + 0, recvsAtCall: this.recvsAtCall + 0 };
   }
 }
 

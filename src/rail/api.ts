@@ -223,6 +223,8 @@ export interface Rail {
   registerMemory?(bytes: Uint8Array): RailMemory | null;
   /** A peer's packed registration for this rail, made usable (null: malformed). */
   unpackRemoteKey?(packed: Uint8Array): RailRemoteKey | null;
+  /** Forget a key unpackRemoteKey gave (a one-message registration, read once). */
+  dropRemoteKey?(key: RailRemoteKey): void;
 }
 
 /** An endpoint of a polled rail: its peer's traffic can be polled alone, and its next frame looked at first. */

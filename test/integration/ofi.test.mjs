@@ -73,6 +73,19 @@ for (const p of PROVIDERS) {
     assert.ok(line, j.stdout);
     console.log(`# ofi ${p}: asleep target, us per lock/put/unlock and per fetch-and-add: ${line.rest}`);
   });
+
+  test(`ofi ${p}: rendezvous by remote read (fi_read of the sender's registered buffer), every byte checked; RAILCOMM_RDMA_RGET_MIN=0 streams instead`, n, async () => {
+    const rget = (j) => new Map(linesWith(j.stdout, 'RGET').map(({ rank, rest }) => [rank, rest.split(' ').map(Number)]));
+    const on = await job(p, 2, 'ofi-rget.mjs');
+    allOk(on, 2, 4);
+    // Rank 1 read 8 messages itself (the 65,535-byte one is below the threshold; the truncated one is refused), none streamed.
+    assert.deepEqual(rget(on).get(1), [8, 7022538, 0], on.stdout);
+    assert.deepEqual(rget(on).get(0), [0, 0, 0], on.stdout);
+    if (p !== 'tcp;ofi_rxm') return;
+    const off = await job(p, 2, 'ofi-rget.mjs', { RAILCOMM_RDMA_RGET_MIN: '0' });
+    allOk(off, 2, 4);
+    assert.deepEqual(rget(off).get(1), [0, 0, 0], off.stdout);
+  });
 }
 
 test('railcomm info: each ofi provider with caps, MR mode, progress and wait object; refused providers with the reason', needProvider('tcp;ofi_rxm'), () => {

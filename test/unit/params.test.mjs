@@ -38,7 +38,7 @@ const DEFAULTS = {
   spinUs: 1000, hangTimeout: 60000,
   tbsmRing: 1 << 20, shmRing: 1 << 20, shmRndvThreshold: 0, shmSingleCopy: true,
   collAllreduceRing: 256 << 10, collAllgatherRing: 64 << 10, collGatherBinomial: 4 << 10, collAlltoallPairwise: 32 << 10,
-  collSharedMax: 1 << 20, collSpinUs: 20000, collSharedSplit: 32 << 10, collSharedSlot: 256 << 10, collSharedFlat: 8, bind: 'none',
+  collSharedMax: 1 << 20, collSpinUs: 20000, collSharedSplit: 32 << 10, collSharedSlot: 256 << 10, collSharedFlat: 8, bind: 'none', rdmaRgetMin: 64 << 10,
   check: false,
   cudaIpc: true, cudaEager: 16 << 10, cudaIpcCache: 64, cudaReduceMin: 256 << 10,
   log: 'warn', protoInfo: false, stats: false, statsFormat: 'table',

@@ -157,7 +157,7 @@ export class Rendezvous {
       req.fail(truncated(size, req.buf.byteLength, src, tag));
       return;
     }
-    if (size > 0 && this.singleCopy.read(req, ep, sendId, size, src, tag, remote, segment)) return;
+    if (size > 0 && this.singleCopy.read(req, ep, sendId, size, src, tag, remote, segment, finWanted)) return;
     const id = this.beginRecv(req, ep, size, src, tag, sendId, finWanted);
     encodeCts(this.out.view, sendId, id, 0, ep.takeOwed());
     this.out.send(ep, AM_CTS, CTS_HDR);

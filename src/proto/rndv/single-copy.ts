@@ -11,7 +11,7 @@ import type { AmRegistry } from '../am.js';
 import type { ControlSender } from '../control.js';
 import { IPC_STATE_NAMES, IpcNegotiation, IpcPeer, SPLIT_MIN, splitPoint, type IpcLink } from '../ipc.js';
 import {
-  AM_CTS_PUT, AM_IPC_ACK, AM_IPC_REQ, AM_PUT_DONE, AM_RTS_RGET, AM_RTS_SEG, CTS_PUT_HDR, RTS_SEG_HDR, encodeRtsSegment,
+  AM_CTS_PUT, AM_IPC_ACK, AM_IPC_REQ, AM_PUT_DONE, AM_RTS_RDMA, AM_RTS_RGET, AM_RTS_SEG, CTS_PUT_HDR, RTS_RDMA_HDR, RTS_SEG_HDR, encodeRtsSegment,
   IPC_ACK_HDR, IPC_NO, IPC_REQ_HDR, PUT_DONE_HDR, RTS_RGET_HDR,
   ctsPutAddress, ctsPutRecvId, ctsPutSendId, ctsPutSplit, encodeCtsPut, encodeIpcAck, encodeIpcReq, encodePutDone, encodeRgetAddress,
   ipcAckStatus, ipcReqAddress, ipcReqCookie, putDoneBytes, putDoneRecvId,
@@ -19,14 +19,15 @@ import {
 import { AM_FIN, AM_RTS, FIN_HDR, RTS_HDR, encodeU32 } from '../wire.js';
 import type { Rendezvous } from './rendezvous.js';
 import { SEGMENT_DEVICE, type DeviceRndv } from './device.js';
+import { SEGMENT_RDMA, type RdmaRndv } from './rdma.js';
 import { AM_RTS_DEV, RTS_DEV_HDR } from '../cuda-wire.js';
 
 /** How a rendezvous send offers its data (plan's answers). */
-const PLAN_RING = 0, PLAN_RGET = 1, PLAN_SEGMENT = 2, PLAN_DEVICE = 3;
+const PLAN_RING = 0, PLAN_RGET = 1, PLAN_SEGMENT = 2, PLAN_DEVICE = 3, PLAN_RDMA = 4;
 
 /** Header length of each announcement kind. */
 export function rtsHeaderLength(am: number): number {
-  return am === AM_RTS_SEG ? RTS_SEG_HDR : am === AM_RTS_RGET ? RTS_RGET_HDR : am === AM_RTS_DEV ? RTS_DEV_HDR : RTS_HDR;
+  return am === AM_RTS_SEG ? RTS_SEG_HDR : am === AM_RTS_RGET ? RTS_RGET_HDR : am === AM_RTS_DEV ? RTS_DEV_HDR : am === AM_RTS_RDMA ? RTS_RDMA_HDR : RTS_HDR;
 }
 
 export interface SingleCopyHost {
@@ -50,6 +51,8 @@ export class SingleCopy {
   rgetBytes = -0;
   /** Device memory's rendezvous (set once by the owner). */
   device: DeviceRndv | null = null;
+  /** Remote reads on rails with native one-sided operations (set once by the owner). */
+  rdma: RdmaRndv | null = null;
 
   constructor(host: SingleCopyHost, am: AmRegistry, out: ControlSender, rndv: Rendezvous) {
     this.host = host;
@@ -72,6 +75,7 @@ export class SingleCopy {
     const lane = ep.lane!;
     this.planned = null;
     if (req.dev !== null && this.device !== null) { this.device.plan(ep, req); return PLAN_DEVICE; }
+    if (this.rdma !== null && this.rdma.plan(ep, req)) return PLAN_RDMA;
     if (req.buf.length <= ep.th.zcopy || this.host.singleCopy !== true || lane.ipc == null) return PLAN_RING;
     const seg = lane.ipc.segmentOf?.(req.buf) ?? null;
     if (seg !== null) { this.planned = seg; return PLAN_SEGMENT; }
@@ -82,6 +86,7 @@ export class SingleCopy {
   /** The announcement's extra fields for plan p, after the RTS header in v; returns its AM id. */
   encodePlan(p: number, ep: ProtoEndpoint, req: Request, v: DataView): number {
     if (p === PLAN_DEVICE) { this.device!.encode(ep, req, v); return AM_RTS_DEV; }
+    if (p === PLAN_RDMA) { this.rdma!.encode(v); return AM_RTS_RDMA; }
     if (p === PLAN_SEGMENT) { encodeRtsSegment(v, this.planned!.id, this.planned!.offset); this.planned = null; return AM_RTS_SEG; }
     if (p === PLAN_RGET) { encodeRgetAddress(v, ep.lane!.ipc!.addressOf(req.buf)); return AM_RTS_RGET; }
     return AM_RTS;
@@ -119,8 +124,9 @@ export class SingleCopy {
    * registered segment, or by reading its buffer (remote: its address).
    * False when this path does not apply or was refused: the ring path follows.
    */
-  read(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number, remote: bigint, segment: number): boolean {
+  read(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number, remote: bigint, segment: number, finWanted = false): boolean {
     if (segment === SEGMENT_DEVICE) return this.device!.read(req, ep, sendId, size, src, tag);
+    if (segment === SEGMENT_RDMA) return this.rdma!.read(req, ep, sendId, size, src, tag, finWanted);
     if (segment >= 0) return this.readSegment(req, ep, sendId, size, src, tag, segment, Number(remote));
     if (remote !== 0n) return this.rget(req, ep, sendId, size, src, tag, remote);
     return false;

@@ -5,7 +5,7 @@
 // queue on a timer. Peers on this host are watched for liveness; memory is
 // registered for native one-sided operations (rma.ts's keys).
 
-import type { Device, Rail, RailCaps, RailEnv, RailMemory, RxFrame } from '../api.js';
+import type { Device, Rail, RailCaps, RailEnv, RailMemory, RailRemoteKey, RxFrame } from '../api.js';
 import { SummedTrafficCounters } from '../../core/counters.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { endpointId, formatId, jobOf, rankOf } from '../../core/ids.js';
@@ -465,6 +465,10 @@ export class OfiRail implements Rail {
   unpackRemoteKey(packed: Uint8Array): OfiRemoteKey | null {
     const k = this.closed ? null : unpackKey(packed);
     return k === null ? null : { rail: this.name, index: this.b.remote(this.h, k.base, k.key), base: k.base };
+  }
+
+  dropRemoteKey(key: RailRemoteKey): void {
+    if (!this.closed) this.b.dropRemote(this.h, (key as OfiRemoteKey).index);
   }
 
   /** An errno from the binding, as text. */

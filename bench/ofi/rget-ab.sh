@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The ofi rail's large messages with and without rendezvous by remote read
+# (RAILCOMM_RDMA_RGET_MIN=0: CTS and DATA frames), beside the raw libfabric
+# stream (bench/ofi/ofi-bench), rounds interleaved; per provider: 1 MiB and
+# 4 MiB bandwidth and the 1 MiB half round trip.
+#   bench/ofi/rget-ab.sh [rounds] [providers...]   (default: 3, "tcp;ofi_rxm" shm)
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$here/../.."
+rounds=${1:-3}; shift || true
+providers=("$@")
+[ ${#providers[@]} -eq 0 ] && providers=("tcp;ofi_rxm" shm)
+make -s -C "$here" ofi-bench || exit 1
+run() { flock /tmp/railcomm-bench.lock timeout 300 "$@"; }
+for r in $(seq 1 "$rounds"); do
+  for p in "${providers[@]}"; do
+    for min in 65536 0; do
+      echo "## round $r, $p, RAILCOMM_RDMA_RGET_MIN=$min"
+      RAILCOMM_RDMA_RGET_MIN=$min RAILCOMM_OFI_PROVIDERS="$p" run node "$root/dist/cli/main.js" bench bw --rails ofi --sizes 1048576,4194304 --quiet
+      RAILCOMM_RDMA_RGET_MIN=$min RAILCOMM_OFI_PROVIDERS="$p" run node "$root/dist/cli/main.js" bench latency --rails ofi --sizes 1048576 --iters 200 --quiet
+    done
+    echo "## round $r, $p, raw libfabric"
+    run "$here/ofi-bench" bw -p "$p" --sizes 1048576,4194304
+    run "$here/ofi-bench" latency -p "$p" --sizes 1048576
+  done
+done
