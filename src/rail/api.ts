@@ -221,6 +221,8 @@ export interface Rail {
   peerDied?(peer: bigint): void;
   /** Rails with native one-sided operations: register memory peers may reach (null: not this memory). */
   registerMemory?(bytes: Uint8Array): RailMemory | null;
+  /** Remote reads fit for rendezvous (the receiver reads a registered send buffer: proto/rndv/rdma.ts). */
+  readonly rendezvousReads?: boolean;
   /** A peer's packed registration for this rail, made usable (null: malformed). */
   unpackRemoteKey?(packed: Uint8Array): RailRemoteKey | null;
   /** Forget a key unpackRemoteKey gave (a one-message registration, read once). */

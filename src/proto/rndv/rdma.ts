@@ -53,7 +53,7 @@ export class RdmaRndv {
   plan(ep: ProtoEndpoint, req: Request): boolean {
     const min = this.host.rdmaMin;
     const lane = ep.lane!;
-    if (min <= 0 || req.buf.length < min || lane.rma == null || lane.rail.registerMemory === undefined) return false;
+    if (min <= 0 || req.buf.length < min || lane.rma == null || lane.rail.rendezvousReads !== true || lane.rail.registerMemory === undefined) return false;
     let reg: RailMemory | null;
     try { reg = lane.rail.registerMemory(req.buf); } catch { return false; }
     if (reg === null || reg.packed.byteLength !== RDMA_KEY_BYTES) { reg?.release(); return false; }

@@ -52,6 +52,13 @@ export class OfiRail implements Rail {
   readonly b: OfiBinding;
   readonly info: OfiInfo;
   readonly provider: string;
+  /**
+   * Rendezvous by remote read (proto/rndv/rdma.ts) on every provider but
+   * sockets: there its own progress thread serves the read, and one CI run
+   * under load hung with a read of a mixed-size stream outstanding (not
+   * reproduced in 26 runs here); it streams instead. Its windows still read natively.
+   */
+  get rendezvousReads(): boolean { return this.provider !== 'sockets'; }
   readonly h: number;
   readonly opened: OfiOpened;
   readonly rank: number;
