@@ -8,14 +8,14 @@
 // no resources, a read error that is not the peer's death) the receiver
 // answers CTS and the sender streams as usual: nothing is lost.
 
-import type { Completion, RailEndpoint, RailMemory, RailRemoteKey } from '../../rail/api.js';
+import type { Completion, RailEndpoint, RailMemory } from '../../rail/api.js';
 import { NO_RESOURCE } from '../../rail/api.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { PENDING, type Request } from '../request.js';
 import type { ProtoEndpoint } from '../endpoint.js';
 import type { ControlSender } from '../control.js';
 import type { Rendezvous } from './rendezvous.js';
-import { AM_CTS, AM_FIN, CTS_HDR, FIN_HDR, RTS_HDR, encodeCts, encodeU32 } from '../wire.js';
+import { AM_FIN, FIN_HDR, RTS_HDR, encodeU32 } from '../wire.js';
 import { RDMA_KEY_BYTES } from '../ipc-wire.js';
 
 /** Unexpected.segment of an RTS_RDMA: its key waits in RdmaRndv.arrived. */
@@ -38,7 +38,7 @@ export class RdmaRndv {
   // Doubles, as the traffic counters: they pass 2^31 in a long job.
   reads = -0;
   readBytes = -0;
-  /** Announced by remote read but streamed after all (the receiver could not read). */
+  /** Streamed although remote read applied: the sender's registration failed, or the receiver could not read. */
   fellBack = -0;
 
   constructor(host: RdmaHost, out: ControlSender, rndv: Rendezvous) {
@@ -55,7 +55,7 @@ export class RdmaRndv {
     const lane = ep.lane!;
     if (min <= 0 || req.buf.length < min || lane.rma == null || lane.rail.rendezvousReads !== true || lane.rail.registerMemory === undefined) return false;
     let reg: RailMemory | null;
-    try { reg = lane.rail.registerMemory(req.buf); } catch { return false; }
+    try { reg = lane.rail.registerMemory(req.buf); } catch { this.fellBack++; return false; }
     if (reg === null || reg.packed.byteLength !== RDMA_KEY_BYTES) { reg?.release(); return false; }
     this.planned = reg;
     const r = reg;
@@ -88,10 +88,8 @@ export class RdmaRndv {
     m!.delete(sendId);
     const lane = ep.lane!;
     const rail = lane.rail;
-    let key: RailRemoteKey | null = null;
-    try { key = lane.rma == null || rail.unpackRemoteKey === undefined ? null : rail.unpackRemoteKey(packed); } catch { key = null; }
-    if (key === null) return this.stream(req, ep, sendId, size, src, tag, finWanted);
-    const k = key;
+    const k = lane.rma == null || rail.unpackRemoteKey === undefined ? null : rail.unpackRemoteKey(packed);
+    if (k === null) return this.stream(req, ep, sendId, size, src, tag, finWanted);
     const done: Completion = {
       railComplete: (err) => {
         rail.dropRemoteKey?.(k);
@@ -117,9 +115,7 @@ export class RdmaRndv {
   /** Ask the sender to stream (CTS), as for a plain RTS. */
   private stream(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number, finWanted: boolean): boolean {
     this.fellBack++;
-    const id = this.rndv.beginRecv(req, ep, size, src, tag, sendId, finWanted);
-    encodeCts(this.out.view, sendId, id, 0, ep.takeOwed());
-    this.out.send(ep, AM_CTS, CTS_HDR);
+    this.rndv.askForData(req, ep, sendId, size, src, tag, finWanted);
     return true;
   }
 

@@ -158,10 +158,16 @@ export class Rendezvous {
       return;
     }
     if (size > 0 && this.singleCopy.read(req, ep, sendId, size, src, tag, remote, segment, finWanted)) return;
+    const id = this.askForData(req, ep, sendId, size, src, tag, finWanted);
+    if (size === 0) { this.recvs.delete(id); ep.recvsActive.delete(req); req.complete(src, tag, 0); }
+  }
+
+  /** Register the receive and send CTS: the sender streams the data into it. Returns the receive's id. */
+  askForData(req: Request, ep: ProtoEndpoint, sendId: number, size: number, src: number, tag: number, finWanted: boolean): number {
     const id = this.beginRecv(req, ep, size, src, tag, sendId, finWanted);
     encodeCts(this.out.view, sendId, id, 0, ep.takeOwed());
     this.out.send(ep, AM_CTS, CTS_HDR);
-    if (size === 0) { this.recvs.delete(id); ep.recvsActive.delete(req); req.complete(src, tag, 0); }
+    return id;
   }
 
   /** Register a receive of `size` bytes from ep that data will arrive for; returns its id. */
