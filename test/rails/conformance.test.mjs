@@ -145,10 +145,12 @@ for (const [name, device] of OFI) {
  * where the native addon loads); allocShared: memory the peer can map;
  * polled: poll/settle/sleep (the rail delivers only when polled); bell: its
  * doorbell; reaches: Rail.reaches; peek: endpoints polled alone (peek,
- * takePeeked, poll).
+ * takePeeked, poll); rma: registered memory peers reach natively (registerMemory,
+ * unpackRemoteKey, dropRemoteKey, the endpoint's rma); rendezvousReads: the
+ * protocol may read large messages that way (proto/rndv/rdma.ts).
  */
-const NET = { ipc: false, allocShared: false, polled: false, bell: false, peek: false };
-const RING = { polled: true, bell: true, reaches: true, peek: true };
+const NET = { ipc: false, allocShared: false, polled: false, bell: false, peek: false, rma: false, rendezvousReads: false };
+const RING = { polled: true, bell: true, reaches: true, peek: true, rma: false, rendezvousReads: false };
 const MUST = {
   self: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: false }, ...NET, reaches: false },
   tbsm: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: true }, ...RING, ipc: 'addon', allocShared: false },
@@ -156,8 +158,9 @@ const MUST = {
   udp: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: false }, ...NET, reaches: true },
   shm: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: true }, ...RING, ipc: true, allocShared: true },
 };
-// ofi: polled (it reads its completion queue when progress polls it) with no doorbell, native RMA declared.
-for (const [name] of OFI) MUST[name] = { caps: { reliable: true, ordered: true, put: true, get: true, atomics: true, copiesAtSend: false }, ...NET, polled: true, reaches: true };
+// ofi: polled (it reads its completion queue when progress polls it) with no doorbell, native RMA
+// declared and offered; rendezvous by remote read on every provider but sockets (rail/ofi/rail.ts).
+for (const [name] of OFI) MUST[name] = { caps: { reliable: true, ordered: true, put: true, get: true, atomics: true, copiesAtSend: false }, ...NET, polled: true, reaches: true, rma: true, rendezvousReads: name !== 'ofi-sockets' };
 assert.deepEqual(RAILS.map((r) => r.name).sort(), Object.keys(MUST).sort(), 'every rail has its row');
 
 const hdrOf = (i) => { const h = new Uint8Array(8); new DataView(h.buffer).setUint32(0, i, true); return h; };
@@ -185,6 +188,8 @@ for (const R of RAILS) {
         bell: rail.bell !== undefined,
         reaches: typeof rail.reaches === 'function',
         peek: typeof ep.peek === 'function' && typeof ep.takePeeked === 'function' && typeof ep.poll === 'function',
+        rma: typeof rail.registerMemory === 'function' && typeof rail.unpackRemoteKey === 'function' && typeof rail.dropRemoteKey === 'function' && ep.rma != null,
+        rendezvousReads: rail.rendezvousReads === true,
       };
       const want = { ...must };
       delete want.caps;
@@ -308,6 +313,47 @@ for (const R of RAILS) {
       // An address that is not mapped is an error code, never a crash.
       assert.ok(ep.ipc.read(new Uint8Array(8), 16n) < 0, 'read of an unmapped address');
       assert.ok(ep.ipc.write(new Uint8Array(8), 16n) < 0, 'write to an unmapped address');
+    } finally { await pair.close(); }
+  });
+
+  test(`${R.name}: registered memory is read and written by the peer natively (get, put), at an offset too; a dropped key is refused, never read`, async (t) => {
+    if (!must.rma) { t.skip('this rail offers no native one-sided operations (by design)'); return; }
+    const pair = await R.open(resolveParams());
+    try {
+      const ba = pair.epBA();
+      // One message first: the peers know each other's addresses (and, on ofi, proved the job key).
+      ba.sendCopy(AM_MSG, hdrOf(0), 8, null);
+      await pair.a.until(() => pair.a.got.length === 1, 'first message');
+      const op = () => {
+        const o = { err: undefined };
+        o.done = { railComplete: (e) => { o.err = e; pair.b.notify(); } };
+        return o;
+      };
+      const run = async (what, start) => {
+        const o = op();
+        assert.notEqual(start(o.done), NO_RESOURCE, what);
+        await pair.b.until(() => o.err !== undefined, what);
+        return o.err;
+      };
+      const mem = fill(1 << 20, 6);
+      const reg = pair.a.rail.registerMemory(mem);
+      const key = pair.b.rail.unpackRemoteKey(reg.packed);
+      assert.ok(key !== null, 'the packed key unpacks');
+      const whole = new Uint8Array(1 << 20);
+      assert.equal(await run('get of the whole registration', (d) => ba.rma.get(whole, key, 0, d)), null);
+      assert.deepEqual(whole, mem);
+      const part = new Uint8Array(1000);
+      assert.equal(await run('get at an offset', (d) => ba.rma.get(part, key, 4096, d)), null);
+      assert.deepEqual(part, mem.subarray(4096, 5096));
+      assert.equal(await run('put at an offset', (d) => ba.rma.put(fill(3000, 7), key, 10000, d)), null);
+      assert.deepEqual(mem.subarray(10000, 13000), fill(3000, 7));
+      assert.deepEqual(mem.subarray(9000, 10000), fill(1 << 20, 6).subarray(9000, 10000), 'nothing written before it');
+      pair.b.rail.dropRemoteKey(key);
+      const after = new Uint8Array(1000);
+      const err = await run('get with a dropped key', (d) => ba.rma.get(after, key, 0, d));
+      assert.equal(err?.code, 'ERR_INVALID_ARG', 'a dropped key fails the operation');
+      assert.ok(after.every((b) => b === 0), 'and reads nothing');
+      reg.release();
     } finally { await pair.close(); }
   });
 
