@@ -3,7 +3,7 @@
 // ranks that each upload a small message to the GPU right after the other
 // did paid about 145 us an upload, against 7-8 us under MPS and nothing
 // measurable for one process alone (bench/gpu/context-switch.mjs, bench
-// RESULTS "GPU: two processes on one GPU"). Thread ranks of one process share
+// RESULTS "GPU (issue 16): the lent H100"). Thread ranks of one process share
 // one context and never pay it.
 
 import { existsSync } from 'node:fs';
