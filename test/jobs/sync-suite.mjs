@@ -108,6 +108,34 @@ const cases = [
       }
     }
   }],
+  ['a receive waiting at the call never overtakes a matching message already queued (the next one waits at the ring head)', async () => {
+    // The mechanism under recvSync's wait (proto/p2p.ts recvAtCall), driven directly: A sits in the
+    // unexpected queue, B behind it at the head of rank 0's ring, undelivered. The wait must give A
+    // to recvNow, never take B. (Its loop delivers between looks; CI once saw a ring allreduce step
+    // take the next step's block this way.)
+    if (me === 0) {
+      comm.sendSync(new Int32Array([1]), 1, 21);
+      comm.recvSync(new Int32Array(1), 1, 22);
+      comm.sendSync(new Int32Array([2, 2]), 1, 21);
+      comm.recvSync(new Int32Array(1), 1, 22);
+    } else if (me === 1) {
+      await comm.probe(0, 21); // A is queued, not received
+      comm.sendSync(new Int32Array(1), 0, 22);
+      // B lands while this thread stays off the event loop (nothing delivers it).
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
+      const ctx = comm.world.ctx, p2p = ctx.p2p;
+      const lane = ctx.polledLane(0); // world rank 0: this is the world communicator
+      assert.ok(lane !== null, 'sync calls run over polled lanes');
+      const buf = new Int32Array(2), bytes = new Uint8Array(buf.buffer);
+      assert.equal(p2p.recvAtCall(bytes, comm.p2pCtx, 0, 21, lane, ctx.progress), -1, 'the queued message comes first');
+      assert.equal(p2p.recvNow(bytes, comm.p2pCtx, 0, 21), 4, 'A, 4 bytes');
+      assert.equal(buf[0], 1);
+      const st = comm.recvSync(buf, 0, 21);
+      assert.equal(st.bytes, 8);
+      assert.deepEqual([...buf], [2, 2], 'then B');
+      comm.sendSync(new Int32Array(1), 0, 22);
+    }
+  }],
   ['recvSync drives outstanding async requests on its rails (they complete while it waits)', async () => {
     if (me === 0) {
       await comm.recv(new Uint8Array(1), 1, 20); // rank 1 has posted its irecvs
