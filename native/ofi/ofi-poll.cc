@@ -3,6 +3,8 @@
 // provider's reason), posting delivered receive slots again, and sleeping on
 // the queue's wait fd through libuv (fi_trywait first, as libfabric asks).
 #include "ofi.h"
+#include <poll.h>
+#include <time.h>
 #include <cstring>
 
 namespace ofi {
@@ -273,6 +275,44 @@ napi_value Arm(napi_env env, napi_callback_info info) {
   return f;
 }
 
+/**
+ * block(h, ms) -> whether completions wait: a synchronous call's wait, which
+ * runs no event loop. On the queue's wait fd (fi_trywait first) for at most
+ * ms; a provider without one (shm, udp;ofi_rxd) is looked at again after a
+ * 100 us sleep. The libuv watch, armed or not, is left as it is: poll(2)
+ * consumes nothing on the fd.
+ */
+napi_value Block(napi_env env, napi_callback_info info) {
+  napi_value a[2];
+  Ep* e = EpArg(env, info, a, 2);
+  napi_value f;
+  if (e == nullptr) { napi_get_boolean(env, false, &f); return f; }
+  int32_t ms = 1;
+  napi_get_value_int32(env, a[1], &ms);
+  Repost(e);
+  PostPending(e);
+  bool ready = ReadAhead(e) > 0 || e->pendingHead < e->pending.size();
+  if (!ready && e->waitFd < 0) {
+    const timespec nap{0, 100000};
+    nanosleep(&nap, nullptr);
+    ready = ReadAhead(e) > 0;
+  } else if (!ready) {
+    int r = 0;
+    if (e->trywait) {
+      fid* fids[1] = {&e->cq->fid};
+      r = fi_trywait(e->fabric, fids, 1);
+      if (r == -FI_ENOSYS) { e->trywait = false; r = 0; }
+    }
+    if (r == 0) {
+      pollfd p{e->waitFd, POLLIN, 0};
+      ::poll(&p, 1, ms < 0 ? 0 : ms);
+    }
+    ready = ReadAhead(e) > 0;
+  }
+  napi_get_boolean(env, ready, &f);
+  return f;
+}
+
 napi_value Disarm(napi_env env, napi_callback_info info) {
   napi_value a[1];
   Ep* e = EpArg(env, info, a, 1);
@@ -309,6 +349,7 @@ void InitPoll(napi_env env, napi_value exports) {
   SetFn(env, exports, "watch", Watch);
   SetFn(env, exports, "arm", Arm);
   SetFn(env, exports, "disarm", Disarm);
+  SetFn(env, exports, "block", Block);
 }
 
 }  // namespace ofi

@@ -26,7 +26,7 @@ railcomm bench --report [--rounds N] [--quick] [--out PREFIX] ...   (railcomm be
   KIND: (default latency,bw) latency, bw, allreduce, bcast, allgather, alltoall, put, get, atomic, wireup
   --threads: the ranks are worker threads of one process (tbsm rail)
   --sync:    through the synchronous calls (sendSync/recvSync, allreduceSync, bcastSync,
-             allgatherSync; shared-memory rails only); --sync=both: each job async, then sync
+             allgatherSync; rails self, tbsm, shm, ofi); --sync=both: each job async, then sync
   --rails:   rails the ranks use (RAILCOMM_RAILS); given more than once, one job per value,
              e.g. --rails shm --rails tcp --rails udp (tbsm: thread ranks)
   latency:   half round trip between ranks 0 and 1 (osu_latency style), microseconds

@@ -205,9 +205,9 @@ export class Communicator {
 
   /**
    * Send buf to dest and return once buf may be reused (eager: at once;
-   * large: once the receiver has the data). Only to ranks that share memory
-   * with this one (self, tbsm, shm); elsewhere ERR_NO_RAIL. The rank runs no
-   * timers or I/O until it returns.
+   * large: once the receiver has the data). Only to ranks reached over self,
+   * tbsm, shm or ofi (an ofi peer once one async message bound its lane);
+   * elsewhere ERR_NO_RAIL. The rank runs no timers or I/O until it returns.
    */
   sendSync(buf: ArrayBufferView, dest: number, tag = 0): Status { return this.syncs().sendSync(buf, dest, tag); }
   /** Receive into buf from source (or ANY_SOURCE) with tag (or ANY_TAG), at the call. */

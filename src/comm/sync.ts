@@ -1,8 +1,9 @@
 // The engine under the synchronous calls (comm.sendSync, recvSync,
 // sendrecvSync and the sync collectives, DESIGN section 4b): they complete at
 // the call, so they work only where every lane involved progresses without
-// the event loop (self, tbsm, shm), and they wait by polling those rails
-// themselves, then blocking on a rail's doorbell, never by a promise. While
+// the event loop (self, tbsm, shm, and ofi, whose completion queue is read by
+// a plain call), and they wait by polling those rails themselves, then
+// blocking on a rail's doorbell (ofi: its queue's wait fd), never by a promise. While
 // one waits it delivers whatever arrives, so outstanding async requests move
 // too (their continuations run once the caller yields). It checks its peers
 // itself (the rail timers and the wire-up service's reports need the event
@@ -45,7 +46,12 @@ interface RingBell {
 }
 
 /** Rails whose lanes progress without the event loop. */
-const SYNC_RAILS = new Set(['self', 'tbsm', 'shm']);
+const SYNC_RAILS = new Set(['self', 'tbsm', 'shm', 'ofi']);
+
+/** The ofi rail's wait for a synchronous call (rail/ofi/rail.ts). */
+interface QueueBlock {
+  blockSync(ms: number): void;
+}
 
 const engines = new WeakMap<World, SyncEngine>();
 
@@ -100,10 +106,11 @@ export class SyncEngine {
         const native = (r as { native?: { futexWait(sab: SharedArrayBuffer, off: number, expected: number, us: number): void } }).native;
         this.bells.set(r.component, r.component === 'shm' && native !== undefined ? futexBell(bell, native) : threadBell(bell));
       }
+      if (r.component === 'ofi' && !this.bells.has('ofi')) this.bells.set('ofi', queueBell(r as unknown as QueueBlock));
       const ch = r as unknown as { pollChannel?(): boolean };
       if (typeof ch.pollChannel === 'function') this.channels.push(ch as { pollChannel(): boolean });
     }
-    this.anyBell = this.bells.get('shm') ?? this.bells.get('tbsm') ?? null;
+    this.anyBell = this.bells.get('shm') ?? this.bells.get('tbsm') ?? this.bells.get('ofi') ?? null;
   }
 
   // ---- lanes -----------------------------------------------------------------
@@ -120,13 +127,16 @@ export class SyncEngine {
     if (lane === null) {
       if (ep.failure !== null) throw ep.failure;
       const rails = this.ctx.rails.map((r) => r.name);
+      if (this.ctx.rails.some((r) => r.component === 'ofi')) {
+        throw new RailcommError(ErrorCode.NO_RAIL, `${what}: rank ${commRank} (world rank ${w}) has no lane yet: its ofi address is looked up on the event loop, which a synchronous call does not run; exchange one message with it through ${asyncCall} (or any async call, e.g. await comm.barrier()) first, then ${what} works over ofi`);
+      }
       if (!this.ctx.rails.some((r) => r.component === 'tbsm' || r.component === 'shm')) {
-        throw new RailcommError(ErrorCode.NO_RAIL, `${what}: rank ${commRank} (world rank ${w}) is reached over none of this rank's rails that progress without the event loop: it has ${rails.join(', ')} (RAILCOMM_RAILS), and synchronous calls need ranks that share memory (self, tbsm, shm); use ${asyncCall} for it`);
+        throw new RailcommError(ErrorCode.NO_RAIL, `${what}: rank ${commRank} (world rank ${w}) is reached over none of this rank's rails that progress without the event loop: it has ${rails.join(', ')} (RAILCOMM_RAILS), and synchronous calls need ranks that share memory (self, tbsm, shm) or the ofi rail; use ${asyncCall} for it`);
       }
       throw new RailcommError(ErrorCode.NO_RAIL, `${what}: rank ${commRank} (world rank ${w}) has no rail yet that progresses without the event loop: it is neither a thread of this process nor, as the launch tells, on this host, and its address is still being looked up; use ${asyncCall} for it (once one message went through, a peer on this host is reached over shm and ${what} works)`);
     }
     if (!SYNC_RAILS.has(lane.rail.component)) {
-      throw new RailcommError(ErrorCode.NO_RAIL, `${what}: rank ${commRank} (world rank ${w}) is reached over ${lane.rail.name}, which progresses only on the event loop; synchronous calls need ranks that share memory (self, tbsm, shm): use ${asyncCall} for it`);
+      throw new RailcommError(ErrorCode.NO_RAIL, `${what}: rank ${commRank} (world rank ${w}) is reached over ${lane.rail.name}, which progresses only on the event loop; synchronous calls need ranks that share memory (self, tbsm, shm) or the ofi rail: use ${asyncCall} for it`);
     }
     this.laneOk[w] = 1;
   }
@@ -216,11 +226,12 @@ export class SyncEngine {
    * checked, and the wait says once when it outlasts RAILCOMM_HANG_TIMEOUT.
    */
   private idle(lane: PolledEndpoint | null, w: number, group: readonly number[] | null, what: string, src: number, tag: number): void {
-    if (lane === null && (++this.turns & (IDLE_TURNS - 1)) !== 0) return;
+    // Once the spin budget is spent, every pass blocks (when there is a doorbell to block on).
+    if (lane === null && (this.steps <= this.spinSteps || this.anyBell === null) && (++this.turns & (IDLE_TURNS - 1)) !== 0) return;
     const k = ++this.steps;
     if ((k & 7) === 0) for (let i = 0; i < this.channels.length; i++) this.channels[i]!.pollChannel();
     if ((k & 63) === 0) this.look(w, group, what, src, tag);
-    if (k > this.spinSteps) this.block(lane);
+    if (k > this.spinSteps) this.block(lane, w);
   }
 
   /** The clock, every 64 idle steps: when the wait began (about), the peers, the hang report. */
@@ -234,9 +245,10 @@ export class SyncEngine {
   }
 
 
-  /** Block on the lane's rail doorbell (any ring rail's for a wait on several) for BLOCK_MS at most. */
-  private block(lane: PolledEndpoint | null): void {
-    const bell = lane !== null ? this.bells.get(lane.rail.component) ?? null : this.anyBell;
+  /** Block on the rail doorbell of world rank w's lane (any rail's for a wait on several) for BLOCK_MS at most. */
+  private block(lane: PolledEndpoint | null, w: number): void {
+    const rail = lane !== null ? lane.rail : w >= 0 ? this.ctx.existingEndpoint(w)?.lane?.rail : undefined;
+    const bell = lane !== null ? this.bells.get(lane.rail.component) ?? null : rail !== undefined ? this.bells.get(rail.component) ?? this.anyBell : this.anyBell;
     if (bell === null) return;
     const seen = bell.prepare();
     // A frame published before the announcement: take it instead of sleeping.
@@ -302,6 +314,14 @@ function threadBell(b: RingBell): Bell {
   return {
     prepare: () => b.prepareSleep(),
     wait: (seen, ms) => { Atomics.wait(a, 0, seen, ms); },
+  };
+}
+
+/** ofi: no count to wait on; the rail blocks on its queue's wait fd (or sleeps a moment without one). */
+function queueBell(rail: QueueBlock): Bell {
+  return {
+    prepare: () => 0,
+    wait: (_seen, ms) => { rail.blockSync(ms); },
   };
 }
 

@@ -1,6 +1,7 @@
 // The ofi rail (libfabric) in real jobs, once per provider it passes on:
-// the point-to-point, one-sided and collective suites over `--rails ofi`, a
-// rank that dies, and passive-target operations on a rank asleep in a timer;
+// the point-to-point, one-sided, collective and synchronous-call suites over
+// `--rails ofi`, a rank that dies, and passive-target operations on a rank
+// asleep in a timer;
 // `railcomm info`'s provider lines. Skipped, with the reason printed, where
 // the libfabric binding is not built (no libfabric headers) or a provider is
 // absent (under CI=true, failed where CI requires the part: helpers/requires.mjs).
@@ -73,6 +74,24 @@ for (const p of PROVIDERS) {
     assert.ok(line, j.stdout);
     console.log(`# ofi ${p}: asleep target, us per lock/put/unlock and per fetch-and-add: ${line.rest}`);
   });
+
+  test(`ofi ${p}: the synchronous calls: ERR_NO_RAIL before a first message, then sendSync/recvSync; a long recvSync blocks on the queue`, n, async () => {
+    const j = await job(p, 2, 'sync-ofi.mjs');
+    allOk(j, 2, 3);
+    const [line] = linesWith(j.stdout, 'WAITCPU');
+    assert.ok(line, j.stdout);
+    const [cpu, waited] = line.rest.split(' ').map(Number);
+    // With a wait fd (tcp;ofi_rxm; sockets has its own thread) it sleeps in poll(2); without one, 100 us naps between looks.
+    const most = p === 'tcp;ofi_rxm' || p === 'sockets' ? 0.25 : 0.6;
+    assert.ok(cpu < most * waited, `${cpu} ms of CPU over a ${waited} ms recvSync (at most ${most * 100}%)`);
+    console.log(`# ofi ${p}: a recvSync of ${waited} ms used ${cpu} ms of CPU`);
+  });
+
+  if (p === 'tcp;ofi_rxm' || p === 'shm') {
+    test(`ofi ${p}: the synchronous-call suite, 3 ranks, collectives over point-to-point`, n, async () => {
+      allOk(await job(p, 3, 'sync-suite.mjs', { SYNC_WIRE_FIRST: '1', RAILCOMM_COLL_SHARED_MAX: '0' }), 3, 17);
+    });
+  }
 
   test(`ofi ${p}: rendezvous by remote read (fi_read of the sender's registered buffer; sockets streams), every byte checked; RAILCOMM_RDMA_RGET_MIN=0 streams instead`, n, async () => {
     const rget = (j) => new Map(linesWith(j.stdout, 'RGET').map(({ rank, rest }) => [rank, rest.split(' ').map(Number)]));

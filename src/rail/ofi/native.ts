@@ -125,6 +125,8 @@ export interface OfiBinding {
   watch(h: number, wake: () => void): boolean;
   arm(h: number): boolean;
   disarm(h: number): void;
+  /** A synchronous call's wait: at most ms on the queue's wait fd, or a 100 us sleep without one; whether completions wait. */
+  block(h: number, ms: number): boolean;
 }
 
 let loaded: OfiBinding | null | undefined;

@@ -396,6 +396,14 @@ export class OfiRail implements Rail {
     return true;
   }
 
+  /**
+   * A synchronous call's wait (comm/sync.ts), which runs no event loop: at
+   * most ms on the queue's wait fd, or a short sleep where there is none.
+   */
+  blockSync(ms: number): void {
+    if (!this.closed) this.b.block(this.h, ms);
+  }
+
   private readonly onReadable = (): void => {
     const w = this.wake;
     this.wake = null;
