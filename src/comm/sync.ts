@@ -161,17 +161,20 @@ export class SyncEngine {
     const progress = ctx.progress;
     const lane = w >= 0 ? ctx.polledLane(w) : null;
     const ep = w >= 0 ? ctx.existingEndpoint(w) : undefined;
+    // A source over ofi (no rings to watch): its rail is polled alone a moment at a time.
+    const rail = lane === null && ep !== undefined && ep.lane !== null && ep.lane.rail.component === 'ofi' ? ep.lane.rail as unknown as { poll(): boolean } : null;
     this.begin();
     progress.syncing = true;
     try {
       for (;;) {
-        let got = lane !== null ? p2p.recvAtCall(buf, ctxId, src, tag, lane, progress) : -1;
+        let got = lane !== null ? p2p.recvAtCall(buf, ctxId, src, tag, lane, progress)
+          : rail !== null ? p2p.recvAtCallOn(buf, ctxId, src, tag, ep!, rail, this.steps > this.spinSteps ? 1 : undefined) : -1;
         if (got !== -1) return got;
         this.pollAll();
         got = p2p.recvNow(buf, ctxId, src, tag);
         if (got !== -1) return got;
         if (ep !== undefined && ep.failure !== null) return QUEUED;
-        this.idle(lane, w, group, what, src, tag);
+        this.idle(lane, rail !== null, w, group, what, src, tag);
         // An ANY_SOURCE receive fails when a member dies while it waits (as a posted one would).
         if (w < 0 && this.lost !== null) throw new RailcommError(ErrorCode.PEER_FAILED, `${what} from ANY_SOURCE: ${this.lost}`);
       }
@@ -188,7 +191,7 @@ export class SyncEngine {
     this.begin();
     while (r.state === PENDING) {
       if (this.pollAll()) continue;
-      this.idle(lane, w, group, what, src, tag);
+      this.idle(lane, false, w, group, what, src, tag);
     }
     if (this.toldKv) this.told();
     if (r.error !== null) throw r.error;
@@ -219,15 +222,16 @@ export class SyncEngine {
   /**
    * Nothing arrived this pass. Counted, not timed (a clock reading allocates
    * on Node 20, and under load every wait gets here): every IDLE_TURNS passes
-   * over all rails, or every brief wait on the source's ring (about 0.1 ms
-   * each), is one idle step. Past the spin budget in steps, each step blocks
+   * over all rails, or every brief wait on the source's ring or ofi rail
+   * (about 0.1 ms each), is one idle step. Past the spin budget in steps, each step blocks
    * on the doorbell a moment; every 8 steps the tbsm channel is read (rings
    * new peers announce); every 64 the clock: every CHECK_MS the peers are
    * checked, and the wait says once when it outlasts RAILCOMM_HANG_TIMEOUT.
    */
-  private idle(lane: PolledEndpoint | null, w: number, group: readonly number[] | null, what: string, src: number, tag: number): void {
-    // Once the spin budget is spent, every pass blocks (when there is a doorbell to block on).
-    if (lane === null && (this.steps <= this.spinSteps || this.anyBell === null) && (++this.turns & (IDLE_TURNS - 1)) !== 0) return;
+  private idle(lane: PolledEndpoint | null, brief: boolean, w: number, group: readonly number[] | null, what: string, src: number, tag: number): void {
+    // A pass that was a brief wait (on a ring, or an ofi source's rail) is a step;
+    // once the spin budget is spent, every pass blocks (when there is a doorbell to block on).
+    if (lane === null && !brief && (this.steps <= this.spinSteps || this.anyBell === null) && (++this.turns & (IDLE_TURNS - 1)) !== 0) return;
     const k = ++this.steps;
     if ((k & 7) === 0) for (let i = 0; i < this.channels.length; i++) this.channels[i]!.pollChannel();
     if ((k & 63) === 0) this.look(w, group, what, src, tag);
