@@ -8,7 +8,8 @@
  *            get (fi_read), fetch-and-add (fi_fetch_atomic, INT64), 1 MiB put bandwidth
  * Output: a table, or with --json one line like bench/mpi/pingpong.c's:
  *   {"benchmark":"latency","rails":"raw-ofi-shm","ranks":2,"results":[{"size":8,"usec":..,"usec_median":..,"iters":..}]}
- * Usage: ofi-bench latency|bw|rma [-p provider] [-d domain] [--sizes 8,1048576] [--iters N] [--json]
+ * Usage: ofi-bench latency|bw|rma [-p provider] [-d domain] [--sizes 8,1048576] [--iters N] [--json] [--wait-fd]
+ *   --wait-fd: the completion queue with FI_WAIT_FD (as the ofi rail opens it, to sleep on), not FI_WAIT_NONE
  *   (-p: "tcp;ofi_rxm" default; -d: lo for network providers)
  */
 #define _GNU_SOURCE
@@ -32,7 +33,7 @@
 #define MAX_MSG (4u << 20)
 
 static const char *prov = "tcp;ofi_rxm", *dom = NULL;
-static int json = 0, fixed_iters = -1;
+static int json = 0, fixed_iters = -1, wait_fd = 0;
 static struct fid_fabric *fabric;
 static struct fid_domain *domain;
 static struct fid_av *av;
@@ -105,7 +106,7 @@ static void open_ep(void) {
   CHECK(fi_domain(fabric, info, &domain, NULL));
   struct fi_av_attr aa = {.type = FI_AV_TABLE};
   CHECK(fi_av_open(domain, &aa, &av, NULL));
-  struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_CONTEXT, .wait_obj = FI_WAIT_NONE};
+  struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_CONTEXT, .wait_obj = wait_fd ? FI_WAIT_FD : FI_WAIT_NONE};
   CHECK(fi_cq_open(domain, &ca, &cq, NULL));
   CHECK(fi_endpoint(domain, info, &ep, NULL));
   CHECK(fi_ep_bind(ep, &av->fid, 0));
@@ -139,7 +140,7 @@ static void emit_head(const char *kind) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) { fprintf(stderr, "usage: ofi-bench latency|bw|rma [-p provider] [-d domain] [--sizes a,b] [--iters N] [--json]\n"); return 1; }
+  if (argc < 2) { fprintf(stderr, "usage: ofi-bench latency|bw|rma [-p provider] [-d domain] [--sizes a,b] [--iters N] [--json] [--wait-fd]\n"); return 1; }
   const char *kind = argv[1];
   long sizes[MAX_SIZES];
   int nsizes = 0;
@@ -147,6 +148,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "-p") && i + 1 < argc) prov = argv[++i];
     else if (!strcmp(argv[i], "-d") && i + 1 < argc) dom = argv[++i];
     else if (!strcmp(argv[i], "--json")) json = 1;
+    else if (!strcmp(argv[i], "--wait-fd")) wait_fd = 1;
     else if (!strcmp(argv[i], "--iters") && i + 1 < argc) fixed_iters = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
       for (char *s = strtok(argv[++i], ","); s && nsizes < MAX_SIZES; s = strtok(NULL, ",")) sizes[nsizes++] = atol(s);

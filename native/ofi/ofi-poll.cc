@@ -161,6 +161,9 @@ napi_value Poll(napi_env env, napi_callback_info info) {
       break;
     }
     for (ssize_t k = 0; k < got; k++) Handle(e, c[k], n, freed);
+    // Fewer than asked: the queue was empty after the provider's progress. Another
+    // read would only run progress again (tcp;ofi_rxm: an epoll_wait per message).
+    if (static_cast<size_t>(got) < want) break;
   }
   PostPending(e);
   e->events[0] = static_cast<int32_t>(n);

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The ofi rail's small messages: the 8 B half round trip through the async
+# calls and the synchronous ones (railcomm bench latency --sync=both), beside
+# the raw libfabric ping-pong (bench/ofi/ofi-bench, spinning on fi_cq_read),
+# rounds interleaved; per provider.
+#   bench/ofi/small-ab.sh [rounds] [providers...]   (default: 3, "tcp;ofi_rxm" shm)
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$here/../.."
+rounds=${1:-3}; shift || true
+providers=("$@")
+[ ${#providers[@]} -eq 0 ] && providers=("tcp;ofi_rxm" shm)
+make -s -C "$here" ofi-bench || exit 1
+run() { flock /tmp/railcomm-bench.lock timeout 300 "$@"; }
+for r in $(seq 1 "$rounds"); do
+  for p in "${providers[@]}"; do
+    echo "## round $r, $p, railcomm async then sync"
+    RAILCOMM_OFI_PROVIDERS="$p" run node "$root/dist/cli/main.js" bench latency --rails ofi --sync=both --sizes 8 --iters 20000 --quiet --json
+    echo "## round $r, $p, raw libfabric"
+    run "$here/ofi-bench" latency -p "$p" --sizes 8 --iters 20000 --json
+  done
+done
