@@ -1,6 +1,7 @@
 // The synchronous calls over the ofi rail (run with --rails ofi,self): before
 // any message ERR_NO_RAIL at the call, saying to exchange one async message
-// first; after it, a sendSync/recvSync ping-pong with every byte checked; and
+// first; after it, a sendSync/recvSync ping-pong with every byte checked (and
+// how many receives took their message at the call: ATCALL n); and
 // a recvSync that waits long blocks on the completion queue instead of
 // spinning (its CPU time over the wait is printed: WAITCPU ms-of-cpu ms-waited).
 //   railcomm run -n 2 --rails ofi,self test/jobs/sync-ofi.mjs
@@ -23,6 +24,7 @@ const cases = [
   ['after one async message: 2000 sendSync/recvSync round trips, 8 B to 200 KB, every byte checked', async () => {
     if (me === 0) { await comm.send(b, 1); await comm.recv(b, 1); } else { await comm.recv(b, 0); await comm.send(b, 0); }
     const sizes = [0, 8, 4096, 65536, 200000];
+    const before = comm.world.ctx.p2p.snapshot().recvsAtCall;
     for (let i = 0; i < 2000; i++) {
       const n = sizes[i % sizes.length];
       const into = new Uint8Array(n);
@@ -38,6 +40,8 @@ const cases = [
         comm.sendSync(pattern(n, i + 1), 0, 4);
       }
     }
+    // Receives that took their message in the at-call slot (no queue entry, no Request).
+    console.log(`ATCALL ${comm.world.ctx.p2p.snapshot().recvsAtCall - before}`);
   }],
   ['a recvSync that waits 600 ms blocks on the completion queue (CPU well under the wait)', async () => {
     if (me === 1) {
