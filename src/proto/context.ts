@@ -561,6 +561,7 @@ export class Context {
 
   /** finalize() starts: no more operations; peers learn it (BYE, shared collectives' flags). */
   beginFinalize(): void {
+    for (const r of this.rails) r.beginFinalize?.();
     this.p2p.beginFinalize();
     for (const f of this.finalizers.splice(0)) f();
   }

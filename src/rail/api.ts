@@ -219,6 +219,8 @@ export interface Rail {
   allocShared?(bytes: number): Uint8Array | null;
   /** The layer above learned that this peer died (the wire-up service saw it go): drop what is kept for it. */
   peerDied?(peer: bigint): void;
+  /** finalize() began: a peer this rank never wrote to that is gone by now finalized first (its BYE is moot). */
+  beginFinalize?(): void;
   /** Rails with native one-sided operations: register memory peers may reach (null: not this memory). */
   registerMemory?(bytes: Uint8Array): RailMemory | null;
   /** Remote reads fit for rendezvous (the receiver reads a registered send buffer: proto/rndv/rdma.ts). */

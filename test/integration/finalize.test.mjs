@@ -26,3 +26,10 @@ for (const mode of modes) {
     for (const rank of [0, 1]) assert.match(job.stderr, new RegExp(`\\[railcomm ${rank}\\] warn: finalize\\(\\): 2 messages from rank ${1 - rank} .* will never be received`));
   });
 }
+
+test('a lane bound but never used, to a peer that finalized first: finalize stays quiet (no "cannot map its inbox")', loadNative() !== null ? {} : { skip: 'no native addon: no shm rail' }, async () => {
+  const job = await railcomm(['run', '-n', '2', '--rails', 'shm,self', '--timeout', '30', jobScript('finalize-unwritten.mjs')], { limitMs: 40_000 });
+  assert.equal(job.code, 0, job.stdout + job.stderr);
+  assert.deepEqual(linesWith(job.stdout, 'RESULT').map((l) => l.rest), ["rank 0's inbox gone: true", 'finalized'], job.stdout);
+  assert.doesNotMatch(job.stderr, /error|warn|dropping peer/, job.stderr);
+});

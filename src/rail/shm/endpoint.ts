@@ -87,7 +87,12 @@ export class ShmEndpoint extends RingLane<ShmEndpoint> implements RingPeer {
     try {
       words = new Int32Array(this.rail.native.shmOpen(name));
     } catch (err) {
-      if (!quiet) this.fail(`cannot map its inbox ${name}: ${(err as Error).message}`, false);
+      if (quiet) return false;
+      // Finalizing (the layer above says goodbye to every peer it bound, even
+      // ones it never wrote to): a peer whose inbox is gone finalized first, and
+      // removed it. Nothing to say to it, and no failure to report.
+      if (this.rail.finalizing && ((err as Error).cause as { code?: string } | undefined)?.code === 'ENOENT') this.finalizedFirst(name);
+      else this.fail(`cannot map its inbox ${name}: ${(err as Error).message}`, false);
       return false;
     }
     const bad = checkStamp(Atomics.load(words, IN_MAGIC), words[IN_VERSION]!, `inbox ${name}`);
@@ -217,6 +222,15 @@ export class ShmEndpoint extends RingLane<ShmEndpoint> implements RingPeer {
   peerClosed(): void {
     if (this.failed) return;
     this.failed = true;
+    this.rail.forget(this);
+    this.rail.remoteSegments.invalidatePeer(rankOf(this.peer));
+    this.rail.env.upcalls.failed(this, new RailcommError(ErrorCode.PEER_FAILED, `peer ${formatId(this.peer)} finalized`), true);
+  }
+
+  /** While this rank finalizes: the peer, never written to, finalized first (its inbox name is gone). */
+  private finalizedFirst(name: string): void {
+    this.failed = true;
+    this.rail.env.log.debug(`shm: peer ${formatId(this.peer)} finalized before this rank wrote to it (${name} is gone)`);
     this.rail.forget(this);
     this.rail.remoteSegments.invalidatePeer(rankOf(this.peer));
     this.rail.env.upcalls.failed(this, new RailcommError(ErrorCode.PEER_FAILED, `peer ${formatId(this.peer)} finalized`), true);

@@ -54,6 +54,8 @@ export class ShmRail implements Rail {
   private readonly liveness: NodeJS.Timeout;
   private armed = false;
   private closed = false;
+  /** finalize() began (beginFinalize): a peer's inbox found gone now means it finalized first. */
+  finalizing = false;
   readonly notify: (sab: SharedArrayBuffer, byteOffset: number) => unknown;
   /** Our registered segments (comm.alloc) by their memory, and the names still to remove. */
   private readonly segments = new WeakMap<SharedArrayBuffer, number>();
@@ -260,6 +262,10 @@ export class ShmRail implements Rail {
    * A rank the wire-up service saw die, whether or not we ever talked to it:
    * its names (inbox, rings with us) go, since a killed rank removes nothing.
    */
+  beginFinalize(): void {
+    this.finalizing = true;
+  }
+
   peerDied(peer: bigint): void {
     if (jobOf(peer) !== jobOf(this.env.self)) return;
     const r = rankOf(peer);
