@@ -10,6 +10,7 @@
 #include <csignal>
 #include <poll.h>
 #include <sched.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <thread>
 #include <unistd.h>
@@ -90,9 +91,26 @@ Napi::Value ThreadCpus(const Napi::CallbackInfo& a) {
   return out;
 }
 
+/**
+ * peekSocket(fd, into): copy up to into.length bytes waiting unread on socket
+ * fd into `into` without consuming them (recv MSG_PEEK | MSG_DONTWAIT): a
+ * synchronous call, which holds the event loop, looks at what the wire-up
+ * service sent (a rank lost) and leaves it for the loop to read as usual.
+ * Returns the count, 0 when nothing waits, or a negative errno.
+ */
+Napi::Value PeekSocket(const Napi::CallbackInfo& a) {
+  if (a.Length() < 2 || !a[0].IsNumber() || !a[1].IsTypedArray()) { ThrowType(a.Env(), "peekSocket(fd, into)"); return Napi::Value(); }
+  const int fd = a[0].As<Napi::Number>().Int32Value();
+  Napi::Uint8Array into = a[1].As<Napi::Uint8Array>();
+  const ssize_t n = recv(fd, into.Data(), into.ByteLength(), MSG_PEEK | MSG_DONTWAIT);
+  if (n >= 0) return Napi::Number::New(a.Env(), static_cast<double>(n));
+  return Napi::Number::New(a.Env(), errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno);
+}
+
 }  // namespace
 
 void InitProcess(Napi::Env env, Napi::Object exports) {
+  exports.Set("peekSocket", Napi::Function::New(env, PeekSocket, "peekSocket"));
   exports.Set("watchParent", Napi::Function::New(env, WatchParent, "watchParent"));
   exports.Set("stopWatchingParent", Napi::Function::New(env, StopWatchingParent, "stopWatchingParent"));
   exports.Set("bindThread", Napi::Function::New(env, BindThread, "bindThread"));

@@ -5,6 +5,7 @@
 import * as net from 'node:net';
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import type { KeyValueStore, PeerLostListener } from './kv.js';
+import { loadNative } from '../native/addon.js';
 import {
   MAX_LINE_BYTES, LineSplitter, authMac, encode, parseAuthOk, parseEvent, parseNonce, parseRefused, parseReply,
   type KvOp, type KvReply, type KvRequest,
@@ -159,6 +160,32 @@ export class KvClient implements KeyValueStore {
   onPeerLost(cb: PeerLostListener): void {
     this.peerLostListeners.push(cb);
   }
+
+  /**
+   * Lost-rank events waiting unread on the socket (a synchronous call holds
+   * the event loop): peeked at, not read, so the loop still handles them. A
+   * line whose head the splitter holds is skipped (the next look, or the
+   * loop, sees the event). Empty without the native addon or the socket's fd.
+   */
+  peekLost(): Array<{ rank: number; why: string }> {
+    const native = loadNative();
+    const fd = (this.socket as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
+    if (this.phase !== 'ready' || native?.peekSocket === undefined || typeof fd !== 'number' || fd < 0) return [];
+    this.peekBuf ??= Buffer.alloc(64 * 1024);
+    const n = native.peekSocket(fd, this.peekBuf);
+    if (n <= 0) return [];
+    const lines = this.peekBuf.toString('utf8', 0, n).split('\n');
+    lines.pop(); // the last is not whole (or empty)
+    if (this.splitter.holding) lines.shift();
+    const out: Array<{ rank: number; why: string }> = [];
+    for (const line of lines) {
+      if (!line.startsWith('{"event"')) continue;
+      const ev = parseEvent(line);
+      if (ev !== undefined && ev.event === 'lost') out.push({ rank: ev.rank, why: ev.why });
+    }
+    return out;
+  }
+  private peekBuf: Buffer | undefined;
 
   /** The service says a rank aborted the job (rank 0's service: env://, mpirun or srun without PMIx). */
   onJobAbort(cb: (rank: number, code: number, message: string) => void): void {

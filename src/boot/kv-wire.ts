@@ -205,6 +205,11 @@ export class LineSplitter {
     private readonly onTooLong: () => void,
   ) {}
 
+  /** Whether part of a line is held (its rest not arrived yet). */
+  get holding(): boolean {
+    return this.held > 0;
+  }
+
   /** Returns false once the limit was exceeded; the caller should close the connection. */
   push(chunk: Buffer): boolean {
     let start = 0;

@@ -19,6 +19,12 @@ export interface KeyValueStore {
   /** Tell `cb` about ranks that died, where the backend can see it (railcomm's services; not PMIx). */
   onPeerLost?(cb: PeerLostListener): void;
   /**
+   * Ranks reported dead that the event loop has not read yet, looked at
+   * without reading them (a synchronous call holds the loop; the loop still
+   * handles them later, as usual). railcomm's services only.
+   */
+  peekLost?(): Array<{ rank: number; why: string }>;
+  /**
    * comm.abort(code) where rank 0 hosts the service (env://, mpirun or srun
    * without PMIx): the service tells every rank, which exits with `code`.
    * Resolves once the service has the request.

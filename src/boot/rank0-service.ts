@@ -69,6 +69,8 @@ export class Rank0Store implements KeyValueStore {
     if (this.server === null) this.client.onLost((err) => cb(0, `rank 0, the host of the wire-up service, is gone (${err.message})`));
   }
 
+  peekLost(): Array<{ rank: number; why: string }> { return this.client.peekLost(); }
+
   async finalize(): Promise<void> {
     await this.client.finalize();
     const server = this.server;

@@ -263,9 +263,32 @@ export class SyncEngine {
 
   /** A peer the wait depends on died (seen from here, without the event loop): fail it, so the wait ends with ERR_PEER_FAILED. */
   private checkPeers(w: number, group: readonly number[] | null): void {
+    this.serviceReports(w, group);
     if (w >= 0) { this.checkPeer(w); return; }
     if (group === null) return;
     for (let i = 0; i < group.length; i++) this.checkPeer(group[i]!);
+  }
+
+  /**
+   * Ranks the wire-up service reported dead while this wait held the event
+   * loop (peeked at on its socket: the loop reads them later as usual): the
+   * only word of a peer on another host that died without its connection
+   * failing here.
+   */
+  private serviceReports(w: number, group: readonly number[] | null): void {
+    const kv = this.world.kv;
+    if (kv === null || kv.peekLost === undefined) return;
+    const ctx = this.ctx;
+    for (const { rank, why } of kv.peekLost()) {
+      if (rank === ctx.worldRank || rank < 0 || rank >= ctx.launch.size) continue;
+      const ep = ctx.existingEndpoint(rank);
+      if (ep !== undefined && ep.failure !== null) continue;
+      // What it sent before it died is delivered first.
+      for (let i = 0; i < 64 && this.pollAll(); i++) { /* drain */ }
+      if (ctx.existingEndpoint(rank)?.failure != null) continue;
+      ctx.peerLost(rank, why);
+      if (rank === w || (w < 0 && group !== null && group.includes(rank))) this.lost = `world rank ${rank} died: ${why}`;
+    }
   }
 
   private checkPeer(w: number): void {
@@ -274,7 +297,11 @@ export class SyncEngine {
     const ep: ProtoEndpoint | undefined = ctx.existingEndpoint(w);
     if (ep !== undefined && ep.failure !== null) return;
     const why = this.watch.dead(w);
-    if (why === null) return;
+    if (why === null) {
+      // A peer no pid or exit flag tells about (another host): its lane probes it.
+      if (ep !== undefined && ep.lane !== null) ep.lane.probe?.();
+      return;
+    }
     // What it sent before it died is delivered first (a BYE says it finalized, a cleaner error).
     for (let i = 0; i < 64 && this.pollAll(); i++) { /* drain */ }
     for (let i = 0; i < this.channels.length; i++) this.channels[i]!.pollChannel();

@@ -83,6 +83,8 @@ export interface NativeAddon {
   bindThread?(cpu: number): number;
   /** The CPUs the calling thread may run on, ascending. Absent from addons built before it. */
   threadCpus?(): number[];
+  /** Bytes waiting unread on socket fd, copied into `into` and left there (MSG_PEEK): the count, or a negative errno. Absent from addons built before it. */
+  peekSocket?(fd: number, into: Uint8Array): number;
 }
 
 /** The addon's element-type and op numbering for reduce(). */

@@ -253,6 +253,12 @@ export interface RailEndpoint {
   /** Polled rails: deliver what waits from this peer alone (a receive waits for it at the call); true if anything did. */
   poll?(): boolean;
   /**
+   * A synchronous wait's liveness check (no event loop runs, so no wire-up
+   * service report reaches it): send the peer something cheap it ignores, so
+   * that a connection its death broke fails the endpoint (ofi, peers on other hosts).
+   */
+  probe?(): void;
+  /**
    * Polled rails: describe the next frame from this peer in rx without
    * delivering it, and return its AM id (-1: none waits). The layer above may
    * consume it itself (takePeeked), or leave it to be delivered as usual.

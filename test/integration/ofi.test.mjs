@@ -139,6 +139,17 @@ const tcpHere = needProvider('tcp;ofi_rxm');
 const { subnet, A, B, why: hostsWhy } = twoHostNamespaces(String(90 + (process.pid % 9)), tcpHere.reason === null);
 const twoHosts = needAll(tcpHere, need('netns', hostsWhy));
 
+test('ofi tcp;ofi_rxm across two network-namespace hosts: a peer that dies while a rank waits in recvSync: ERR_PEER_FAILED (the wire-up service\'s report, peeked at), never a hang', twoHosts, async () => {
+  const j = await railcomm(['run', '--hosts', `${A}:1,${B}:1`, '--rsh', 'ip netns exec', '--kv-host', `${subnet}.1`, '--rails', 'ofi',
+    '-x', 'RAILCOMM_OFI_PROVIDERS=tcp;ofi_rxm', '--timeout', '60', jobScript('sync-peer-exit.mjs')], { limitMs: 90_000 });
+  const results = linesWith(j.stdout, 'RESULT').map((l) => `${l.rank} ${l.rest}`);
+  for (const want of ['0 recvSync: ERR_PEER_FAILED', '0 barrierSync: ERR_PEER_FAILED', '0 sendSync: ERR_PEER_FAILED']) {
+    assert.ok(results.includes(want), `missing '${want}' in:\n${j.stdout}\n${j.stderr}`);
+  }
+  const [elapsed] = linesWith(j.stdout, 'ELAPSED');
+  assert.ok(elapsed !== undefined && Number(elapsed.rest) < within(PEER_GONE_MS), `detected after ${elapsed?.rest} ms (README promises ${PEER_GONE_MS})`);
+});
+
 for (const [script, ranks, minCases] of [['p2p-suite.mjs', 4, 21], ['rma-suite.mjs', 4, 17]]) {
   test(`ofi tcp;ofi_rxm across two network-namespace hosts (2 ranks each): ${script}`, twoHosts, async () => {
     const j = await railcomm(['run', '--hosts', `${A}:2,${B}:2`, '--rsh', 'ip netns exec', '--kv-host', `${subnet}.1`, '--rails', 'ofi',

@@ -9,7 +9,7 @@ import { TrafficCounters } from '../../core/counters.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { formatId } from '../../core/ids.js';
 import { writeValue, OP_CSWAP } from '../../proto/rma/apply.js';
-import { AM_CONTROL, F_BYE, F_HELLO, FRAME_HEAD, MAC_BYTES, encodeHead, helloMac } from './wire.js';
+import { AM_CONTROL, F_BYE, F_HELLO, F_PING, FRAME_HEAD, MAC_BYTES, encodeHead, helloMac } from './wire.js';
 import { K_ATOMIC, K_CSWAP, K_FETCH, K_READ, K_WRITE } from './native.js';
 import type { OfiRail, OfiRemoteKey } from './rail.js';
 
@@ -18,6 +18,8 @@ const ZCOPY_COPY_BELOW = 16384;
 const NO_ADDR = -1;
 /** The BYE's completion: nothing waits for it but the rail's close (which counts operations in flight). */
 const BYE_SENT: Completion = { railComplete(): void { /* sent, or its peer is gone */ } };
+/** A PING's completion: an error fails the peer (rail.errored), nothing else waits. */
+const PING_SENT: Completion = { railComplete(): void { /* sent, or the peer failed */ } };
 
 export class OfiEndpoint implements RailRma {
   readonly rail: OfiRail;
@@ -273,6 +275,22 @@ export class OfiEndpoint implements RailRma {
     if (r < 0) rail.ops.drop(id);
     this.txSeq = (this.txSeq + 1) >>> 0;
     return true;
+  }
+
+  /**
+   * A synchronous wait's liveness check of a peer on another host (one here
+   * is watched by its pid): a PING the peer ignores, sent with a completion,
+   * so that a connection its death broke comes back as an error and fails it.
+   */
+  probe(): void {
+    if (this.failed || !this.helloSent || this.pid !== 0) return;
+    const rail = this.rail;
+    encodeHead(rail.headView, AM_CONTROL, F_PING, 0, 0, rail.rank, rail.job, this.txSeq);
+    const id = rail.ops.take(PING_SENT, this, null, -1);
+    const r = rail.b.send(rail.h, this.fiAddr, rail.head, FRAME_HEAD, null, id);
+    if (r === NO_RESOURCE) { rail.ops.drop(id); return; }
+    if (r < 0) { rail.ops.drop(id); this.fail(`cannot send to it: ${rail.fiError(r)}`, false); return; }
+    this.txSeq = (this.txSeq + 1) >>> 0;
   }
 
   async close(): Promise<void> {

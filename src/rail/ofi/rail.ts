@@ -18,7 +18,7 @@ import { EV_DONE, EV_ERROR, EV_RECV, EVENT_WORDS, type OfiBinding, type OfiInfo,
 import { OfiEndpoint } from './endpoint.js';
 import { OpTable } from './ops.js';
 import {
-  AM_CONTROL, F_BYE, F_HELLO, FRAME_HEAD, MAC_BYTES, checkMac, decodeAddress, encodeAddress,
+  AM_CONTROL, F_BYE, F_HELLO, F_PING, FRAME_HEAD, MAC_BYTES, checkMac, decodeAddress, encodeAddress,
   headAm, headFlags, headHdrLen, headJob, headPayLen, headRank, headSeq, helloMac,
 } from './wire.js';
 
@@ -325,6 +325,7 @@ export class OfiRail implements Rail {
 
   /** The rail's own frames: a peer's HELLO (it may send now) and BYE (it finalized). */
   private control(ep: OfiEndpoint | undefined, rank: number, buf: Buffer, flags: number, hdrOff: number, hdrLen: number, payLen: number): void {
+    if (flags === F_PING) return;
     if (flags === F_BYE) {
       if (ep !== undefined && ep.heard) ep.peerClosed();
       return;

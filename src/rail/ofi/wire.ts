@@ -8,7 +8,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 /*
  * Frame (one fi_send; the receiver's slot holds it whole):
  *   byte 0  am u8            active message id (0: the rail's own control frame)
- *        1  flags u8         control frames: F_HELLO, F_BYE
+ *        1  flags u8         control frames: F_HELLO, F_BYE, F_PING
  *        2  hdrLen u16       AM header bytes
  *        4  payLen u32       payload bytes
  *        8  src rank u32     the sender's rank ...
@@ -25,11 +25,14 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
  *   header  = MAC (16 bytes): HMAC-SHA256(job key, "<from>><to>|<address>") truncated
  *   payload = the sender's rail address (utf-8), for replies to a peer not looked up yet
  * BYE (am 0, F_BYE): the sender finalized; nothing follows.
+ * PING (am 0, F_PING): nothing; sent so that the sender's provider reports a
+ *   connection its peer's death broke (a synchronous wait's liveness check).
  */
 export const FRAME_HEAD = 20;
 export const AM_CONTROL = 0;
 export const F_HELLO = 1;
 export const F_BYE = 2;
+export const F_PING = 3;
 export const MAC_BYTES = 16;
 
 export function encodeHead(v: DataView, am: number, flags: number, hdrLen: number, payLen: number, rank: number, job: number, seq: number): void {
