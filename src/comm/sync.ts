@@ -6,8 +6,8 @@
 // blocking on a rail's doorbell (ofi: its queue's wait fd), never by a promise. While
 // one waits it delivers whatever arrives, so outstanding async requests move
 // too (their continuations run once the caller yields). It checks its peers
-// itself (the rail timers and the wire-up service's reports need the event
-// loop: sync-liveness.ts) and says once when a wait outlasts
+// itself (the rail timers need the event loop: sync-liveness.ts; the wire-up
+// service's reports it peeks at on the service's socket) and says once when a wait outlasts
 // RAILCOMM_HANG_TIMEOUT. Nothing here allocates per call on the fast paths.
 
 import { RailcommError, ErrorCode } from '../core/errors.js';
