@@ -4,14 +4,7 @@
 # stream (bench/ofi/ofi-bench), rounds interleaved; per provider: 1 MiB and
 # 4 MiB bandwidth and the 1 MiB half round trip.
 #   bench/ofi/rget-ab.sh [rounds] [providers...]   (default: 3, "tcp;ofi_rxm" shm)
-set -uo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$here/../.."
-rounds=${1:-3}; shift || true
-providers=("$@")
-[ ${#providers[@]} -eq 0 ] && providers=("tcp;ofi_rxm" shm)
-make -s -C "$here" ofi-bench || exit 1
-run() { flock /tmp/railcomm-bench.lock timeout 300 "$@"; }
+source "$(dirname "${BASH_SOURCE[0]}")/ab-common.sh"
 for r in $(seq 1 "$rounds"); do
   for p in "${providers[@]}"; do
     for min in 65536 0; do

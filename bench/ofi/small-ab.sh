@@ -5,14 +5,7 @@
 # its CQ without a wait object, then with FI_WAIT_FD as the rail's), rounds
 # interleaved; per provider.
 #   bench/ofi/small-ab.sh [rounds] [providers...]   (default: 3, "tcp;ofi_rxm" shm)
-set -uo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$here/../.."
-rounds=${1:-3}; shift || true
-providers=("$@")
-[ ${#providers[@]} -eq 0 ] && providers=("tcp;ofi_rxm" shm)
-make -s -C "$here" ofi-bench || exit 1
-run() { flock /tmp/railcomm-bench.lock timeout 300 "$@"; }
+source "$(dirname "${BASH_SOURCE[0]}")/ab-common.sh"
 for r in $(seq 1 "$rounds"); do
   for p in "${providers[@]}"; do
     echo "## round $r, $p, railcomm async then sync"
