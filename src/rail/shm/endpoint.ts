@@ -229,11 +229,8 @@ export class ShmEndpoint extends RingLane<ShmEndpoint> implements RingPeer {
 
   /** While this rank finalizes: the peer, never written to, finalized first (its inbox name is gone). */
   private finalizedFirst(name: string): void {
-    this.failed = true;
     this.rail.env.log.debug(`shm: peer ${formatId(this.peer)} finalized before this rank wrote to it (${name} is gone)`);
-    this.rail.forget(this);
-    this.rail.remoteSegments.invalidatePeer(rankOf(this.peer));
-    this.rail.env.upcalls.failed(this, new RailcommError(ErrorCode.PEER_FAILED, `peer ${formatId(this.peer)} finalized`), true);
+    this.peerClosed();
   }
 
   abort(reason: string): void {

@@ -253,19 +253,15 @@ export class ShmRail implements Rail {
     deliverFrame(this.env.upcalls.am, this.rx, e.ep, e.ring, am, off, hdrLen, payLen);
   }
 
-  /**
-   * A peer whose process is gone fails (its requests with it), but only after
-   * what it sent is delivered: a rank that finalized and exited left its last
-   * messages and its BYE in our rings, which this rank may not have polled yet.
-   */
-  /**
-   * A rank the wire-up service saw die, whether or not we ever talked to it:
-   * its names (inbox, rings with us) go, since a killed rank removes nothing.
-   */
+  /** finalize() began: from now on a peer's inbox found gone means that peer finalized first. */
   beginFinalize(): void {
     this.finalizing = true;
   }
 
+  /**
+   * A rank the wire-up service saw die, whether or not we ever talked to it:
+   * its names (inbox, rings with us) go, since a killed rank removes nothing.
+   */
   peerDied(peer: bigint): void {
     if (jobOf(peer) !== jobOf(this.env.self)) return;
     const r = rankOf(peer);
@@ -274,6 +270,11 @@ export class ShmRail implements Rail {
     this.native.shmUnlink(ringName(this.prefix, this.rank, r));
   }
 
+  /**
+   * A peer whose process is gone fails (its requests with it), but only after
+   * what it sent is delivered: a rank that finalized and exited left its last
+   * messages and its BYE in our rings, which this rank may not have polled yet.
+   */
   private checkPeers(): void {
     let drained = false;
     for (const ep of this.endpoints.values()) {
