@@ -39,3 +39,33 @@ test('a malformed event from the service ends the connection as lost (never a si
   assert.equal(parseEvent('{"event":"gone","rank":1}'), undefined);
   assert.equal(parseEvent('not json'), undefined);
 });
+
+test('peekLost: a lost event not yet read is seen without being read (a synchronous wait), and still delivered after', async (t) => {
+  const { loadNative } = await import('../../dist/native/addon.js');
+  if (loadNative()?.peekSocket === undefined) { t.skip('no native addon'); return; }
+  const jobKey = newJobKey();
+  const server = await KvServer.start({ size: 3, jobKey });
+  const c = [];
+  try {
+    for (let r = 0; r < 3; r++) c.push(await KvClient.connect(server.address(), jobKey, r, { timeoutMs: 3000 }));
+    const heard = [];
+    c[0].onPeerLost((rank) => heard.push(rank));
+    assert.deepEqual(c[0].peekLost(), [], 'nothing waits');
+    // Rank 0's socket is no longer read (as while a synchronous call holds the loop); rank 2 dies.
+    c[0].socket._handle.readStop();
+    c[2].close();
+    let seen = [];
+    for (let i = 0; i < 100 && seen.length === 0; i++) { await new Promise((res) => setTimeout(res, 10)); seen = c[0].peekLost(); }
+    assert.deepEqual(seen.map((l) => l.rank), [2]);
+    assert.match(seen[0].why, /ended before it finalized/);
+    assert.deepEqual(heard, [], 'peeked at, not read');
+    assert.deepEqual(c[0].peekLost().map((l) => l.rank), [2], 'still there for the next look');
+    c[0].socket._handle.readStart();
+    for (let i = 0; i < 100 && heard.length === 0; i++) await new Promise((res) => setTimeout(res, 10));
+    assert.deepEqual(heard, [2], 'the loop reads it as usual');
+    assert.deepEqual(c[0].peekLost(), [], 'read: nothing left to peek at');
+  } finally {
+    for (const x of c) x.close();
+    await server.close();
+  }
+});
