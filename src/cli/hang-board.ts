@@ -156,7 +156,21 @@ export class HangBoard {
     this.check();
   }
 
-  /** Look again (a rank finalized or exited: the others may all be stuck now). */
+  /**
+   * A rank finalized or exited: the others may all be stuck now, or about to
+   * move on what it sent last (their 'moving' reports still on the way).
+   * Look again once those had the reports' own timeout to land.
+   */
+  rankLeft(): void {
+    let grace = 0;
+    for (const rep of this.reports.values()) grace = Math.max(grace, rep.timeoutMs);
+    if (this.leftTimer !== null) clearTimeout(this.leftTimer);
+    this.leftTimer = setTimeout(() => { this.leftTimer = null; this.check(); }, grace);
+    this.leftTimer.unref();
+  }
+  private leftTimer: NodeJS.Timeout | null = null;
+
+  /** Look again now. */
   check(): void {
     if (this.printed) return;
     const lines = hangPicture(this.size, this.reports, this.state);

@@ -574,7 +574,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   const rankGone = (p: ProcState, rank: number, code: number | null): boolean => {
     if (!p.live.delete(rank)) return false;
     ranksAlive--;
-    hangs.check();
+    hangs.rankLeft();
     // Its peers may wait for it forever; MPI launchers treat this as a failure too.
     return code === 0 && ranksAlive > 0 && kv.joined(rank) && !kv.finalized(rank);
   };

@@ -136,3 +136,22 @@ test('the board prints once per stuck spell, again after a rank moved, and ignor
   // The rank is the connection's, not the text's.
   assert.equal(parseHangReport(j(rep(5, 'idle', [])), 1).rank, 1);
 });
+
+test('a rank that left: the board waits the reports\' timeout for a waiting rank\'s move before it prints', async () => {
+  const j = (r) => JSON.stringify(r);
+  const quick = (rank, state, peers) => ({ ...rep(rank, state, peers), timeoutMs: 40 });
+  for (const moves of [true, false]) {
+    const printed = [];
+    let left = false;
+    const b = new HangBoard(2, (r) => (r === 1 && left ? 'finalized' : 'running'), (l) => printed.push(l));
+    b.add(0, j(quick(0, 'waiting', [1]))); // rank 1 busy: no report, so nothing yet
+    assert.equal(printed.length, 0);
+    left = true; // rank 1 sent its last message and finalized
+    b.rankLeft();
+    assert.equal(printed.length, 0, 'not at once: what it sent last may still be landing');
+    if (moves) b.add(0, j({ rank: 0, state: 'moving', forMs: 0, timeoutMs: 40, waits: [] }));
+    await new Promise((res) => setTimeout(res, 100));
+    assert.equal(printed.length, moves ? 0 : 1, `moves: ${moves}`);
+    if (!moves) assert.match(printed[0].join('\n'), /rank 0 waits on rank 1, which has finalized/);
+  }
+});
