@@ -107,7 +107,13 @@ export class OfiRail implements Rail {
    * reads the operation from it, so atomics from two origins at once to one
    * target land on the wrong elements (sums and maxima wrong with 3 ranks,
    * right with 2); udp;ofi_rxd crashes in progress with two fetching atomics
-   * to one peer in flight. RAILCOMM_OFI_NATIVE_ATOMICS=1 forces them on.
+   * to one peer in flight. And on a provider with automatic data progress
+   * (sockets): its own thread applies native atomics while the target's
+   * JavaScript applies emulated ones (an origin emulates an atomic that found
+   * the transmit queue full), and the two read-modify-writes interleave: CI
+   * saw a fetch-and-add total of 79 for 80 from 4 ranks. Where the provider
+   * applies them in our own poll (manual progress) they cannot interleave.
+   * RAILCOMM_OFI_NATIVE_ATOMICS=1 forces them on.
    */
   private readonly atomicsOff: boolean;
   private readonly valueWords = new Int32Array(2);
@@ -137,7 +143,7 @@ export class OfiRail implements Rail {
     this.rxView = new DataView(this.opened.rx);
     this.rx = { buf: this.rxBuf, view: this.rxView, hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null, words: null };
     this.gathers = this.opened.iovLimit >= 2;
-    this.atomicsOff = (info.provider === 'shm' || info.provider.startsWith('udp;ofi_rxd')) && process.env['RAILCOMM_OFI_NATIVE_ATOMICS'] !== '1';
+    this.atomicsOff = (info.provider === 'shm' || info.provider.startsWith('udp;ofi_rxd') || this.opened.dataProgress === 'auto') && process.env['RAILCOMM_OFI_NATIVE_ATOMICS'] !== '1';
     const zcopy = this.gathers ? Math.min(ZCOPY_MAX, this.opened.rxSlot - FRAME_HEAD - HEADER_MAX) : COPY_MAX;
     this.caps = {
       reliable: true, ordered: true,
