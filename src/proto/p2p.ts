@@ -345,7 +345,16 @@ export class PointToPoint implements Canceller {
       }
       break;
     }
-    return this.waitAtCall(buf, ctx, src, tag, lane, progress);
+    this.atCallBuf = buf; this.atCallCtx = ctx; this.atCallSrc = src; this.atCallTag = tag; this.atCallBytes = -1;
+    try {
+      // Until filled, or a message for it was queued instead (onEager and onRts
+      // close the slot: atCallBuf = null), or the one deadline passed (other
+      // traffic does not extend it).
+      while (this.atCallBuf !== null && progress.pollBriefly(lane)) { /* deliver */ }
+    } finally {
+      this.atCallBuf = null;
+    }
+    return this.atCallBytes;
   }
 
   /**
@@ -364,19 +373,6 @@ export class PointToPoint implements Canceller {
       // OFI_BRIEF_POLLS of them make a brief wait of about 0.1 ms, as on a ring
       // (a wait past its spin budget reads once between blocks).
       for (let i = 0; i < polls && this.atCallBuf !== null; i++) rail.poll();
-    } finally {
-      this.atCallBuf = null;
-    }
-    return this.atCallBytes;
-  }
-
-  private waitAtCall(buf: Uint8Array, ctx: number, src: number, tag: number, from: { poll(): boolean }, progress: Progress): number {
-    this.atCallBuf = buf; this.atCallCtx = ctx; this.atCallSrc = src; this.atCallTag = tag; this.atCallBytes = -1;
-    try {
-      // Until filled, or a message for it was queued instead (onEager and onRts
-      // close the slot: atCallBuf = null), or the one deadline passed (other
-      // traffic does not extend it).
-      while (this.atCallBuf !== null && progress.pollBriefly(from)) { /* deliver */ }
     } finally {
       this.atCallBuf = null;
     }
