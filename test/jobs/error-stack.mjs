@@ -13,20 +13,24 @@ async function receiveSmall(bytes, tag) {
 
 if (comm.rank === 0) {
   for (const [tag, size] of [[1, 4], [2, 1000]]) {
+    // Rank 1 sends once it hears this; the receive below is posted in this same
+    // turn, before anything rank 1 sends can be delivered (no timing assumed:
+    // a pause let a loaded machine deliver the message first, found at the call).
+    const go = comm.send(new Uint8Array(1), 1, 100 + tag);
     try {
       await receiveSmall(size, tag);
       console.log(`RESULT ${tag} no error`);
     } catch (e) {
       console.log(`RESULT ${tag} ${e.code} ${JSON.stringify(e.stack)}`);
     }
+    await go;
   }
   await comm.send(new Uint8Array(1), 1, 9);
 } else if (comm.rank === 1) {
-  const pause = () => new Promise((r) => setTimeout(r, 100));
-  // Rank 0 has posted its receive by then: the message finds it and fails it.
-  await pause();
+  // The message finds rank 0's receive posted and fails it.
+  await comm.recv(new Uint8Array(1), 0, 101);
   await comm.send(new Uint8Array(64), 0, 1);
-  await pause();
+  await comm.recv(new Uint8Array(1), 0, 102);
   await comm.send(new Uint8Array(300_000), 0, 2).catch(() => undefined);
   await comm.recv(new Uint8Array(1), 0, 9);
 }
