@@ -47,6 +47,22 @@ void SnapshotFds() {
 
 }  // namespace
 
+namespace {
+/** What names an endpoint of this process among open and closed ones: its address, and its context of a shared one. */
+std::string PeerKey(const char* name, size_t len, int ctx) {
+  std::string k(name, len);
+  if (ctx >= 0) k += "#" + std::to_string(ctx);
+  return k;
+}
+}  // namespace
+
+void ReleaseSlab(Slab* s) {
+  if (s->refs.fetch_sub(1) == 1) {
+    std::free(s->mem);
+    delete s;
+  }
+}
+
 Ep* Lookup(int h) {
   if (h < 0 || h >= kMaxEps) return nullptr;
   return g_eps[h];
@@ -85,21 +101,40 @@ int HandleArg(const Napi::CallbackInfo& cb, Ep** out) {
 
 /** Release everything of e in the order libfabric needs: endpoint, queues, registrations, domain, fabric; memory last. */
 void Destroy(Ep* e) {
+  const bool watched = e->poll != nullptr;
   StopWatch(e);
+  // Closed by JavaScript: the environment's hook is no longer needed. Closed by the
+  // hook: it is finished once the libuv handle has closed (OnClosed), or now without one.
+  if (e->hook != nullptr && (!e->envGone || !watched)) napi_remove_async_cleanup_hook(e->hook);
+  e->hook = nullptr;
   if (!e->name.empty()) {
     std::lock_guard<std::mutex> g(g_lock);
     g_openNames.erase(e->name);
     g_closedNames.insert(e->name);
   }
   if (e->ep) fi_close(&e->ep->fid);
-  if (e->cq) fi_close(&e->cq->fid);
-  if (e->av) fi_close(&e->av->fid);
-  for (fid_mr* m : e->mrs) if (m) fi_close(&m->fid);
-  if (e->domain) fi_close(&e->domain->fid);
+  if (e->sep) {
+    // A context of a shared scalable endpoint: its receive side is parked; address
+    // vector, domain and fabric go with the endpoint's last context.
+    if (e->rx && e->cq && e->slab) {
+      ParkContext(e);
+    } else {  // (an open that failed half way)
+      if (e->rx) fi_close(&e->rx->fid);
+      if (e->cq) fi_close(&e->cq->fid);
+    }
+    for (fid_mr* m : e->mrs) if (m) fi_close(&m->fid);
+    CloseContext(e);
+  } else {
+    if (e->cq) fi_close(&e->cq->fid);
+    if (e->av) fi_close(&e->av->fid);
+    for (fid_mr* m : e->mrs) if (m) fi_close(&m->fid);
+    if (e->domain) fi_close(&e->domain->fid);
+  }
   // The sockets provider's progress thread belongs to the domain and is joined
   // by its close: memory it may touch is freed only after this point.
   if (e->fabric) fi_close(&e->fabric->fid);
   if (e->info) fi_freeinfo(e->info);
+  if (e->slab) ReleaseSlab(e->slab);
   for (Pool& p : e->pools) std::free(p.mem);
   if (e->eventsRef) napi_delete_reference(e->env, e->eventsRef);
   if (e->holdRef) napi_delete_reference(e->env, e->holdRef);
@@ -107,7 +142,19 @@ void Destroy(Ep* e) {
   delete e;
 }
 
-void FreeSlab(napi_env, void* data, void*) { std::free(data); }
+void FreeSlab(Napi::Env, void*, Slab* s) { ReleaseSlab(s); }
+
+/** The rank's environment is going away with its endpoint still open (a terminated worker thread). */
+void EnvGone(napi_async_cleanup_hook_handle hook, void* arg) {
+  Ep* e = static_cast<Ep*>(arg);
+  {
+    std::lock_guard<std::mutex> g(g_lock);
+    if (e->handle >= 0 && g_eps[e->handle] == e) g_eps[e->handle] = nullptr;
+  }
+  e->envGone = true;
+  e->hook = hook;
+  Destroy(e);
+}
 
 /**
  * open({ provider, domain, addrFormat, rxSlot, rxCount, smallCount, largeBytes, largeCount })
@@ -125,37 +172,44 @@ Napi::Value Open(const Napi::CallbackInfo& cb) {
   const size_t largeBytes = o.Get("largeBytes").As<Napi::Number>().Uint32Value();
   const uint32_t largeCount = o.Get("largeCount").As<Napi::Number>().Uint32Value();
   const bool inject = !o.Has("inject") || o.Get("inject").ToBoolean().Value();
+  // More than one: a context of a scalable endpoint this process's thread ranks share (ofi-sep.cc).
+  const int contexts = o.Has("contexts") && o.Get("contexts").IsNumber() ? o.Get("contexts").As<Napi::Number>().Int32Value() : 0;
   // A source name for providers that name their endpoints (shm: its /dev/shm file is named after it).
   const std::string node = o.Has("node") && o.Get("node").IsString() ? o.Get("node").As<Napi::String>().Utf8Value() : std::string();
   SnapshotFds();
 
-  fi_info* hints = Hints(true);
-  hints->fabric_attr->prov_name = strdup(prov.c_str());
-  hints->domain_attr->name = strdup(dom.c_str());
-  fi_info* list = nullptr;
-  int r = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), node.empty() ? nullptr : node.c_str(), nullptr, node.empty() ? 0 : FI_SOURCE, hints, &list);
-  fi_freeinfo(hints);
-  if (r != 0) { ThrowFi(env, "fi_getinfo for " + prov + " on " + dom, r); return env.Undefined(); }
-  fi_info* pick = nullptr;
-  for (fi_info* i = list; i != nullptr && pick == nullptr; i = i->next) if (addrFormat == 0 || i->addr_format == addrFormat) pick = i;
-  if (pick == nullptr) pick = list;
-
   Ep* e = new Ep();
   e->env = env;
-  e->info = fi_dupinfo(pick);
-  fi_freeinfo(list);
-  fi_info* info = e->info;
   auto fail = [&](const std::string& what, int err) -> Napi::Value {
     Destroy(e);
     ThrowFi(env, what + " (" + prov + " on " + dom + ")", err);
     return env.Undefined();
   };
-  if ((r = fi_fabric(info->fabric_attr, &e->fabric, nullptr)) != 0) return fail("fi_fabric", r);
-  if ((r = fi_domain(e->fabric, info, &e->domain, nullptr)) != 0) return fail("fi_domain", r);
-  fi_av_attr aa{};
-  aa.type = FI_AV_TABLE;
-  aa.count = 256;
-  if ((r = fi_av_open(e->domain, &aa, &e->av, nullptr)) != 0) return fail("fi_av_open", r);
+  int r;
+  if (contexts > 1) {
+    std::string what;
+    if ((r = OpenContext(e, prov, dom, addrFormat, contexts, &what)) != 0) return fail(what, r);
+  } else {
+    fi_info* hints = Hints(true);
+    hints->fabric_attr->prov_name = strdup(prov.c_str());
+    hints->domain_attr->name = strdup(dom.c_str());
+    fi_info* list = nullptr;
+    r = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), node.empty() ? nullptr : node.c_str(), nullptr, node.empty() ? 0 : FI_SOURCE, hints, &list);
+    fi_freeinfo(hints);
+    if (r != 0) return fail("fi_getinfo", r);
+    fi_info* pick = nullptr;
+    for (fi_info* i = list; i != nullptr && pick == nullptr; i = i->next) if (addrFormat == 0 || i->addr_format == addrFormat) pick = i;
+    if (pick == nullptr) pick = list;
+    e->info = fi_dupinfo(pick);
+    fi_freeinfo(list);
+    if ((r = fi_fabric(e->info->fabric_attr, &e->fabric, nullptr)) != 0) return fail("fi_fabric", r);
+    if ((r = fi_domain(e->fabric, e->info, &e->domain, nullptr)) != 0) return fail("fi_domain", r);
+    fi_av_attr aa{};
+    aa.type = FI_AV_TABLE;
+    aa.count = 256;
+    if ((r = fi_av_open(e->domain, &aa, &e->av, nullptr)) != 0) return fail("fi_av_open", r);
+  }
+  fi_info* info = e->info;
   fi_cq_attr ca{};
   ca.format = FI_CQ_FORMAT_DATA;
   ca.size = info->tx_attr->size + info->rx_attr->size;
@@ -168,10 +222,16 @@ Napi::Value Open(const Napi::CallbackInfo& cb) {
     int fd = -1;
     if (fi_control(&e->cq->fid, FI_GETWAIT, &fd) == 0 && fd >= 0) e->waitFd = fd;
   }
-  if ((r = fi_endpoint(e->domain, info, &e->ep, nullptr)) != 0) return fail("fi_endpoint", r);
-  if ((r = fi_ep_bind(e->ep, &e->av->fid, 0)) != 0) return fail("fi_ep_bind(av)", r);
-  if ((r = fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV)) != 0) return fail("fi_ep_bind(cq)", r);
-  if ((r = fi_enable(e->ep)) != 0) return fail("fi_enable", r);
+  if (e->sep != nullptr) {
+    std::string what;
+    if ((r = BindContexts(e, &what)) != 0) return fail(what, r);
+  } else {
+    if ((r = fi_endpoint(e->domain, info, &e->ep, nullptr)) != 0) return fail("fi_endpoint", r);
+    e->rx = e->ep;
+    if ((r = fi_ep_bind(e->ep, &e->av->fid, 0)) != 0) return fail("fi_ep_bind(av)", r);
+    if ((r = fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV)) != 0) return fail("fi_ep_bind(cq)", r);
+    if ((r = fi_enable(e->ep)) != 0) return fail("fi_enable", r);
+  }
 
   const int mr = info->domain_attr->mr_mode;
   e->virtAddr = (mr & FI_MR_VIRT_ADDR) != 0 || mr == FI_MR_BASIC;
@@ -185,7 +245,9 @@ Napi::Value Open(const Napi::CallbackInfo& cb) {
   e->rxMem = static_cast<uint8_t*>(std::aligned_alloc(4096, (e->rxSlot * rxCount + 4095) & ~static_cast<size_t>(4095)));
   if (e->rxMem == nullptr) return fail("receive slab", FI_ENOMEM);
   e->rxCtx.resize(rxCount);
-  Napi::ArrayBuffer rx = Napi::ArrayBuffer::New(env, e->rxMem, e->rxSlot * rxCount, FreeSlab, static_cast<void*>(nullptr));
+  e->slab = new Slab();
+  e->slab->mem = e->rxMem;
+  Napi::ArrayBuffer rx = Napi::ArrayBuffer::New(env, e->rxMem, e->rxSlot * rxCount, FreeSlab, e->slab);
   // Transmit pools: small entries (headers, frames up to 1 KiB, RMA), large (copied frames).
   const size_t sizes[2] = {kHead + 1024, kHead + ((largeBytes + 63) & ~static_cast<size_t>(63))};
   const uint32_t counts[2] = {smallCount, largeCount};
@@ -204,18 +266,19 @@ Napi::Value Open(const Napi::CallbackInfo& cb) {
 
   char name[512];
   size_t nlen = sizeof name;
-  if ((r = fi_getname(&e->ep->fid, name, &nlen)) != 0) return fail("fi_getname", r);
+  if ((r = e->sep != nullptr ? SepName(e, name, &nlen) : fi_getname(&e->ep->fid, name, &nlen)) != 0) return fail("fi_getname", r);
 
   {
     std::lock_guard<std::mutex> g(g_lock);
     for (int h = 0; h < kMaxEps; h++) if (g_eps[h] == nullptr) { g_eps[h] = e; e->handle = h; break; }
     if (e->handle >= 0) {
-      e->name.assign(name, nlen);
+      e->name = PeerKey(name, nlen, e->ctx);
       g_openNames.insert(e->name);
       g_closedNames.erase(e->name);
     }
   }
   if (e->handle < 0) return fail("too many open ofi endpoints in this process", FI_ENOSPC);
+  napi_add_async_cleanup_hook(env, EnvGone, e, &e->hook);
 
   // The atomics this domain validates: count per (datatype, op) for plain,
   // fetching and comparing operations (0: not offered).
@@ -249,6 +312,8 @@ Napi::Value Open(const Napi::CallbackInfo& cb) {
   out.Set("iovLimit", static_cast<double>(info->tx_attr->iov_limit));
   out.Set("maxMsgSize", static_cast<double>(info->ep_attr->max_msg_size));
   out.Set("atomics", at);
+  out.Set("context", e->ctx);
+  out.Set("contexts", e->sep != nullptr ? contexts : 0);
   return out;
 }
 
@@ -264,33 +329,46 @@ Napi::Value Close(const Napi::CallbackInfo& cb) {
   return cb.Env().Undefined();
 }
 
-/** avInsert(h, name) -> fi_addr (a number; -1 on failure, thrown). */
+/**
+ * avInsert(h, name, ctx) -> the peer's handle (a small number the other calls
+ * take). ctx: the peer's receive context of its scalable endpoint, or -1
+ * where it has a plain endpoint. Throws where it cannot be inserted, or names
+ * a context other than 0 and this endpoint's address vector cannot address contexts.
+ */
 Napi::Value AvInsert(const Napi::CallbackInfo& cb) {
   Ep* e;
   if (HandleArg(cb, &e) < 0) return cb.Env().Undefined();
   Napi::Buffer<uint8_t> b = cb[1].As<Napi::Buffer<uint8_t>>();
+  const int ctx = cb.Length() > 2 && cb[2].IsNumber() ? cb[2].As<Napi::Number>().Int32Value() : -1;
+  if (ctx > 0 && (e->rxBits == 0 || ctx >= (1 << e->rxBits))) {
+    ThrowFi(cb.Env(), "the peer is context " + std::to_string(ctx) + " of a scalable endpoint, which this endpoint cannot address", FI_EINVAL);
+    return cb.Env().Undefined();
+  }
   fi_addr_t a = FI_ADDR_NOTAVAIL;
-  const int r = fi_av_insert(e->av, b.Data(), 1, &a, 0, nullptr);
+  const int r = e->sep != nullptr ? SepInsert(e, b.Data(), b.Length(), &a) : fi_av_insert(e->av, b.Data(), 1, &a, 0, nullptr);
   if (r != 1) { ThrowFi(cb.Env(), "fi_av_insert", r < 0 ? r : FI_EINVAL); return cb.Env().Undefined(); }
-  std::string peer(reinterpret_cast<const char*>(b.Data()), b.Length());
+  const std::string peer = PeerKey(reinterpret_cast<const char*>(b.Data()), b.Length(), ctx);
   bool local;
   {
     std::lock_guard<std::mutex> g(g_lock);
     local = g_openNames.count(peer) != 0;
   }
-  if (a < (1u << 20)) {
-    if (e->localPeers.size() <= a) e->localPeers.resize(a + 1);
-    e->localPeers[a] = local ? peer : std::string();
-  }
-  return Napi::Number::New(cb.Env(), static_cast<double>(a));
+  const size_t handle = e->dests.size();
+  e->dests.push_back(e->rxBits > 0 ? fi_rx_addr(a, ctx < 0 ? 0 : ctx, e->rxBits) : a);
+  e->localPeers.resize(handle + 1);
+  e->localPeers[handle] = local ? peer : std::string();
+  return Napi::Number::New(cb.Env(), static_cast<double>(handle));
 }
 
-/** avRemove(h, fiAddr): the peer is gone (its address may be reused by another process). */
+/** avRemove(h, handle): the peer is gone (its address may be reused by another process); a shared address vector keeps it. */
 Napi::Value AvRemove(const Napi::CallbackInfo& cb) {
   Ep* e;
   if (HandleArg(cb, &e) < 0) return cb.Env().Undefined();
-  fi_addr_t a = static_cast<fi_addr_t>(cb[1].As<Napi::Number>().DoubleValue());
-  fi_av_remove(e->av, &a, 1, 0);
+  const size_t handle = static_cast<size_t>(cb[1].As<Napi::Number>().DoubleValue());
+  if (handle >= e->dests.size() || e->dests[handle] == FI_ADDR_NOTAVAIL) return cb.Env().Undefined();
+  fi_addr_t a = e->dests[handle];
+  e->dests[handle] = FI_ADDR_NOTAVAIL;
+  if (e->sep == nullptr) fi_av_remove(e->av, &a, 1, 0);
   return cb.Env().Undefined();
 }
 
@@ -320,11 +398,11 @@ Napi::Value RegMr(const Napi::CallbackInfo& cb) {
   size_t len = 0;
   if (!ViewData(env, cb[1], &p, &len)) { Napi::TypeError::New(env, "regMr: expected a typed array").ThrowAsJavaScriptException(); return env.Undefined(); }
   fid_mr* m = nullptr;
-  uint64_t want = e->provKey ? 0 : e->nextKey++;
+  uint64_t want = e->provKey ? 0 : (*e->keys)++;
   int r = fi_mr_reg(e->domain, p, len, FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE, 0, want, 0, &m, nullptr);
   // A key another registration (in this domain) holds: take the next.
   for (int tries = 0; r == -FI_ENOKEY && !e->provKey && tries < 64; tries++) {
-    want = e->nextKey++;
+    want = (*e->keys)++;
     r = fi_mr_reg(e->domain, p, len, FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE, 0, want, 0, &m, nullptr);
   }
   if (r != 0) { ThrowFi(env, "fi_mr_reg of " + std::to_string(len) + " bytes", r); return env.Undefined(); }

@@ -29,38 +29,41 @@ inline napi_value Ret(napi_env env, int32_t v) { napi_value r; napi_create_int32
 
 ssize_t Post(Ep* e, Entry* x) {
   if (LocalPeerClosed(e, x->dest)) return -FI_ECONNREFUSED;
+  // x->dest is the peer's handle; the provider's address names its receive context where contexts are addressed.
+  const fi_addr_t to = Dest(e, x->dest);
+  if (to == FI_ADDR_NOTAVAIL) return -FI_ECONNREFUSED;
   uint8_t* data = reinterpret_cast<uint8_t*>(x) + kHead;
   switch (x->kind) {
     case K_SEND:
-      return fi_send(e->ep, data, x->len, nullptr, x->dest, &x->ctx);
+      return fi_send(e->ep, data, x->len, nullptr, to, &x->ctx);
     case K_SENDV: {
       iovec iov[2] = {{data, x->len}, {x->local, x->localLen}};
-      return fi_sendv(e->ep, iov, nullptr, 2, x->dest, &x->ctx);
+      return fi_sendv(e->ep, iov, nullptr, 2, to, &x->ctx);
     }
     case K_WRITE: {
       iovec iov = {x->local, x->localLen};
       fi_rma_iov rma = {x->raddr, x->localLen, x->rkey};
       fi_msg_rma m{};
-      m.msg_iov = &iov; m.iov_count = 1; m.addr = x->dest; m.rma_iov = &rma; m.rma_iov_count = 1; m.context = &x->ctx;
+      m.msg_iov = &iov; m.iov_count = 1; m.addr = to; m.rma_iov = &rma; m.rma_iov_count = 1; m.context = &x->ctx;
       // Complete once the bytes are in the target's memory: flush and unlock rely on it
       // (unless the caller knows the provider writes them before it returns: shm over CMA).
       return fi_writemsg(e->ep, &m, FI_COMPLETION | (x->deliveryComplete ? FI_DELIVERY_COMPLETE : 0));
     }
     case K_READ:
-      return fi_read(e->ep, x->local, x->localLen, nullptr, x->dest, x->raddr, x->rkey, &x->ctx);
+      return fi_read(e->ep, x->local, x->localLen, nullptr, to, x->raddr, x->rkey, &x->ctx);
     case K_ATOMIC: {
       fi_ioc ioc = {x->local, x->count};
       fi_rma_ioc rma = {x->raddr, x->count, x->rkey};
       fi_msg_atomic m{};
-      m.msg_iov = &ioc; m.iov_count = 1; m.addr = x->dest; m.rma_iov = &rma; m.rma_iov_count = 1;
+      m.msg_iov = &ioc; m.iov_count = 1; m.addr = to; m.rma_iov = &rma; m.rma_iov_count = 1;
       m.datatype = static_cast<fi_datatype>(x->datatype); m.op = static_cast<fi_op>(x->op); m.context = &x->ctx;
       return fi_atomicmsg(e->ep, &m, FI_COMPLETION | FI_DELIVERY_COMPLETE);
     }
     case K_FETCH:
-      return fi_fetch_atomic(e->ep, x->operand, 1, nullptr, x->result, nullptr, x->dest, x->raddr, x->rkey,
+      return fi_fetch_atomic(e->ep, x->operand, 1, nullptr, x->result, nullptr, to, x->raddr, x->rkey,
                              static_cast<fi_datatype>(x->datatype), static_cast<fi_op>(x->op), &x->ctx);
     case K_CSWAP:
-      return fi_compare_atomic(e->ep, x->operand, 1, nullptr, x->compare, nullptr, x->result, nullptr, x->dest, x->raddr, x->rkey,
+      return fi_compare_atomic(e->ep, x->operand, 1, nullptr, x->compare, nullptr, x->result, nullptr, to, x->raddr, x->rkey,
                                static_cast<fi_datatype>(x->datatype), FI_CSWAP, &x->ctx);
     default:
       return -FI_EINVAL;
@@ -87,7 +90,7 @@ void Free(Ep* e, Entry* x) {
 }
 
 bool PostRecv(Ep* e, uint32_t i) {
-  return fi_recv(e->ep, e->rxMem + static_cast<size_t>(i) * e->rxSlot, e->rxSlot, nullptr, FI_ADDR_UNSPEC, &e->rxCtx[i]) == 0;
+  return fi_recv(e->rx, e->rxMem + static_cast<size_t>(i) * e->rxSlot, e->rxSlot, nullptr, FI_ADDR_UNSPEC, &e->rxCtx[i]) == 0;
 }
 
 ssize_t Submit(Ep* e, Entry* x) {
@@ -126,7 +129,7 @@ napi_value Send(napi_env env, napi_callback_info info) {
   Ep* e = Lookup(I32(env, a[0]));
   if (e == nullptr) return Ret(env, -FI_EBADF);
   const fi_addr_t dest = static_cast<fi_addr_t>(Dbl(env, a[1]));
-  if (LocalPeerClosed(e, dest)) return Ret(env, -FI_ECONNREFUSED);
+  if (LocalPeerClosed(e, dest) || Dest(e, dest) == FI_ADDR_NOTAVAIL) return Ret(env, -FI_ECONNREFUSED);
   uint8_t* head; size_t headCap;
   if (!ViewData(env, a[2], &head, &headCap)) return Ret(env, -FI_EINVAL);
   const size_t headLen = U32(env, a[3]);
@@ -143,7 +146,7 @@ napi_value Send(napi_env env, napi_callback_info info) {
       if (total <= sizeof buf) {
         std::memcpy(buf, head, headLen);
         if (payLen) std::memcpy(buf + headLen, pay, payLen);
-        const ssize_t r = fi_inject(e->ep, buf, total, dest);
+        const ssize_t r = fi_inject(e->ep, buf, total, Dest(e, dest));
         if (r == 0) return Ret(env, kDone);
         if (r != -FI_EAGAIN) return Ret(env, static_cast<int32_t>(r));
       }

@@ -203,7 +203,11 @@ napi_value ErrText(napi_env env, napi_callback_info info) {
   return r;
 }
 
-void OnClosed(uv_handle_t* h) { delete reinterpret_cast<uv_poll_t*>(h); }
+/** The handle closed; where an environment's cleanup closed it, that cleanup is done now. */
+void OnClosed(uv_handle_t* h) {
+  if (h->data != nullptr) napi_remove_async_cleanup_hook(static_cast<napi_async_cleanup_hook_handle>(h->data));
+  delete reinterpret_cast<uv_poll_t*>(h);
+}
 
 void OnReadable(uv_poll_t* h, int, int) {
   Ep* e = static_cast<Ep*>(h->data);
@@ -336,7 +340,8 @@ void SetFn(napi_env env, napi_value exports, const char* name, napi_callback fn)
 void StopWatch(Ep* e) {
   if (e->poll != nullptr) {
     uv_poll_stop(e->poll);
-    e->poll->data = nullptr;
+    // From here it names the environment's cleanup to finish once closed (or nothing).
+    e->poll->data = e->envGone ? static_cast<void*>(e->hook) : nullptr;
     uv_close(reinterpret_cast<uv_handle_t*>(e->poll), OnClosed);
     e->poll = nullptr;
     e->polling = false;

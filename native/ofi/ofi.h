@@ -13,6 +13,7 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -72,18 +73,46 @@ struct Remote {
   bool used;
 };
 
+/** A scalable endpoint this process's thread ranks share (ofi-sep.cc): one domain, one address, a context each. */
+struct Sep;
+
+/**
+ * The receive slab's memory, owned twice: by its ArrayBuffer (JavaScript) and
+ * by the receive context it is posted to (which may outlive its rank: parked
+ * in a scalable endpoint). Freed when both let go.
+ */
+struct Slab {
+  std::atomic<int> refs{2};
+  void* mem = nullptr;
+};
+void ReleaseSlab(Slab* s);
+
 struct Ep {
   int handle = -1;
   fi_info* info = nullptr;
+  // fabric, domain and av are the Sep's where sep is set (closed with its last context, not by this Ep).
   fid_fabric* fabric = nullptr;
   fid_domain* domain = nullptr;
   fid_av* av = nullptr;
   fid_cq* cq = nullptr;
+  /** Where this rank transmits: its endpoint, or its transmit context of the Sep. */
   fid_ep* ep = nullptr;
+  /** Where its receives are posted: the same endpoint, or its receive context of the Sep. */
+  fid_ep* rx = nullptr;
+  Sep* sep = nullptr;
+  int ctx = -1;
+  /** The address vector's receive-context bits (0: plain endpoints, peers addressed as inserted). */
+  int rxBits = 0;
+  /** Per peer handle (the number JavaScript holds): the provider's address of its receive context. */
+  std::vector<fi_addr_t> dests;
+  /** Memory keys railcomm chooses (mr_mode without FI_MR_PROV_KEY): unique per domain, so the Sep's when shared. */
+  std::atomic<uint64_t> ownKeys{1};
+  std::atomic<uint64_t>* keys = &ownKeys;
   bool virtAddr = false;
   bool provKey = false;
   size_t inject = 0;
   // Receive slots: one slab, each slot posted with its own context.
+  Slab* slab = nullptr;
   uint8_t* rxMem = nullptr;
   size_t rxSlot = 0;
   uint32_t rxCount = 0;
@@ -109,7 +138,6 @@ struct Ep {
   // Memory registrations (ours) and peers' keys.
   std::vector<fid_mr*> mrs;
   std::vector<Remote> remotes;
-  uint64_t nextKey = 1;
   // Events for JavaScript.
   napi_ref eventsRef = nullptr;
   int32_t* events = nullptr;
@@ -125,14 +153,19 @@ struct Ep {
   uv_poll_t* poll = nullptr;
   bool polling = false;
   napi_env env = nullptr;
+  /** Closes the endpoint if its thread's environment goes away first (a worker terminated): its libuv handle must not outlive the loop. */
+  napi_async_cleanup_hook_handle hook = nullptr;
+  bool envGone = false;
   napi_ref wakeRef = nullptr;
   napi_async_context asyncCtx = nullptr;
 };
 
 /** The endpoint a handle names (nullptr: none, or closed). */
 Ep* Lookup(int handle);
-/** Whether fi_addr dest of e names an endpoint of this process that has closed since (sending to it is refused). */
+/** Whether peer handle dest of e names an endpoint of this process that has closed since (sending to it is refused). */
 bool LocalPeerClosed(Ep* e, fi_addr_t dest);
+/** The provider's address of peer handle dest (its receive context where contexts are addressed); FI_ADDR_NOTAVAIL if unknown. */
+inline fi_addr_t Dest(const Ep* e, fi_addr_t dest) { return dest < e->dests.size() ? e->dests[dest] : FI_ADDR_NOTAVAIL; }
 
 // ofi-info.cc
 /** fi_getinfo hints: strict (what the rail opens) or permissive (to say why others are refused). */
@@ -142,6 +175,29 @@ std::string Refusal(const fi_info* i);
 void InitInfo(Napi::Env env, Napi::Object exports);
 // ofi-ep.cc
 void InitEp(Napi::Env env, Napi::Object exports);
+// ofi-sep.cc
+/**
+ * Give e a context of a scalable endpoint for (provider, domain, addrFormat)
+ * with `contexts` contexts: a free one of an open Sep, else a new Sep. Sets
+ * e's fabric, domain, av, ep (transmit context), rx (receive context), ctx,
+ * rxBits and keys; the caller binds its queue and enables both contexts with
+ * BindContexts. 0 or a negative libfabric error; *what names the failed call.
+ */
+int OpenContext(Ep* e, const std::string& prov, const std::string& dom, uint32_t addrFormat, int contexts, std::string* what);
+int BindContexts(Ep* e, std::string* what);
+/**
+ * Keep e's receive context, its queue and slab open in the Sep, its posted
+ * receives cancelled, until the Sep closes: peers' frames still on their way
+ * to it are taken in (buffered by the provider) instead of blocking, at the
+ * head of the connection the process's contexts share, what follows for the others.
+ */
+void ParkContext(Ep* e);
+/** Release e's place in its Sep; the Sep closes with its last context (under the process lock). */
+void CloseContext(Ep* e);
+/** The Sep's address (fi_getname), shared by its contexts. */
+int SepName(Ep* e, char* name, size_t* len);
+/** Insert a peer's name into the Sep's address vector (an entry of e's own); 1 or a negative error. */
+int SepInsert(Ep* e, const void* name, size_t len, fi_addr_t* out);
 // ofi-ops.cc
 void InitOps(napi_env env, napi_value exports);
 /** Post e (or queue it behind what waits); 0, or a negative libfabric error other than -FI_EAGAIN. */

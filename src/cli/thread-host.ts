@@ -13,6 +13,7 @@ import { ENV } from '../boot/launch-env.js';
 import { LineCutter, NL, OutputGate, rankPrefix } from './line-io.js';
 import { endWithParent } from '../boot/launcher-tie.js';
 import { threadExitFlags } from '../comm/sync-liveness.js';
+import { setOfiEnvDefaults } from '../rail/ofi/env-defaults.js';
 
 /** What the launcher tells a thread host (and what its thread ranks see too). */
 export const THREAD_ENV = {
@@ -115,6 +116,9 @@ export async function hostMain(argv: string[]): Promise<number> {
     process.stderr.write(`railcomm thread-host: ${err.message}\n${USAGE}\n`);
     return 2;
   }
+  // libfabric reads its settings from the process's environment, which workers' copies do not reach
+  // (the ofi rail is opt-in: only a job that names it loads libfabric).
+  if (/(^|,)\s*ofi\s*(,|$)/.test(process.env['RAILCOMM_RAILS'] ?? '')) setOfiEnvDefaults();
   // Threads run on one host only, so every rank of the job is local.
   const localSize = process.env[ENV.localSize] ?? process.env[ENV.size] ?? String(base + count);
   // A process rank's argv[1] is the script resolved against its cwd; the worker reports the path it was given.

@@ -113,6 +113,48 @@ for (const p of PROVIDERS) {
   });
 }
 
+// Scalable endpoints: a process's thread ranks share one sockets domain and
+// address, each with a context of its own ("context C of a scalable endpoint of
+// K" in their debug log). Three jobs: the point-to-point suite, the one-sided
+// suite with two contexts per endpoint (two endpoints per process), the
+// collective suite.
+test('ofi sockets: scalable endpoints, 2 processes x 4 thread ranks: one endpoint per process, a context per rank; the point-to-point, one-sided (RAILCOMM_OFI_CONTEXTS=2: two per process) and collective suites', needProvider('sockets'), async () => {
+  const threadsJob = (script, env = {}) => railcomm(['run', '-n', '8', '--threads-per-process', '4', '--rails', 'ofi', '--timeout', '150', jobScript(script)], {
+    limitMs: 180_000, env: { RAILCOMM_OFI_PROVIDERS: 'sockets', RAILCOMM_LOG: 'debug', ...env },
+  });
+  /** Per process (ranks 0-3, 4-7): the contexts its ranks took, sorted, and the endpoints' context counts. */
+  const contexts = (j) => [0, 4].map((first) => {
+    const got = [];
+    for (const line of j.stdout.split('\n').concat(j.stderr.split('\n'))) {
+      const m = /^\[(\d+)\] .*ofi \(sockets\): context (\d+) of a scalable endpoint of (\d+)/.exec(line);
+      if (m && Number(m[1]) >= first && Number(m[1]) < first + 4) got.push([Number(m[2]), Number(m[3])]);
+    }
+    return got.sort((a, b) => a[0] - b[0]).map(([c, k]) => `${c}/${k}`).join(' ');
+  });
+  const p2p = await threadsJob('p2p-suite.mjs');
+  allOk(p2p, 8, 21);
+  assert.deepEqual(contexts(p2p), ['0/4 1/4 2/4 3/4', '0/4 1/4 2/4 3/4'], p2p.stderr.slice(-2000));
+  const rma = await threadsJob('rma-suite.mjs', { RAILCOMM_OFI_CONTEXTS: '2', RMA_STATS: '1' });
+  allOk(rma, 8, 17);
+  assert.deepEqual(contexts(rma), ['0/2 0/2 1/2 1/2', '0/2 0/2 1/2 1/2'], rma.stderr.slice(-2000));
+  const native = linesWith(rma.stdout, 'RMA').map(({ rest }) => Number(/native (\d+)/.exec(rest)[1]));
+  assert.equal(native.length, 8, rma.stdout);
+  assert.ok(native.every((n) => n > 100), `native one-sided operations per rank: ${native.join(', ')}`);
+  allOk(await threadsJob('coll-suite.mjs'), 8, 7);
+});
+
+test('ofi sockets: scalable endpoints: a thread rank dies while the other process sends to it; its neighbour still talks (its parked context takes those frames), then is terminated cleanly', needProvider('sockets'), async () => {
+  for (const sep of ['1', '0']) {
+    const j = await railcomm(['run', '-n', '4', '--threads-per-process', '2', '--rails', 'ofi', '--timeout', '60', jobScript('ofi-sep-exit.mjs')], {
+      limitMs: 90_000, env: { RAILCOMM_OFI_PROVIDERS: 'sockets', RAILCOMM_OFI_SEP: sep },
+    });
+    const out = `RAILCOMM_OFI_SEP=${sep}\n${j.stdout}\n${j.stderr}`;
+    assert.equal(j.code, 3, out);
+    assert.deepEqual(linesWith(j.stdout, 'RESULT').map((l) => `${l.rank} ${l.rest}`).sort(), ['0 neighbour ok', '3 neighbour ok'], out);
+    assert.doesNotMatch(j.stderr, /SIGABRT|open handles/, out);
+  }
+});
+
 test('railcomm info: each ofi provider with caps, MR mode, progress and wait object; refused providers with the reason', needProvider('tcp;ofi_rxm'), () => {
   const r = spawnSync(process.execPath, [CLI, 'info'], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);

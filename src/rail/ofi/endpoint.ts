@@ -56,10 +56,10 @@ export class OfiEndpoint implements RailRma {
   /** The peer's address-vector entry, inserted on first use; NO_ADDR when that failed (the peer failed). */
   private dest(): number {
     if (this.fiAddr !== NO_ADDR) return this.fiAddr;
-    const name = this.rail.nameOf(this.address);
-    if (name === null) { this.fail(`its rail address is not an ofi address of provider ${this.rail.provider}: ${JSON.stringify(this.address.slice(0, 80))}`, false); return NO_ADDR; }
+    const to = this.rail.nameOf(this.address);
+    if (to === null) { this.fail(`its rail address is not an ofi address of provider ${this.rail.provider}: ${JSON.stringify(this.address.slice(0, 80))}`, false); return NO_ADDR; }
     try {
-      this.fiAddr = this.rail.b.avInsert(this.rail.h, name);
+      this.fiAddr = this.rail.b.avInsert(this.rail.h, to.name, to.ctx);
     } catch (e) {
       this.fail(`cannot insert its address into the address vector: ${(e as Error).message}`, false);
       return NO_ADDR;
@@ -77,7 +77,7 @@ export class OfiEndpoint implements RailRma {
     rail.head.set(mac, FRAME_HEAD);
     const r = rail.b.send(rail.h, dest, rail.head, FRAME_HEAD + MAC_BYTES, addr, 0);
     if (r === NO_RESOURCE) return false;
-    if (r < 0) { this.fail(`cannot send to it: ${rail.fiError(r)}`, false); return false; }
+    if (r < 0) { this.sendFailed(r); return false; }
     this.helloSent = true;
     this.txSeq = 1;
     return true;
@@ -109,7 +109,7 @@ export class OfiEndpoint implements RailRma {
     const r = rail.b.send(rail.h, d, head, FRAME_HEAD + hdrLen, payload, 0);
     if (r === DONE) { this.txSeq = (this.txSeq + 1) >>> 0; this.counters.msgsSent++; this.counters.bytesSent += payLen; return DONE; }
     if (r === NO_RESOURCE) return this.blocked();
-    this.fail(`cannot send to it: ${rail.fiError(r)}`, false);
+    this.sendFailed(r);
     return DONE;
   }
 
@@ -135,7 +135,7 @@ export class OfiEndpoint implements RailRma {
     if (r === IN_PROGRESS) { this.txSeq = (this.txSeq + 1) >>> 0; this.counters.msgsSent++; this.counters.bytesSent += payload.length; return IN_PROGRESS; }
     if (r === NO_RESOURCE) { rail.ops.drop(id); return this.blocked(); }
     rail.ops.fail(id, this.gone());
-    this.fail(`cannot send to it: ${rail.fiError(r)}`, false);
+    this.sendFailed(r);
     return IN_PROGRESS;
   }
 
@@ -236,6 +236,21 @@ export class OfiEndpoint implements RailRma {
     this.fail(reason, true);
   }
 
+  /**
+   * The provider refused a send to the peer (error r). While this rank
+   * finalizes, a peer it cannot reach most likely finalized first (its last
+   * BYE went to the ranks it talked to, not necessarily this one): it is
+   * closed, quietly. Otherwise it failed.
+   */
+  private sendFailed(r: number): void {
+    if (this.rail.finalizing) {
+      this.rail.env.log.debug(`ofi: peer ${formatId(this.peer)} unreachable while finalizing (${this.rail.fiError(r)}): it finalized first`);
+      this.peerClosed();
+      return;
+    }
+    this.fail(`cannot send to it: ${this.rail.fiError(r)}`, false);
+  }
+
   fail(reason: string, bad: boolean): void {
     if (this.failed) return;
     this.failed = true;
@@ -289,7 +304,7 @@ export class OfiEndpoint implements RailRma {
     const id = rail.ops.take(PING_SENT, this, null, -1);
     const r = rail.b.send(rail.h, this.fiAddr, rail.head, FRAME_HEAD, null, id);
     if (r === NO_RESOURCE) { rail.ops.drop(id); return; }
-    if (r < 0) { rail.ops.drop(id); this.fail(`cannot send to it: ${rail.fiError(r)}`, false); return; }
+    if (r < 0) { rail.ops.drop(id); this.sendFailed(r); return; }
     this.txSeq = (this.txSeq + 1) >>> 0;
   }
 

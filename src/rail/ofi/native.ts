@@ -6,6 +6,7 @@ import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { nativeDir, resolveBinary } from '../../native/addon.js';
+import { setOfiEnvDefaults } from './env-defaults.js';
 
 /** One answer of fi_getinfo, as native/ofi/ofi-info.cc describes it. */
 export interface OfiInfo {
@@ -53,6 +54,8 @@ export interface OfiOpenOptions {
   inject?: boolean;
   /** fi_getinfo's node with FI_SOURCE: the endpoint's own name where the provider takes one (shm: its /dev/shm file). */
   node?: string;
+  /** At least 2: a context of a scalable endpoint of this many contexts, shared with this process's other thread ranks. */
+  contexts?: number;
 }
 
 export interface OfiOpened {
@@ -76,6 +79,9 @@ export interface OfiOpened {
   maxMsgSize: number;
   /** Max elements per atomic: [(fi datatype * 13 + fi op) * 3 + (0 plain, 1 fetch, 2 compare)]; 0: not offered. */
   atomics: Int32Array;
+  /** This rank's context of a shared scalable endpoint (-1: a plain endpoint), and the endpoint's context count (0: plain). */
+  context: number;
+  contexts: number;
 }
 
 export interface OfiRegistration {
@@ -101,8 +107,9 @@ export interface OfiBinding {
   strerror(err: number): string;
   open(o: OfiOpenOptions): OfiOpened;
   close(h: number): void;
-  avInsert(h: number, name: Buffer): number;
-  avRemove(h: number, fiAddr: number): void;
+  /** The peer's handle (what the other calls take); ctx: its context of a scalable endpoint, -1 for a plain endpoint. */
+  avInsert(h: number, name: Buffer, ctx: number): number;
+  avRemove(h: number, peer: number): void;
   /** Where poll writes events, and per receive slot a flag JavaScript sets while it keeps the frame (posted again once cleared). */
   setEvents(h: number, events: Int32Array, hold: Int32Array): void;
   regMr(h: number, view: Uint8Array): OfiRegistration;
@@ -164,17 +171,8 @@ export function loadOfi(): OfiBinding | null {
     why = `libfabric binding not built (${log || 'run node native/ofi/build.mjs'}; it needs libfabric's headers: apt-get install libfabric-dev)`;
     return null;
   }
-  // libfabric's psm providers link libinfinipath and libpsm2, whose constructors
-  // (run as the binding loads) take over SIGTERM, SIGINT, SIGSEGV... to print a
-  // backtrace into a file in the working directory and exit: a rank's own
-  // SIGTERM listener then never runs, and railcomm run's polite stop kills it.
-  // They read these at load time; a user who wants the backtraces sets them.
-  process.env['IPATH_NO_BACKTRACE'] ??= '1';
-  process.env['HFI_NO_BACKTRACE'] ??= '1';
-  // The sockets provider's progress thread spins 10 ms before it blocks; beside
-  // Node ranks that already fill the cores it starves them (a passive-target
-  // lock/put/unlock took 40-76 ms instead of 4): it blocks at once unless told otherwise.
-  process.env['FI_SOCKETS_PE_WAITTIME'] ??= '0';
+  // In a thread rank this changes only the worker's copy: the thread host set them for the process (env-defaults.ts).
+  setOfiEnvDefaults();
   try {
     loaded = requireHere(bin.file) as OfiBinding;
     why = `libfabric binding loaded (${path.relative(path.dirname(nativeDir()), bin.file)}, headers ${loaded.headers})`;

@@ -60,6 +60,8 @@ export class OfiRail implements Rail {
    */
   get rendezvousReads(): boolean { return this.provider !== 'sockets'; }
   readonly h: number;
+  /** Contexts asked of a shared scalable endpoint (0: a plain endpoint of this rank's own). */
+  readonly contexts: number;
   readonly opened: OfiOpened;
   readonly rank: number;
   readonly job: number;
@@ -101,6 +103,8 @@ export class OfiRail implements Rail {
   private closed = false;
   /** close() began: peers going away now is expected (their errors are not worth a warning). */
   closing = false;
+  /** finalize() began (beginFinalize): a peer that cannot be reached now finalized first. */
+  finalizing = false;
   /**
    * Native atomics refused on this provider (emulated there), from what
    * libfabric 1.17 did here: shm frees an atomic's command slot before it
@@ -129,6 +133,7 @@ export class OfiRail implements Rail {
     this.rank = rankOf(env.self);
     this.job = jobOf(env.self);
     this.host = hostKey();
+    this.contexts = sepContexts(env.params, info);
     this.opened = b.open({
       provider: info.provider, domain: info.domain, addrFormat: info.addrFormat,
       rxSlot: RX_SLOT, rxCount: RX_COUNT, smallCount: SMALL_ENTRIES, largeBytes: FRAME_HEAD + HEADER_MAX + COPY_MAX, largeCount: LARGE_ENTRIES,
@@ -136,6 +141,7 @@ export class OfiRail implements Rail {
       inject: !info.provider.startsWith('udp;ofi_rxd'),
       // shm names its /dev/shm file after the endpoint: under the job's prefix, railcomm run removes what a killed rank left.
       ...(info.provider === 'shm' ? { node: `${shmJobPrefix(env.jobId, env.jobKey)}ofi${this.rank}-${process.pid}` } : {}),
+      ...(this.contexts > 1 ? { contexts: this.contexts } : {}),
     });
     this.h = this.opened.handle;
     b.setEvents(this.h, this.events, this.hold);
@@ -152,7 +158,8 @@ export class OfiRail implements Rail {
       put: true, get: true, atomics: true,
       ...estimates(info.provider, device.kind),
     };
-    this.myAddress = encodeAddress({ provider: info.provider, domain: info.domain, host: this.host, pid: process.pid, name: this.opened.name });
+    this.myAddress = encodeAddress({ provider: info.provider, domain: info.domain, host: this.host, pid: process.pid, name: this.opened.name, ctx: this.opened.context });
+    if (this.opened.contexts > 1) env.log.debug(`ofi (${this.provider}): context ${this.opened.context} of a scalable endpoint of ${this.opened.contexts}, shared with this process's other thread ranks`);
     this.waits = b.watch(this.h, this.onReadable);
     this.liveness = setInterval(() => this.checkPeers(), LIVENESS_MS);
     this.liveness.unref();
@@ -175,18 +182,23 @@ export class OfiRail implements Rail {
     return this.myAddress;
   }
 
-  /** Same provider and domain kind; shm and loopback domains only on this host. */
+  /**
+   * Same provider and domain kind; shm and loopback domains only on this host;
+   * a context other than the first of a peer's scalable endpoint only from a
+   * scalable endpoint (a plain endpoint's address vector cannot name contexts).
+   */
   reaches(address: string): boolean {
     const a = decodeAddress(address);
     if (a === null || a.provider !== this.provider) return false;
+    if (a.ctx > 0 && this.opened.contexts === 0) return false;
     if (this.provider === 'shm' || this.device.kind === 'loopback') return a.host === this.host;
     return true;
   }
 
-  /** fi_getname bytes of a peer's address, if it is one of this provider's. */
-  nameOf(address: string): Buffer | null {
+  /** fi_getname bytes of a peer's address and its context (-1: a plain endpoint), if it is one of this provider's. */
+  nameOf(address: string): { name: Buffer; ctx: number } | null {
     const a = decodeAddress(address);
-    return a !== null && a.provider === this.provider ? a.name : null;
+    return a !== null && a.provider === this.provider ? { name: a.name, ctx: a.ctx } : null;
   }
 
   endpoint(peer: bigint, address: string): OfiEndpoint {
@@ -368,7 +380,9 @@ export class OfiRail implements Rail {
       if (!isPeerError(err)) return;
     }
     if (id !== 0) this.ops.fail(id, new RailcommError(ErrorCode.PEER_FAILED, `ofi (${this.provider}): a send failed: ${text}`));
-    if (ep !== null) ep.fail(`the provider reports: ${text}`, false);
+    // (Finalizing, a peer the provider cannot reach finalized first, as at a send: endpoint.ts sendFailed.)
+    if (ep !== null && this.finalizing && isPeerError(err)) { this.env.log.debug(`ofi (${this.provider}): ${formatId(ep.peer)} unreachable while finalizing: ${text}`); ep.peerClosed(); }
+    else if (ep !== null) ep.fail(`the provider reports: ${text}`, false);
     else if (this.closing) this.env.log.debug(`ofi (${this.provider}): completion error while closing: ${text}`);
     else this.env.log.warnEvery('ofi-cq-error', `ofi (${this.provider}): completion error: ${text}`);
   }
@@ -426,6 +440,11 @@ export class OfiRail implements Rail {
     this.timer = setTimeout(this.tick, tickDelay(this.idleTicks));
     this.timer.unref();
   };
+
+  /** finalize() began: from now on a peer that refuses a send finalized first (endpoint.ts sendFailed). */
+  beginFinalize(): void {
+    this.finalizing = true;
+  }
 
   // ---- peers ----------------------------------------------------------------
 
@@ -525,6 +544,23 @@ export class OfiRail implements Rail {
     this.ops.failAll(new RailcommError(ErrorCode.FINALIZED, `ofi (${this.provider}): the rail closed with this operation in flight`));
     this.b.close(this.h);
   }
+}
+
+/**
+ * Contexts of the scalable endpoint this rank's rail shares with its process's
+ * other thread ranks, or 0 for a plain endpoint of its own: where the provider
+ * offers several contexts, RAILCOMM_OFI_SEP is on, and the process runs
+ * several thread ranks (RAILCOMM_THREADS) or RAILCOMM_OFI_CONTEXTS asks for
+ * at least 2; at most the provider's maximum.
+ */
+export function sepContexts(
+  params: { ofiSep: boolean; ofiContexts: number }, info: Pick<OfiInfo, 'maxTxContexts' | 'maxRxContexts'>,
+  threads = Number(process.env['RAILCOMM_THREADS'] ?? '1'),
+): number {
+  const most = Math.min(info.maxTxContexts, info.maxRxContexts, 256);
+  if (!params.ofiSep || most < 2) return 0;
+  const want = params.ofiContexts > 0 ? params.ofiContexts : Number.isSafeInteger(threads) ? threads : 1;
+  return want < 2 ? 0 : Math.min(want, most);
 }
 
 /** Errors that mean the peer cannot be reached (libfabric errno values). */

@@ -62,27 +62,37 @@ export function checkMac(expected: Buffer, got: Uint8Array): boolean {
   return got.byteLength === expected.byteLength && timingSafeEqual(expected, got);
 }
 
-/** A rail address: `ofi1|<provider>|<domain>|<host key>|<pid>|<fi_getname, base64url>`. */
+/**
+ * A rail address: `ofi1|<provider>|<domain>|<host key>|<pid>|<fi_getname, base64url>`,
+ * then `|<context>` for a context of a scalable endpoint (the name is the
+ * scalable endpoint's, shared by the thread ranks of one process).
+ */
 export interface OfiAddress {
   provider: string;
   domain: string;
   host: string;
   pid: number;
   name: Buffer;
+  /** Receive context of a scalable endpoint; -1: a plain endpoint. */
+  ctx: number;
 }
 
 const TAG = 'ofi1';
 
 export function encodeAddress(a: OfiAddress): string {
-  return [TAG, a.provider, a.domain, a.host, String(a.pid), a.name.toString('base64url')].join('|');
+  const p = [TAG, a.provider, a.domain, a.host, String(a.pid), a.name.toString('base64url')];
+  if (a.ctx >= 0) p.push(String(a.ctx));
+  return p.join('|');
 }
 
 export function decodeAddress(text: string): OfiAddress | null {
   const p = text.split('|');
-  if (p.length !== 6 || p[0] !== TAG) return null;
+  if ((p.length !== 6 && p.length !== 7) || p[0] !== TAG) return null;
   const pid = Number(p[4]);
   if (!Number.isSafeInteger(pid) || pid <= 0 || p[1] === '' || !/^[A-Za-z0-9_-]+$/.test(p[5]!)) return null;
   const name = Buffer.from(p[5]!, 'base64url');
   if (name.length === 0 || name.length > 512) return null;
-  return { provider: p[1]!, domain: p[2]!, host: p[3]!, pid, name };
+  const ctx = p.length === 7 ? Number(p[6]) : -1;
+  if (p.length === 7 && !(/^\d{1,3}$/.test(p[6]!) && ctx < 256)) return null;
+  return { provider: p[1]!, domain: p[2]!, host: p[3]!, pid, name, ctx };
 }

@@ -1,0 +1,41 @@
+// The ofi rail's pure logic: its address format (a context of a scalable
+// endpoint rides in a seventh field) and how many contexts a rank's rail asks
+// of a shared scalable endpoint (src/rail/ofi/wire.ts, rail.ts sepContexts).
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { encodeAddress, decodeAddress } from '../../dist/rail/ofi/wire.js';
+import { sepContexts } from '../../dist/rail/ofi/rail.js';
+
+const base = { provider: 'sockets', domain: 'lo', host: 'h1', pid: 4242, name: Buffer.from([2, 0, 1, 2, 127, 0, 0, 1]) };
+
+test('ofi address: a plain endpoint has six fields, a context of a scalable endpoint seven; both decode to what was encoded', () => {
+  const plain = encodeAddress({ ...base, ctx: -1 });
+  assert.equal(plain.split('|').length, 6);
+  assert.deepEqual(decodeAddress(plain), { ...base, ctx: -1 });
+  for (const ctx of [0, 3, 15, 255]) {
+    const a = encodeAddress({ ...base, ctx });
+    assert.equal(a.split('|').length, 7);
+    assert.deepEqual(decodeAddress(a), { ...base, ctx });
+  }
+});
+
+test('ofi address: a malformed context field is refused (null), never read as 0', () => {
+  const plain = encodeAddress({ ...base, ctx: -1 });
+  for (const bad of ['', '-1', '256', '1.5', 'x', '0x1', '1000']) assert.equal(decodeAddress(`${plain}|${bad}`), null, JSON.stringify(bad));
+  assert.equal(decodeAddress(`${plain}|1|2`), null);
+});
+
+test('sepContexts: one context per thread rank where the provider offers several; none for one rank, RAILCOMM_OFI_SEP=0 or a provider of one context', () => {
+  const sockets = { maxTxContexts: 16, maxRxContexts: 16 };
+  const on = { ofiSep: true, ofiContexts: 0 };
+  assert.equal(sepContexts(on, sockets, 4), 4);
+  assert.equal(sepContexts(on, sockets, 1), 0, 'a process of one rank: a plain endpoint');
+  assert.equal(sepContexts(on, sockets, 64), 16, 'capped at the provider\'s maximum');
+  assert.equal(sepContexts({ ofiSep: false, ofiContexts: 0 }, sockets, 4), 0);
+  assert.equal(sepContexts(on, { maxTxContexts: 1, maxRxContexts: 1 }, 4), 0, 'tcp;ofi_rxm, shm, udp;ofi_rxd here');
+  assert.equal(sepContexts(on, { maxTxContexts: 16, maxRxContexts: 2 }, 4), 2, 'the smaller of transmit and receive');
+  assert.equal(sepContexts({ ofiSep: true, ofiContexts: 2 }, sockets, 4), 2, 'RAILCOMM_OFI_CONTEXTS: two scalable endpoints for four ranks');
+  assert.equal(sepContexts({ ofiSep: true, ofiContexts: 3 }, sockets, 1), 3, 'asked for: a process of one rank too');
+  assert.equal(sepContexts({ ofiSep: true, ofiContexts: 1 }, sockets, 4), 0);
+});
