@@ -13,7 +13,7 @@
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import type { Context } from '../proto/context.js';
 import type { ProtoEndpoint } from '../proto/endpoint.js';
-import type { PolledEndpoint } from '../rail/api.js';
+import type { PolledEndpoint, Rail } from '../rail/api.js';
 import { PENDING, statusOf, type Request, type Status } from '../proto/request.js';
 import { QUEUED } from '../proto/p2p.js';
 import type { World } from './world.js';
@@ -45,13 +45,11 @@ interface RingBell {
   prepareSleep(): number;
 }
 
-/** Rails whose lanes progress without the event loop. */
-const SYNC_RAILS = new Set(['self', 'tbsm', 'shm', 'ofi']);
-
-/** The ofi rail's wait for a synchronous call (rail/ofi/rail.ts). */
+/** A rail whose peers' frames come through a completion queue (caps.syncWait 'queue': ofi), and its wait. */
 interface QueueBlock {
   blockSync(ms: number): void;
 }
+const queueRail = (r: Rail): boolean => r.caps.syncWait === 'queue' && typeof r.blockSync === 'function';
 
 const engines = new WeakMap<World, SyncEngine>();
 
@@ -74,6 +72,7 @@ export class SyncEngine {
   private readonly laneOk: Uint8Array;
   private readonly bells = new Map<string, Bell>();
   private readonly anyBell: Bell | null;
+  private firstQueueBell: Bell | null = null;
   private readonly channels: Array<{ pollChannel(): boolean }> = [];
   private selfLane: { poll?(): boolean } | null = null;
   /** The current wait (synchronous calls never nest): when it began, its next check, whether its hang was said. */
@@ -106,11 +105,12 @@ export class SyncEngine {
         const native = (r as { native?: { futexWait(sab: SharedArrayBuffer, off: number, expected: number, us: number): void } }).native;
         this.bells.set(r.component, r.component === 'shm' && native !== undefined ? futexBell(bell, native) : threadBell(bell));
       }
-      if (r.component === 'ofi' && !this.bells.has('ofi')) this.bells.set('ofi', queueBell(r as unknown as QueueBlock));
+      // A completion queue's bell is that rail's own (ofi: one per provider), named by the rail.
+      if (queueRail(r)) { const b = queueBell(r as QueueBlock); this.bells.set(r.name, b); this.firstQueueBell ??= b; }
       const ch = r as unknown as { pollChannel?(): boolean };
       if (typeof ch.pollChannel === 'function') this.channels.push(ch as { pollChannel(): boolean });
     }
-    this.anyBell = this.bells.get('shm') ?? this.bells.get('tbsm') ?? this.bells.get('ofi') ?? null;
+    this.anyBell = this.bells.get('shm') ?? this.bells.get('tbsm') ?? this.firstQueueBell;
   }
 
   // ---- lanes -----------------------------------------------------------------
@@ -127,15 +127,16 @@ export class SyncEngine {
     if (lane === null) {
       if (ep.failure !== null) throw ep.failure;
       const rails = this.ctx.rails.map((r) => r.name);
-      if (this.ctx.rails.some((r) => r.component === 'ofi')) {
-        throw new RailcommError(ErrorCode.NO_RAIL, `${what}: rank ${commRank} (world rank ${w}) has no lane yet: its ofi address is looked up on the event loop, which a synchronous call does not run; exchange one message with it through ${asyncCall} (or any async call, e.g. await comm.barrier()) first, then ${what} works over ofi`);
+      const queued = this.ctx.rails.find(queueRail);
+      if (queued !== undefined) {
+        throw new RailcommError(ErrorCode.NO_RAIL, `${what}: rank ${commRank} (world rank ${w}) has no lane yet: its ${queued.component} address is looked up on the event loop, which a synchronous call does not run; exchange one message with it through ${asyncCall} (or any async call, e.g. await comm.barrier()) first, then ${what} works over ${queued.component}`);
       }
       if (!this.ctx.rails.some((r) => r.component === 'tbsm' || r.component === 'shm')) {
         throw new RailcommError(ErrorCode.NO_RAIL, `${what}: rank ${commRank} (world rank ${w}) is reached over none of this rank's rails that progress without the event loop: it has ${rails.join(', ')} (RAILCOMM_RAILS), and synchronous calls need ranks that share memory (self, tbsm, shm) or the ofi rail; use ${asyncCall} for it`);
       }
       throw new RailcommError(ErrorCode.NO_RAIL, `${what}: rank ${commRank} (world rank ${w}) has no rail yet that progresses without the event loop: it is neither a thread of this process nor, as the launch tells, on this host, and its address is still being looked up; use ${asyncCall} for it (once one message went through, a peer on this host is reached over shm and ${what} works)`);
     }
-    if (!SYNC_RAILS.has(lane.rail.component)) {
+    if (lane.rail.caps.syncWait === undefined) {
       throw new RailcommError(ErrorCode.NO_RAIL, `${what}: rank ${commRank} (world rank ${w}) is reached over ${lane.rail.name}, which progresses only on the event loop; synchronous calls need ranks that share memory (self, tbsm, shm) or the ofi rail: use ${asyncCall} for it`);
     }
     this.laneOk[w] = 1;
@@ -161,8 +162,9 @@ export class SyncEngine {
     const progress = ctx.progress;
     const lane = w >= 0 ? ctx.polledLane(w) : null;
     const ep = w >= 0 ? ctx.existingEndpoint(w) : undefined;
-    // A source over ofi (no rings to watch): its rail is polled alone a moment at a time.
-    const rail = lane === null && ep !== undefined && ep.lane !== null && ep.lane.rail.component === 'ofi' ? ep.lane.rail as unknown as { poll(): boolean } : null;
+    // A source over a completion queue (ofi: no rings to watch): its rail is polled alone a moment at a time.
+    const queued = lane === null && ep !== undefined && ep.lane !== null && ep.lane.rail.caps.syncWait === 'queue' ? ep.lane.rail : null;
+    const rail = queued !== null && queued.poll !== undefined ? queued as { poll(): boolean } : null;
     this.begin();
     progress.syncing = true;
     try {
@@ -252,13 +254,18 @@ export class SyncEngine {
   /** Block on the rail doorbell of world rank w's lane (any rail's for a wait on several) for BLOCK_MS at most. */
   private block(lane: PolledEndpoint | null, w: number): void {
     const rail = lane !== null ? lane.rail : w >= 0 ? this.ctx.existingEndpoint(w)?.lane?.rail : undefined;
-    const bell = lane !== null ? this.bells.get(lane.rail.component) ?? null : rail !== undefined ? this.bells.get(rail.component) ?? this.anyBell : this.anyBell;
+    const bell = lane !== null ? this.bellOf(lane.rail) ?? null : rail !== undefined ? this.bellOf(rail) ?? this.anyBell : this.anyBell;
     if (bell === null) return;
     const seen = bell.prepare();
     // A frame published before the announcement: take it instead of sleeping.
     // (The announcement stays: a sender that sees it rings once, harmlessly.)
     if (this.pollAll()) return;
     bell.wait(seen, BLOCK_MS);
+  }
+
+  /** The bell a wait on rail rings: its completion queue's (caps.syncWait 'queue'), else its component's ring doorbell. */
+  private bellOf(rail: Rail): Bell | undefined {
+    return this.bells.get(rail.caps.syncWait === 'queue' ? rail.name : rail.component);
   }
 
   /** A peer the wait depends on died (seen from here, without the event loop): fail it, so the wait ends with ERR_PEER_FAILED. */

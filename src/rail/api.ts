@@ -51,6 +51,14 @@ export interface RailCaps {
    * to the zero-copy range that the rail takes at once completes at the call.
    */
   readonly copiesAtSend?: boolean;
+  /**
+   * How a synchronous call (comm/sync.ts), which runs no event loop, waits on
+   * this rail: 'memory', peers' frames land in memory a plain read sees
+   * (self, the shared-memory rings); 'queue', a completion queue read by a
+   * plain call, waited on with blockSync (ofi). Absent: the rail progresses
+   * only on the event loop, and synchronous calls refuse its peers.
+   */
+  readonly syncWait?: 'memory' | 'queue';
 }
 
 /** Completion of an in-progress operation. Implemented by requests, so no closure per message. */
@@ -221,6 +229,8 @@ export interface Rail {
   peerDied?(peer: bigint): void;
   /** finalize() began: a peer this rank never wrote to that is gone by now finalized first (its BYE is moot). */
   beginFinalize?(): void;
+  /** caps.syncWait 'queue': a synchronous call's wait, at most ms, for the queue to have something (no event loop runs). */
+  blockSync?(ms: number): void;
   /** Rails with native one-sided operations: register memory peers may reach (null: not this memory). */
   registerMemory?(bytes: Uint8Array): RailMemory | null;
   /** Remote reads fit for rendezvous (the receiver reads a registered send buffer: proto/rndv/rdma.ts). */

@@ -147,12 +147,13 @@ for (const [name, device] of OFI) {
  * doorbell; reaches: Rail.reaches; peek: endpoints polled alone (peek,
  * takePeeked, poll); rma: registered memory peers reach natively (registerMemory,
  * unpackRemoteKey, dropRemoteKey, the endpoint's rma); rendezvousReads: the
- * protocol may read large messages that way (proto/rndv/rdma.ts).
+ * protocol may read large messages that way (proto/rndv/rdma.ts); syncWait: how a
+ * synchronous call waits on it (caps.syncWait: 'memory', or 'queue' with blockSync; null: it cannot).
  */
-const NET = { ipc: false, allocShared: false, polled: false, bell: false, peek: false, rma: false, rendezvousReads: false };
-const RING = { polled: true, bell: true, reaches: true, peek: true, rma: false, rendezvousReads: false };
+const NET = { ipc: false, allocShared: false, polled: false, bell: false, peek: false, rma: false, rendezvousReads: false, syncWait: null };
+const RING = { polled: true, bell: true, reaches: true, peek: true, rma: false, rendezvousReads: false, syncWait: 'memory' };
 const MUST = {
-  self: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: false }, ...NET, reaches: false },
+  self: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: false }, ...NET, reaches: false, syncWait: 'memory' },
   tbsm: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: true }, ...RING, ipc: 'addon', allocShared: false },
   tcp: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: false }, ...NET, reaches: false },
   udp: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: false }, ...NET, reaches: true },
@@ -160,7 +161,7 @@ const MUST = {
 };
 // ofi: polled (it reads its completion queue when progress polls it) with no doorbell, native RMA
 // declared and offered; rendezvous by remote read on every provider but sockets (rail/ofi/rail.ts).
-for (const [name] of OFI) MUST[name] = { caps: { reliable: true, ordered: true, put: true, get: true, atomics: true, copiesAtSend: false }, ...NET, polled: true, reaches: true, rma: true, rendezvousReads: name !== 'ofi-sockets' };
+for (const [name] of OFI) MUST[name] = { caps: { reliable: true, ordered: true, put: true, get: true, atomics: true, copiesAtSend: false }, ...NET, polled: true, reaches: true, rma: true, rendezvousReads: name !== 'ofi-sockets', syncWait: 'queue' };
 assert.deepEqual(RAILS.map((r) => r.name).sort(), Object.keys(MUST).sort(), 'every rail has its row');
 
 const hdrOf = (i) => { const h = new Uint8Array(8); new DataView(h.buffer).setUint32(0, i, true); return h; };
@@ -190,6 +191,7 @@ for (const R of RAILS) {
         peek: typeof ep.peek === 'function' && typeof ep.takePeeked === 'function' && typeof ep.poll === 'function',
         rma: typeof rail.registerMemory === 'function' && typeof rail.unpackRemoteKey === 'function' && typeof rail.dropRemoteKey === 'function' && ep.rma != null,
         rendezvousReads: rail.rendezvousReads === true,
+        syncWait: caps.syncWait === 'queue' && typeof rail.blockSync !== 'function' ? 'queue without blockSync' : caps.syncWait ?? null,
       };
       const want = { ...must };
       delete want.caps;
@@ -819,6 +821,27 @@ for (const R of RAILS.filter((r) => r.name.startsWith('ofi-'))) {
       });
       await pair.a.until(() => dones.every((d) => d.err !== undefined), 'zero-copy completions');
       assert.ok(dones.every((d) => d.err === null));
+    } finally { await pair.close(); }
+  });
+
+  test(`${R.name}: blockSync (a synchronous call's wait) keeps its bound when nothing comes and returns early when a frame waits`, opts, async () => {
+    const pair = await R.open(resolveParams());
+    try {
+      const ab = pair.epAB();
+      ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
+      await pair.b.until(() => pair.b.got.length === 1, 'first message');
+      const b = pair.b.rail;
+      let t0 = performance.now();
+      b.blockSync(20);
+      const idle = performance.now() - t0;
+      assert.ok(idle < 1000, `an idle blockSync(20) took ${idle.toFixed(1)} ms`);
+      ab.sendCopy(AM_MSG, hdrOf(1), 8, fill(100, 1));
+      for (let i = 0; i < 20; i++) pair.a.rail.poll();
+      t0 = performance.now();
+      b.blockSync(5000);
+      const busy = performance.now() - t0;
+      assert.ok(busy < 2500, `a frame waited, yet blockSync(5000) took ${busy.toFixed(1)} ms`);
+      await pair.b.until(() => pair.b.got.length === 2, 'the frame is delivered');
     } finally { await pair.close(); }
   });
 

@@ -155,7 +155,7 @@ export class OfiRail implements Rail {
       reliable: true, ordered: true,
       amHeaderMax: HEADER_MAX, amShortMax: 1024,
       amCopyMax: COPY_MAX, amZcopyMax: zcopy,
-      put: true, get: true, atomics: true,
+      put: true, get: true, atomics: true, syncWait: 'queue',
       ...estimates(info.provider, device.kind),
     };
     this.myAddress = encodeAddress({ provider: info.provider, domain: info.domain, host: this.host, pid: process.pid, name: this.opened.name, ctx: this.opened.context });

@@ -33,7 +33,7 @@ export class SelfRail implements Rail {
   readonly caps: RailCaps = {
     reliable: true, ordered: true,
     amHeaderMax: 256, amShortMax: 1 << 16, amCopyMax: AM_MAX, amZcopyMax: AM_MAX,
-    put: false, get: false, atomics: false,
+    put: false, get: false, atomics: false, syncWait: 'memory',
     latencyUs: 0.1, bandwidthMBps: 20000,
   };
   private readonly env: RailEnv;

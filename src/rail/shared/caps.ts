@@ -15,7 +15,7 @@ export function ringRailCaps(ringBytes: number, latencyUs: number, rndvThreshold
     amHeaderMax: HEADER_MAX, amShortMax: 1024,
     amCopyMax: body, amZcopyMax: body,
     put: false, get: false, atomics: false,
-    copiesAtSend: true,
+    copiesAtSend: true, syncWait: 'memory',
     latencyUs, bandwidthMBps: 8000,
     rndvThreshold,
   };
