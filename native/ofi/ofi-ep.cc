@@ -112,19 +112,21 @@ void Destroy(Ep* e) {
     g_openNames.erase(e->name);
     g_closedNames.insert(e->name);
   }
-  if (e->ep) fi_close(&e->ep->fid);
   if (e->sep) {
-    // A context of a shared scalable endpoint: its receive side is parked; address
-    // vector, domain and fabric go with the endpoint's last context.
+    // A context of a shared scalable endpoint: parked (its contexts, queue, slab and
+    // transmit entries stay until the endpoint's last context closes, since the
+    // domain's progress thread goes on); address vector, domain and fabric go with it.
     if (e->rx && e->cq && e->slab) {
       ParkContext(e);
     } else {  // (an open that failed half way)
+      if (e->ep) fi_close(&e->ep->fid);
       if (e->rx) fi_close(&e->rx->fid);
       if (e->cq) fi_close(&e->cq->fid);
     }
     for (fid_mr* m : e->mrs) if (m) fi_close(&m->fid);
     CloseContext(e);
   } else {
+    if (e->ep) fi_close(&e->ep->fid);
     if (e->cq) fi_close(&e->cq->fid);
     if (e->av) fi_close(&e->av->fid);
     for (fid_mr* m : e->mrs) if (m) fi_close(&m->fid);
@@ -138,7 +140,7 @@ void Destroy(Ep* e) {
   for (Pool& p : e->pools) std::free(p.mem);
   if (e->eventsRef) napi_delete_reference(e->env, e->eventsRef);
   if (e->holdRef) napi_delete_reference(e->env, e->holdRef);
-  // The receive slab belongs to its ArrayBuffer (freed when JavaScript drops it).
+  // The receive slab goes when its ArrayBuffer and its receive context have both let go (Slab).
   delete e;
 }
 

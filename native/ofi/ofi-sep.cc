@@ -6,6 +6,7 @@
 // open scalable endpoints is taken, another one opens. The last rank to close
 // its contexts closes the shared objects.
 #include "ofi.h"
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -14,10 +15,13 @@ namespace ofi {
 /** A receive context whose rank has closed, kept open until its Sep closes (ParkContext). */
 struct Parked {
   int index;
+  fid_ep* tx;
   fid_ep* rx;
   fid_cq* cq;
   Slab* slab;
   std::vector<fi_context2> ctx;
+  /** The transmit entries' memory: operations still in flight are the provider's until the contexts close. */
+  void* pools[2];
 };
 
 struct Sep {
@@ -44,9 +48,12 @@ std::vector<Sep*> g_seps;
 
 void DestroySep(Sep* s) {
   for (Parked* p : s->parked) {
+    fi_close(&p->tx->fid);
     fi_close(&p->rx->fid);
     fi_close(&p->cq->fid);
     ReleaseSlab(p->slab);
+    std::free(p->pools[0]);
+    std::free(p->pools[1]);
     delete p;
   }
   if (s->ep) fi_close(&s->ep->fid);
@@ -160,7 +167,10 @@ void ParkContext(Ep* e) {
   // Its posted receives go (one mid-delivery may still land: the slab stays with the parked context).
   for (fi_context2& c : e->rxCtx) fi_cancel(&e->rx->fid, &c);
   // (A moved vector keeps its elements where they are: the provider's pointers to them stay good.)
-  Parked* p = new Parked{e->ctx, e->rx, e->cq, e->slab, std::move(e->rxCtx)};
+  Parked* p = new Parked{e->ctx, e->ep, e->rx, e->cq, e->slab, std::move(e->rxCtx), {e->pools[0].mem, e->pools[1].mem}};
+  e->pools[0].mem = nullptr;
+  e->pools[1].mem = nullptr;
+  e->ep = nullptr;
   e->rx = nullptr;
   e->cq = nullptr;
   e->slab = nullptr;

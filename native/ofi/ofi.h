@@ -186,10 +186,11 @@ void InitEp(Napi::Env env, Napi::Object exports);
 int OpenContext(Ep* e, const std::string& prov, const std::string& dom, uint32_t addrFormat, int contexts, std::string* what);
 int BindContexts(Ep* e, std::string* what);
 /**
- * Keep e's receive context, its queue and slab open in the Sep, its posted
+ * Keep e's contexts, queue, slab and transmit entries in the Sep, its posted
  * receives cancelled, until the Sep closes: peers' frames still on their way
- * to it are taken in (buffered by the provider) instead of blocking, at the
- * head of the connection the process's contexts share, what follows for the others.
+ * to it are taken in (buffered by the provider) instead of stalling what
+ * follows them, and the domain's progress thread, which goes on, never
+ * touches a closed context or freed entry of an operation still in flight.
  */
 void ParkContext(Ep* e);
 /** Release e's place in its Sep; the Sep closes with its last context (under the process lock). */

@@ -16,6 +16,7 @@ import { readValue } from '../../proto/rma/apply.js';
 import { FI_OP, FI_TYPE, estimates, nativeAtomicCount, packKey, unpackKey, type OfiRemoteKey } from './rma.js';
 import { EV_DONE, EV_ERROR, EV_RECV, EVENT_WORDS, type OfiBinding, type OfiInfo, type OfiOpened } from './native.js';
 import { OfiEndpoint } from './endpoint.js';
+import { isPeerError } from './peer-errors.js';
 import { OpTable } from './ops.js';
 import {
   AM_CONTROL, F_BYE, F_HELLO, F_PING, FRAME_HEAD, MAC_BYTES, checkMac, decodeAddress, encodeAddress,
@@ -133,16 +134,27 @@ export class OfiRail implements Rail {
     this.rank = rankOf(env.self);
     this.job = jobOf(env.self);
     this.host = hostKey();
-    this.contexts = sepContexts(env.params, info);
-    this.opened = b.open({
+    const options = {
       provider: info.provider, domain: info.domain, addrFormat: info.addrFormat,
       rxSlot: RX_SLOT, rxCount: RX_COUNT, smallCount: SMALL_ENTRIES, largeBytes: FRAME_HEAD + HEADER_MAX + COPY_MAX, largeCount: LARGE_ENTRIES,
       // udp;ofi_rxd takes injects past its transmit queue and then stalls (1.17): every frame gets a completion there.
       inject: !info.provider.startsWith('udp;ofi_rxd'),
       // shm names its /dev/shm file after the endpoint: under the job's prefix, railcomm run removes what a killed rank left.
       ...(info.provider === 'shm' ? { node: `${shmJobPrefix(env.jobId, env.jobKey)}ofi${this.rank}-${process.pid}` } : {}),
-      ...(this.contexts > 1 ? { contexts: this.contexts } : {}),
-    });
+    };
+    let contexts = sepContexts(env.params, info);
+    let opened: OfiOpened | null = null;
+    if (contexts > 1) {
+      try {
+        opened = b.open({ ...options, contexts });
+      } catch (e) {
+        // A provider that lists contexts but will not share a domain this way: an endpoint of this rank's own.
+        env.log.warn(`ofi (${info.provider}): no scalable endpoint of ${contexts} contexts (${(e as Error).message}); this rank opens an endpoint of its own (RAILCOMM_OFI_SEP=0 says so up front)`);
+        contexts = 0;
+      }
+    }
+    this.contexts = contexts;
+    this.opened = opened ?? b.open(options);
     this.h = this.opened.handle;
     b.setEvents(this.h, this.events, this.hold);
     this.rxBuf = Buffer.from(this.opened.rx);
@@ -190,7 +202,7 @@ export class OfiRail implements Rail {
   reaches(address: string): boolean {
     const a = decodeAddress(address);
     if (a === null || a.provider !== this.provider) return false;
-    if (a.ctx > 0 && this.opened.contexts === 0) return false;
+    if (a.ctx > 0 && (this.opened.contexts === 0 || a.ctx >= contextSpan(this.opened.contexts))) return false;
     if (this.provider === 'shm' || this.device.kind === 'loopback') return a.host === this.host;
     return true;
   }
@@ -563,10 +575,13 @@ export function sepContexts(
   return want < 2 ? 0 : Math.min(want, most);
 }
 
-/** Errors that mean the peer cannot be reached (libfabric errno values). */
-function isPeerError(err: number): boolean {
-  return err === 111 || err === 104 || err === 107 || err === 113 || err === 110 || err === 103 || err === 101 || err === 100 || err === 32 || err === 5;
+/** Receive contexts an address vector made for a scalable endpoint of n contexts can name (2^ceil(log2 n): its rx_ctx_bits). */
+function contextSpan(n: number): number {
+  let s = 1;
+  while (s < n) s <<= 1;
+  return s;
 }
+
 
 
 export type { OfiRemoteKey } from './rma.js';

@@ -1,0 +1,6 @@
+// Which libfabric errors mean a peer cannot be reached (rail.ts, endpoint.ts).
+
+/** Errors that mean the peer cannot be reached (libfabric errno values). */
+export function isPeerError(err: number): boolean {
+  return err === 111 || err === 104 || err === 107 || err === 113 || err === 110 || err === 103 || err === 101 || err === 100 || err === 32 || err === 5;
+}
