@@ -45,15 +45,13 @@ void SnapshotFds() {
   closedir(d);
 }
 
-}  // namespace
-
-namespace {
 /** What names an endpoint of this process among open and closed ones: its address, and its context of a shared one. */
 std::string PeerKey(const char* name, size_t len, int ctx) {
   std::string k(name, len);
   if (ctx >= 0) k += "#" + std::to_string(ctx);
   return k;
 }
+
 }  // namespace
 
 void ReleaseSlab(Slab* s) {
@@ -116,7 +114,8 @@ void Destroy(Ep* e) {
     // A context of a shared scalable endpoint: parked (its contexts, queue, slab and
     // transmit entries stay until the endpoint's last context closes, since the
     // domain's progress thread goes on); address vector, domain and fabric go with it.
-    if (e->rx && e->cq && e->slab) {
+    const bool park = e->rx && e->cq && e->slab;
+    if (park) {
       ParkContext(e);
     } else {  // (an open that failed half way)
       if (e->ep) fi_close(&e->ep->fid);
@@ -124,7 +123,7 @@ void Destroy(Ep* e) {
       if (e->cq) fi_close(&e->cq->fid);
     }
     for (fid_mr* m : e->mrs) if (m) fi_close(&m->fid);
-    CloseContext(e);
+    CloseContext(e, park);
   } else {
     if (e->ep) fi_close(&e->ep->fid);
     if (e->cq) fi_close(&e->cq->fid);
@@ -346,32 +345,26 @@ Napi::Value AvInsert(const Napi::CallbackInfo& cb) {
     ThrowFi(cb.Env(), "the peer is context " + std::to_string(ctx) + " of a scalable endpoint, which this endpoint cannot address", FI_EINVAL);
     return cb.Env().Undefined();
   }
-  fi_addr_t a = FI_ADDR_NOTAVAIL;
-  const int r = e->sep != nullptr ? SepInsert(e, b.Data(), b.Length(), &a) : fi_av_insert(e->av, b.Data(), 1, &a, 0, nullptr);
-  if (r != 1) { ThrowFi(cb.Env(), "fi_av_insert", r < 0 ? r : FI_EINVAL); return cb.Env().Undefined(); }
   const std::string peer = PeerKey(reinterpret_cast<const char*>(b.Data()), b.Length(), ctx);
-  bool local;
+  bool open, closed;
   {
     std::lock_guard<std::mutex> g(g_lock);
-    local = g_openNames.count(peer) != 0;
+    open = g_openNames.count(peer) != 0;
+    closed = !open && g_closedNames.count(peer) != 0;
   }
+  // An endpoint of this process that has closed is not inserted (the shm provider would map
+  // its region, gone): its handle names nothing, and sends to it are refused (LocalPeerClosed).
+  fi_addr_t a = FI_ADDR_NOTAVAIL;
+  if (!closed) {
+    const int r = e->sep != nullptr ? SepInsert(e, b.Data(), b.Length(), &a) : fi_av_insert(e->av, b.Data(), 1, &a, 0, nullptr);
+    if (r != 1) { ThrowFi(cb.Env(), "fi_av_insert", r < 0 ? r : FI_EINVAL); return cb.Env().Undefined(); }
+  }
+  const bool local = open || closed;
   const size_t handle = e->dests.size();
-  e->dests.push_back(e->rxBits > 0 ? fi_rx_addr(a, ctx < 0 ? 0 : ctx, e->rxBits) : a);
+  e->dests.push_back(e->rxBits > 0 && a != FI_ADDR_NOTAVAIL ? fi_rx_addr(a, ctx < 0 ? 0 : ctx, e->rxBits) : a);
   e->localPeers.resize(handle + 1);
   e->localPeers[handle] = local ? peer : std::string();
   return Napi::Number::New(cb.Env(), static_cast<double>(handle));
-}
-
-/** avRemove(h, handle): the peer is gone (its address may be reused by another process); a shared address vector keeps it. */
-Napi::Value AvRemove(const Napi::CallbackInfo& cb) {
-  Ep* e;
-  if (HandleArg(cb, &e) < 0) return cb.Env().Undefined();
-  const size_t handle = static_cast<size_t>(cb[1].As<Napi::Number>().DoubleValue());
-  if (handle >= e->dests.size() || e->dests[handle] == FI_ADDR_NOTAVAIL) return cb.Env().Undefined();
-  fi_addr_t a = e->dests[handle];
-  e->dests[handle] = FI_ADDR_NOTAVAIL;
-  if (e->sep == nullptr) fi_av_remove(e->av, &a, 1, 0);
-  return cb.Env().Undefined();
 }
 
 /** setEvents(h, events, hold): where poll writes its events, and the per-slot hold flags JavaScript sets (both kept referenced). */
@@ -495,7 +488,6 @@ void InitEp(Napi::Env env, Napi::Object exports) {
   exports.Set("open", Napi::Function::New(env, Open, "open"));
   exports.Set("close", Napi::Function::New(env, Close, "close"));
   exports.Set("avInsert", Napi::Function::New(env, AvInsert, "avInsert"));
-  exports.Set("avRemove", Napi::Function::New(env, AvRemove, "avRemove"));
   exports.Set("setEvents", Napi::Function::New(env, SetEvents, "setEvents"));
   exports.Set("regMr", Napi::Function::New(env, RegMr, "regMr"));
   exports.Set("deregMr", Napi::Function::New(env, DeregMr, "deregMr"));

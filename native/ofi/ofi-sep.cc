@@ -14,7 +14,6 @@ namespace ofi {
 
 /** A receive context whose rank has closed, kept open until its Sep closes (ParkContext). */
 struct Parked {
-  int index;
   fid_ep* tx;
   fid_ep* rx;
   fid_cq* cq;
@@ -167,7 +166,7 @@ void ParkContext(Ep* e) {
   // Its posted receives go (one mid-delivery may still land: the slab stays with the parked context).
   for (fi_context2& c : e->rxCtx) fi_cancel(&e->rx->fid, &c);
   // (A moved vector keeps its elements where they are: the provider's pointers to them stay good.)
-  Parked* p = new Parked{e->ctx, e->ep, e->rx, e->cq, e->slab, std::move(e->rxCtx), {e->pools[0].mem, e->pools[1].mem}};
+  Parked* p = new Parked{e->ep, e->rx, e->cq, e->slab, std::move(e->rxCtx), {e->pools[0].mem, e->pools[1].mem}};
   e->pools[0].mem = nullptr;
   e->pools[1].mem = nullptr;
   e->ep = nullptr;
@@ -178,13 +177,11 @@ void ParkContext(Ep* e) {
   e->sep->parked.push_back(p);
 }
 
-void CloseContext(Ep* e) {
+void CloseContext(Ep* e, bool parked) {
   Sep* s = e->sep;
   if (s == nullptr) return;
   std::lock_guard<std::mutex> g(g_sepLock);
   // A parked receive context keeps its index: a new one there would share its frames.
-  bool parked = false;
-  for (Parked* p : s->parked) parked = parked || p->index == e->ctx;
   if (!parked) s->used[static_cast<size_t>(e->ctx)] = false;
   s->refs--;
   e->sep = nullptr;

@@ -193,8 +193,8 @@ int BindContexts(Ep* e, std::string* what);
  * touches a closed context or freed entry of an operation still in flight.
  */
 void ParkContext(Ep* e);
-/** Release e's place in its Sep; the Sep closes with its last context (under the process lock). */
-void CloseContext(Ep* e);
+/** Release e's place in its Sep (its index stays taken if parked); the Sep closes with its last context (under the process lock). */
+void CloseContext(Ep* e, bool parked);
 /** The Sep's address (fi_getname), shared by its contexts. */
 int SepName(Ep* e, char* name, size_t* len);
 /** Insert a peer's name into the Sep's address vector (an entry of e's own); 1 or a negative error. */

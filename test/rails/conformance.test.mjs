@@ -148,20 +148,22 @@ for (const [name, device] of OFI) {
  * takePeeked, poll); rma: registered memory peers reach natively (registerMemory,
  * unpackRemoteKey, dropRemoteKey, the endpoint's rma); rendezvousReads: the
  * protocol may read large messages that way (proto/rndv/rdma.ts); syncWait: how a
- * synchronous call waits on it (caps.syncWait: 'memory', or 'queue' with blockSync; null: it cannot).
+ * synchronous call waits on it (caps.syncWait: 'memory', or 'queue' with blockSync; null: it cannot);
+ * beginFinalize: Rail.beginFinalize (a peer found gone while finalizing finalized first); probe:
+ * RailEndpoint.probe (a frame the peer drops, sent so that a broken connection shows).
  */
-const NET = { ipc: false, allocShared: false, polled: false, bell: false, peek: false, rma: false, rendezvousReads: false, syncWait: null };
-const RING = { polled: true, bell: true, reaches: true, peek: true, rma: false, rendezvousReads: false, syncWait: 'memory' };
+const NET = { ipc: false, allocShared: false, polled: false, bell: false, peek: false, rma: false, rendezvousReads: false, syncWait: null, beginFinalize: false, probe: false };
+const RING = { polled: true, bell: true, reaches: true, peek: true, rma: false, rendezvousReads: false, syncWait: 'memory', beginFinalize: false, probe: false };
 const MUST = {
   self: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: false }, ...NET, reaches: false, syncWait: 'memory' },
   tbsm: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: true }, ...RING, ipc: 'addon', allocShared: false },
   tcp: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: false }, ...NET, reaches: false },
   udp: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: false }, ...NET, reaches: true },
-  shm: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: true }, ...RING, ipc: true, allocShared: true },
+  shm: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: true }, ...RING, ipc: true, allocShared: true, beginFinalize: true },
 };
 // ofi: polled (it reads its completion queue when progress polls it) with no doorbell, native RMA
 // declared and offered; rendezvous by remote read on every provider but sockets (rail/ofi/rail.ts).
-for (const [name] of OFI) MUST[name] = { caps: { reliable: true, ordered: true, put: true, get: true, atomics: true, copiesAtSend: false }, ...NET, polled: true, reaches: true, rma: true, rendezvousReads: name !== 'ofi-sockets', syncWait: 'queue' };
+for (const [name] of OFI) MUST[name] = { caps: { reliable: true, ordered: true, put: true, get: true, atomics: true, copiesAtSend: false }, ...NET, polled: true, reaches: true, rma: true, rendezvousReads: name !== 'ofi-sockets', syncWait: 'queue', beginFinalize: true, probe: true };
 assert.deepEqual(RAILS.map((r) => r.name).sort(), Object.keys(MUST).sort(), 'every rail has its row');
 
 const hdrOf = (i) => { const h = new Uint8Array(8); new DataView(h.buffer).setUint32(0, i, true); return h; };
@@ -192,6 +194,8 @@ for (const R of RAILS) {
         rma: typeof rail.registerMemory === 'function' && typeof rail.unpackRemoteKey === 'function' && typeof rail.dropRemoteKey === 'function' && ep.rma != null,
         rendezvousReads: rail.rendezvousReads === true,
         syncWait: caps.syncWait === 'queue' && typeof rail.blockSync !== 'function' ? 'queue without blockSync' : caps.syncWait ?? null,
+        beginFinalize: typeof rail.beginFinalize === 'function',
+        probe: typeof ep.probe === 'function',
       };
       const want = { ...must };
       delete want.caps;
@@ -292,6 +296,41 @@ for (const R of RAILS) {
     });
     return { wake: () => fire(), woken: p };
   };
+
+  test(`${R.name}: a peer that closed before this rank wrote to it fails the endpoint; once this rank finalizes (beginFinalize) it is a graceful close instead`, async (t) => {
+    if (!must.beginFinalize) { t.skip('this rail has no finalize hook (by design)'); return; }
+    for (const finalizing of [false, true]) {
+      const pair = await R.open(resolveParams());
+      try {
+        const ab = pair.epAB();
+        await pair.b.rail.close();
+        polled.delete(pair.b.rail);
+        if (finalizing) pair.a.rail.beginFinalize();
+        ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
+        await pair.a.until(() => pair.a.failed.length === 1, 'a learns that b is gone');
+        assert.deepEqual(pair.a.failed[0], { peer: pair.b.id, code: 'ERR_PEER_FAILED', graceful: finalizing }, `finalizing: ${finalizing}; ${pair.a.messages.join('; ')}`);
+      } finally {
+        await pair.a.rail.close();
+        polled.delete(pair.a.rail);
+      }
+    }
+  });
+
+  test(`${R.name}: probe sends a frame the peer drops: nothing delivered, nothing failed, and the frames after it arrive in order`, async (t) => {
+    if (!must.probe) { t.skip('this rail has no probe (by design)'); return; }
+    const pair = await R.open(resolveParams());
+    try {
+      const ab = pair.epAB();
+      ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
+      await pair.b.until(() => pair.b.got.length === 1, 'first message');
+      ab.probe();
+      ab.probe();
+      ab.sendCopy(AM_MSG, hdrOf(1), 8, fill(40, 1));
+      await pair.b.until(() => pair.b.got.length === 2, 'the message after two probes');
+      assert.equal(pair.b.got[1].hdr.readUInt32LE(0), 1);
+      assert.deepEqual([pair.a.failed, pair.b.failed], [[], []]);
+    } finally { await pair.close(); }
+  });
 
   // Optional single-copy reads of the peer's memory (RailEndpoint.ipc, used for rendezvous RGET).
   test(`${R.name}: an endpoint that offers single-copy access reads and writes the peer's memory exactly`, async (t) => {
