@@ -118,7 +118,7 @@ export async function hostMain(argv: string[]): Promise<number> {
   }
   // libfabric reads its settings from the process's environment, which workers' copies do not reach
   // (the ofi rail is opt-in: only a job that names it loads libfabric).
-  if (/(^|,)\s*ofi\s*(,|$)/.test(process.env['RAILCOMM_RAILS'] ?? '')) setOfiEnvDefaults();
+  if ((process.env['RAILCOMM_RAILS'] ?? '').split(',').map((s) => s.trim()).includes('ofi')) setOfiEnvDefaults();
   // Threads run on one host only, so every rank of the job is local.
   const localSize = process.env[ENV.localSize] ?? process.env[ENV.size] ?? String(base + count);
   // A process rank's argv[1] is the script resolved against its cwd; the worker reports the path it was given.

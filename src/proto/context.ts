@@ -244,6 +244,7 @@ export class Context {
       self: ctx.self, jobId: opts.launch.jobId, jobKey: opts.launch.jobKey || newJobKey(),
       params, log: ctx.log, upcalls,
       hostPeers: Math.max(0, opts.launch.localSize - opts.launch.threads),
+      threadRanks: opts.launch.threads,
       // Connected jobs (ports, spawn): the key both jobs derived for the pair.
       keyFor: (job) => ctx.pairKeys.get(job) ?? null,
     };

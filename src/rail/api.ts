@@ -170,6 +170,8 @@ export interface RailEnv {
   readonly upcalls: RailUpcalls;
   /** Ranks on this host outside this process (rails on shared memory use it to know when every peer has mapped a segment). */
   readonly hostPeers?: number;
+  /** Ranks this process runs as threads, this one included (the launch's RAILCOMM_THREADS; absent: 1). */
+  readonly threadRanks?: number;
 }
 
 export interface Device {

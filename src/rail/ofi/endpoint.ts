@@ -12,7 +12,7 @@ import { writeValue, OP_CSWAP } from '../../proto/rma/apply.js';
 import { AM_CONTROL, F_BYE, F_HELLO, F_PING, FRAME_HEAD, MAC_BYTES, encodeHead, helloMac } from './wire.js';
 import { K_ATOMIC, K_CSWAP, K_FETCH, K_READ, K_WRITE } from './native.js';
 import type { OfiRail, OfiRemoteKey } from './rail.js';
-import { isPeerError } from './peer-errors.js';
+import { unreachableAtSend } from './peer-errors.js';
 
 /** Zero-copy sends of at most this many payload bytes are copied instead (a completion costs more than the copy). */
 const ZCOPY_COPY_BELOW = 16384;
@@ -244,8 +244,7 @@ export class OfiEndpoint implements RailRma {
    * closed, quietly. Otherwise it failed.
    */
   private sendFailed(r: number): void {
-    // (Unreachable: a connection refused or broken, or an address that names nothing now: -FI_ENOENT on sockets.)
-    if (this.rail.finalizing && (isPeerError(-r) || r === -2)) {
+    if (this.rail.finalizing && unreachableAtSend(-r)) {
       this.rail.env.log.debug(`ofi: peer ${formatId(this.peer)} unreachable while finalizing (${this.rail.fiError(r)}): it finalized first`);
       this.peerClosed();
       return;

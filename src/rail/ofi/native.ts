@@ -109,7 +109,6 @@ export interface OfiBinding {
   close(h: number): void;
   /** The peer's handle (what the other calls take); ctx: its context of a scalable endpoint, -1 for a plain endpoint. */
   avInsert(h: number, name: Buffer, ctx: number): number;
-  avRemove(h: number, peer: number): void;
   /** Where poll writes events, and per receive slot a flag JavaScript sets while it keeps the frame (posted again once cleared). */
   setEvents(h: number, events: Int32Array, hold: Int32Array): void;
   regMr(h: number, view: Uint8Array): OfiRegistration;

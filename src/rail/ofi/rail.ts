@@ -61,8 +61,6 @@ export class OfiRail implements Rail {
    */
   get rendezvousReads(): boolean { return this.provider !== 'sockets'; }
   readonly h: number;
-  /** Contexts asked of a shared scalable endpoint (0: a plain endpoint of this rank's own). */
-  readonly contexts: number;
   readonly opened: OfiOpened;
   readonly rank: number;
   readonly job: number;
@@ -142,7 +140,7 @@ export class OfiRail implements Rail {
       // shm names its /dev/shm file after the endpoint: under the job's prefix, railcomm run removes what a killed rank left.
       ...(info.provider === 'shm' ? { node: `${shmJobPrefix(env.jobId, env.jobKey)}ofi${this.rank}-${process.pid}` } : {}),
     };
-    let contexts = sepContexts(env.params, info);
+    const contexts = sepContexts(env.params, info, env.threadRanks ?? 1);
     let opened: OfiOpened | null = null;
     if (contexts > 1) {
       try {
@@ -150,10 +148,8 @@ export class OfiRail implements Rail {
       } catch (e) {
         // A provider that lists contexts but will not share a domain this way: an endpoint of this rank's own.
         env.log.warn(`ofi (${info.provider}): no scalable endpoint of ${contexts} contexts (${(e as Error).message}); this rank opens an endpoint of its own (RAILCOMM_OFI_SEP=0 says so up front)`);
-        contexts = 0;
       }
     }
-    this.contexts = contexts;
     this.opened = opened ?? b.open(options);
     this.h = this.opened.handle;
     b.setEvents(this.h, this.events, this.hold);
@@ -562,16 +558,13 @@ export class OfiRail implements Rail {
  * Contexts of the scalable endpoint this rank's rail shares with its process's
  * other thread ranks, or 0 for a plain endpoint of its own: where the provider
  * offers several contexts, RAILCOMM_OFI_SEP is on, and the process runs
- * several thread ranks (RAILCOMM_THREADS) or RAILCOMM_OFI_CONTEXTS asks for
+ * several thread ranks (RailEnv.threadRanks) or RAILCOMM_OFI_CONTEXTS asks for
  * at least 2; at most the provider's maximum.
  */
-export function sepContexts(
-  params: { ofiSep: boolean; ofiContexts: number }, info: Pick<OfiInfo, 'maxTxContexts' | 'maxRxContexts'>,
-  threads = Number(process.env['RAILCOMM_THREADS'] ?? '1'),
-): number {
+export function sepContexts(params: { ofiSep: boolean; ofiContexts: number }, info: Pick<OfiInfo, 'maxTxContexts' | 'maxRxContexts'>, threads: number): number {
   const most = Math.min(info.maxTxContexts, info.maxRxContexts, 256);
   if (!params.ofiSep || most < 2) return 0;
-  const want = params.ofiContexts > 0 ? params.ofiContexts : Number.isSafeInteger(threads) ? threads : 1;
+  const want = params.ofiContexts > 0 ? params.ofiContexts : threads;
   return want < 2 ? 0 : Math.min(want, most);
 }
 
