@@ -13,12 +13,14 @@ async function receiveSmall(bytes, tag) {
 
 if (comm.rank === 0) {
   for (const [tag, size] of [[1, 4], [2, 1000]]) {
-    // Rank 1 sends once it hears this; the receive below is posted in this same
-    // turn, before anything rank 1 sends can be delivered (no timing assumed:
-    // a pause let a loaded machine deliver the message first, found at the call).
+    // The receive is posted first (receiveSmall runs to its await at once),
+    // then rank 1 hears it may send: no timing assumed. A pause let a loaded
+    // machine deliver the message first; so did sending the go message first,
+    // since a send may progress the rails and queue what rank 1 sent at once.
+    const posted = receiveSmall(size, tag);
     const go = comm.send(new Uint8Array(1), 1, 100 + tag);
     try {
-      await receiveSmall(size, tag);
+      await posted;
       console.log(`RESULT ${tag} no error`);
     } catch (e) {
       console.log(`RESULT ${tag} ${e.code} ${JSON.stringify(e.stack)}`);
