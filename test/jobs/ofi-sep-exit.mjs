@@ -13,6 +13,11 @@ const { rank } = comm;
 // Every pair exchanges a message first: the processes' connections exist.
 const out = new Int32Array(comm.size).fill(rank), back = new Int32Array(comm.size);
 await comm.alltoall(out, back);
+// Rank 2 dies only once every rank has finished the exchange: a loaded machine
+// could leave rank 1's part unfinished (a completion not yet read) when rank 2's
+// death fails what still waits on it.
+if (rank === 1 || rank === 3) await comm.send(new Uint8Array(1), 0, 7);
+if (rank === 0) for (const from of [1, 3]) await comm.recv(new Uint8Array(1), from, 7);
 if (rank === 2) {
   await comm.recv(new Uint8Array(1), 0, 1);
   process.exit(3);
