@@ -913,6 +913,74 @@ for (const R of RAILS.filter((r) => r.name.startsWith('ofi-'))) {
     } finally { await pair.close(); }
   });
 
+  // The sockets provider answers FI_ENOENT at the call when its connect attempt
+  // failed: a race between its threads (a connection being made or dropped as
+  // another thread looks it up), seen under load; the peer lives. The provider's
+  // answer is injected here (the race cannot be forced): this rail's sends find
+  // no connection `refusals` times, then the real send runs.
+  const refuseSends = (rail, refusals) => {
+    const b = rail.b, real = b.send, h = rail.h;
+    let left = refusals;
+    b.send = function send(handle, ...rest) {
+      if (handle === h && left > 0) { left--; return -2; }
+      return real.call(this, handle, ...rest);
+    };
+    return () => { b.send = real; };
+  };
+
+  test(`${R.name}: a send that finds no connection (FI_ENOENT) is tried again on a timer: it arrives, in order, and the peer stays`, opts, async () => {
+    const pair = await R.open(resolveParams());
+    let restore = () => {};
+    try {
+      const ab = pair.epAB();
+      ab.sendCopy(AM_MSG, hdrOf(0), 8, null); // the HELLO and the first frame find a connection
+      await pair.b.until(() => pair.b.got.length === 1, 'first message');
+      restore = refuseSends(pair.a.rail, 4);
+      assert.equal(ab.sendCopy(AM_MSG, hdrOf(1), 8, fill(100, 1)), NO_RESOURCE, 'no connection: the layer above keeps it');
+      assert.equal(ab.sendCopy(AM_MSG, hdrOf(1), 8, fill(100, 1)), NO_RESOURCE, 'while a retry is armed the send waits for it');
+      // As the layer above does: wait for ready(), then send what waits, in order.
+      let sent = 1, st = NO_RESOURCE;
+      while (sent < 4) {
+        if (st === NO_RESOURCE) {
+          const readyBefore = pair.a.ready;
+          await pair.a.until(() => pair.a.ready > readyBefore, 'the retry timer re-drives the layer above', 5000);
+        }
+        st = ab.sendCopy(AM_MSG, hdrOf(sent), 8, fill(100, sent));
+        if (st === DONE) sent++;
+      }
+      await pair.b.until(() => pair.b.got.length === 4, 'every message');
+      assert.deepEqual(pair.b.got.map((g) => g.hdr.readUInt32LE(0)), [0, 1, 2, 3]);
+      assert.deepEqual(pair.b.got[3].payload, Buffer.from(fill(100, 3)));
+      assert.deepEqual([pair.a.failed, pair.b.failed], [[], []]);
+      assert.equal(pair.a.rail.counters.snapshot().connectRetries, 4);
+    } finally { restore(); await pair.close(); }
+  });
+
+  test(`${R.name}: a peer that stays without a connection (FI_ENOENT) fails once the connect timeout passes, and the error names it`, opts, async () => {
+    const connectTimeout = 600;
+    const pair = await R.open(resolveParams({ connectTimeout }));
+    let restore = () => {};
+    try {
+      const ab = pair.epAB();
+      restore = refuseSends(pair.a.rail, Infinity);
+      const t0 = Date.now();
+      assert.equal(ab.sendCopy(AM_MSG, hdrOf(0), 8, null), NO_RESOURCE, 'its HELLO finds no connection');
+      // The layer above sends again at each ready() until the peer fails.
+      while (pair.a.failed.length === 0) {
+        const readyBefore = pair.a.ready;
+        await pair.a.until(() => pair.a.ready > readyBefore || pair.a.failed.length > 0, 'a retry or the failure', connectTimeout + 5000);
+        if (pair.a.failed.length === 0) ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
+      }
+      const ms = Date.now() - t0;
+      assert.deepEqual(pair.a.failed, [{ peer: pair.b.id, code: 'ERR_PEER_FAILED', graceful: false }]);
+      assert.ok(ms >= connectTimeout && ms < connectTimeout + 2000, `failed after ${ms} ms (connect timeout ${connectTimeout})`);
+      assert.match(pair.a.messages[0], /no connection to it for \d+ ms \(RAILCOMM_CONNECT_TIMEOUT 600\)/);
+      const retries = pair.a.rail.counters.snapshot().connectRetries;
+      assert.ok(retries >= 3 && retries < 40, `tried again with a growing pause: ${retries} times`);
+      assert.equal(ab.sendCopy(AM_MSG, hdrOf(1), 8, null), DONE, 'a failed peer takes sends and drops them');
+    } finally { restore(); await pair.close(); }
+  });
+
   test(`${R.name}: a HELLO that does not prove the job key is refused and counted; nothing from that sender arrives`, opts, async () => {
     const params = resolveParams();
     const a = makeSide(0, params);

@@ -21,6 +21,15 @@ const NO_ADDR = -1;
 const BYE_SENT: Completion = { railComplete(): void { /* sent, or its peer is gone */ } };
 /** A PING's completion: an error fails the peer (rail.errored), nothing else waits. */
 const PING_SENT: Completion = { railComplete(): void { /* sent, or the peer failed */ } };
+/**
+ * FI_ENOENT from a send: the provider has no connection to the peer now. The
+ * sockets provider says so when its connect attempt failed (a race between its
+ * threads, or a refused connect under load): transient while the peer lives,
+ * so the send is tried again (first retry after this many ms, doubling).
+ */
+const NO_CONNECTION = 2;
+const RETRY_FIRST_MS = 5;
+const RETRY_MAX_MS = 250;
 
 export class OfiEndpoint implements RailRma {
   readonly rail: OfiRail;
@@ -41,6 +50,11 @@ export class OfiEndpoint implements RailRma {
   /** The peer's HELLO arrived: its frames are delivered. */
   heard = false;
   failed = false;
+  /** When sends to the peer first found no connection (FI_ENOENT), else 0. */
+  private noConnSince = 0;
+  private retryMs = RETRY_FIRST_MS;
+  /** Armed while a send waits to try the connection again; it re-drives the layer above. */
+  private retryTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(rail: OfiRail, peer: bigint, address: string, pid: number) {
     this.rail = rail;
@@ -78,7 +92,8 @@ export class OfiEndpoint implements RailRma {
     rail.head.set(mac, FRAME_HEAD);
     const r = rail.b.send(rail.h, dest, rail.head, FRAME_HEAD + MAC_BYTES, addr, 0);
     if (r === NO_RESOURCE) return false;
-    if (r < 0) { this.sendFailed(r); return false; }
+    if (r < 0) { if (!this.awaitConnection(r)) this.sendFailed(r); return false; }
+    this.noConnSince = 0;
     this.helloSent = true;
     this.txSeq = 1;
     return true;
@@ -94,8 +109,41 @@ export class OfiEndpoint implements RailRma {
 
   private blocked(): RailStatus {
     this.counters.pending++;
-    this.rail.blocked.add(this);
+    // (While a connection retry is armed, its timer re-drives, not freed room.)
+    if (this.retryTimer === null) this.rail.blocked.add(this);
     return NO_RESOURCE;
+  }
+
+  /**
+   * A send to the peer failed with error r. If the provider found no
+   * connection (FI_ENOENT) and the peer may live, the send waits and is tried
+   * again on a timer (true: report NO_RESOURCE), until the connect timeout
+   * (RAILCOMM_CONNECT_TIMEOUT) has passed since sends first found none. A dead
+   * peer is failed sooner by what watches it (its pid, the wire-up service).
+   */
+  private awaitConnection(r: number): boolean {
+    if (-r !== NO_CONNECTION || this.failed || this.rail.finalizing || this.rail.closing || !this.alive()) return false;
+    const now = Date.now();
+    if (this.noConnSince === 0) {
+      this.noConnSince = now;
+      this.retryMs = RETRY_FIRST_MS;
+      this.rail.env.log.debug(`ofi: no connection to peer ${formatId(this.peer)} (${this.rail.fiError(r)}): trying again for up to ${this.rail.env.params.connectTimeout} ms`);
+    }
+    if (now - this.noConnSince >= this.rail.env.params.connectTimeout) return false;
+    this.counters.connectRetries++;
+    this.rail.counters.connectRetries++;
+    if (this.retryTimer === null) {
+      this.retryTimer = setTimeout(() => {
+        this.retryTimer = null;
+        if (!this.failed && !this.rail.closing) this.rail.env.upcalls.ready(this);
+      }, this.retryMs);
+      this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
+    }
+    return true;
+  }
+
+  private stopRetry(): void {
+    if (this.retryTimer !== null) { clearTimeout(this.retryTimer); this.retryTimer = null; }
   }
 
   sendCopy(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null): RailStatus {
@@ -108,8 +156,8 @@ export class OfiEndpoint implements RailRma {
     encodeHead(rail.headView, am, 0, hdrLen, payLen, rail.rank, rail.job, this.txSeq);
     for (let i = 0; i < hdrLen; i++) head[FRAME_HEAD + i] = hdr[i]!;
     const r = rail.b.send(rail.h, d, head, FRAME_HEAD + hdrLen, payload, 0);
-    if (r === DONE) { this.txSeq = (this.txSeq + 1) >>> 0; this.counters.msgsSent++; this.counters.bytesSent += payLen; return DONE; }
-    if (r === NO_RESOURCE) return this.blocked();
+    if (r === DONE) { this.txSeq = (this.txSeq + 1) >>> 0; this.counters.msgsSent++; this.counters.bytesSent += payLen; this.noConnSince = 0; return DONE; }
+    if (r === NO_RESOURCE || this.awaitConnection(r)) return this.blocked();
     this.sendFailed(r);
     return DONE;
   }
@@ -133,8 +181,8 @@ export class OfiEndpoint implements RailRma {
     for (let i = 0; i < hdrLen; i++) head[FRAME_HEAD + i] = hdr[i]!;
     const id = rail.ops.take(done, this, payload, -1);
     const r = rail.b.send(rail.h, d, head, FRAME_HEAD + hdrLen, payload, id);
-    if (r === IN_PROGRESS) { this.txSeq = (this.txSeq + 1) >>> 0; this.counters.msgsSent++; this.counters.bytesSent += payload.length; return IN_PROGRESS; }
-    if (r === NO_RESOURCE) { rail.ops.drop(id); return this.blocked(); }
+    if (r === IN_PROGRESS) { this.txSeq = (this.txSeq + 1) >>> 0; this.counters.msgsSent++; this.counters.bytesSent += payload.length; this.noConnSince = 0; return IN_PROGRESS; }
+    if (r === NO_RESOURCE || this.awaitConnection(r)) { rail.ops.drop(id); return this.blocked(); }
     rail.ops.fail(id, this.gone());
     this.sendFailed(r);
     return IN_PROGRESS;
@@ -146,8 +194,9 @@ export class OfiEndpoint implements RailRma {
   private issue(r: number, id: number): RailStatus {
     if (r === IN_PROGRESS) return IN_PROGRESS;
     const rail = this.rail;
-    // (The one-sided engine emulates what finds no room: nothing to re-drive.)
-    if (r === NO_RESOURCE) { rail.ops.drop(id); return NO_RESOURCE; }
+    // (The one-sided engine emulates what finds no room, or no connection yet:
+    // its messages wait for one. Nothing to re-drive.)
+    if (r === NO_RESOURCE || -r === NO_CONNECTION) { rail.ops.drop(id); return NO_RESOURCE; }
     // Refused at the call (a bad key or range): that operation fails, the peer stays.
     rail.ops.fail(id, new RailcommError(ErrorCode.INVALID_ARG, `ofi: the provider refused a one-sided operation to ${formatId(this.peer)}: ${rail.fiError(r)}`));
     return IN_PROGRESS;
@@ -227,6 +276,7 @@ export class OfiEndpoint implements RailRma {
   peerClosed(): void {
     if (this.failed) return;
     this.failed = true;
+    this.stopRetry();
     this.rail.forget(this);
     const err = new RailcommError(ErrorCode.PEER_FAILED, `peer ${formatId(this.peer)} finalized`);
     this.rail.ops.failOwner(this, err);
@@ -249,12 +299,14 @@ export class OfiEndpoint implements RailRma {
       this.peerClosed();
       return;
     }
-    this.fail(`cannot send to it: ${this.rail.fiError(r)}`, false);
+    const since = this.noConnSince;
+    this.fail(since === 0 ? `cannot send to it: ${this.rail.fiError(r)}` : `no connection to it for ${Date.now() - since} ms (RAILCOMM_CONNECT_TIMEOUT ${this.rail.env.params.connectTimeout}): ${this.rail.fiError(r)}`, false);
   }
 
   fail(reason: string, bad: boolean): void {
     if (this.failed) return;
     this.failed = true;
+    this.stopRetry();
     if (bad) { this.counters.badFrames++; this.rail.counters.badFrames++; }
     // (Finalizing, peers that finalized first are gone: no alarm.)
     if (this.rail.closing && !bad) this.rail.env.log.debug(`ofi: peer ${formatId(this.peer)} gone while closing: ${reason}`);
@@ -305,8 +357,9 @@ export class OfiEndpoint implements RailRma {
     const id = rail.ops.take(PING_SENT, this, null, -1);
     const r = rail.b.send(rail.h, this.fiAddr, rail.head, FRAME_HEAD, null, id);
     if (r === NO_RESOURCE) { rail.ops.drop(id); return; }
-    if (r < 0) { rail.ops.drop(id); this.sendFailed(r); return; }
+    if (r < 0) { rail.ops.drop(id); if (!this.awaitConnection(r)) this.sendFailed(r); return; }
     this.txSeq = (this.txSeq + 1) >>> 0;
+    this.noConnSince = 0;
   }
 
   async close(): Promise<void> {
