@@ -23,8 +23,8 @@ export class TrafficCounters {
    * or a ring still on its way (a thread's waitAsync resolves a task later).
    */
   lateWakes = 0;
-  /** Sends tried again because the provider had no connection to the peer yet (ofi: FI_ENOENT). */
-  connectRetries = 0;
+  /** Sends refused for want of a connection to the peer, each tried again later or failed (ofi: FI_ENOENT). */
+  noConnection = 0;
 
   snapshot(): Record<string, number> {
     return {
@@ -33,7 +33,7 @@ export class TrafficCounters {
       msgsRecv: this.msgsRecv + 0, bytesRecv: this.bytesRecv + 0,
       pending: this.pending, badFrames: this.badFrames, refused: this.refused,
       retransmits: this.retransmits, drops: this.drops, lateWakes: this.lateWakes,
-      connectRetries: this.connectRetries,
+      noConnection: this.noConnection,
     };
   }
 }

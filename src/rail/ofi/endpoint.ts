@@ -30,6 +30,10 @@ const PING_SENT: Completion = { railComplete(): void { /* sent, or the peer fail
 const NO_CONNECTION = 2;
 const RETRY_FIRST_MS = 5;
 const RETRY_MAX_MS = 250;
+/** A refusal this long after the last one starts a new episode (its own connect timeout). */
+const EPISODE_GAP_MS = 2000;
+/** Finalizing, a peer refused this long (at most) most likely finalized first. */
+const FINALIZING_LIMIT_MS = 1000;
 
 export class OfiEndpoint implements RailRma {
   readonly rail: OfiRail;
@@ -50,10 +54,16 @@ export class OfiEndpoint implements RailRma {
   /** The peer's HELLO arrived: its frames are delivered. */
   heard = false;
   failed = false;
-  /** When sends to the peer first found no connection (FI_ENOENT), else 0. */
+  /** When sends to the peer first found no connection (FI_ENOENT) in this episode, else 0; and the last refusal. */
   private noConnSince = 0;
+  private lastRefusal = 0;
   private retryMs = RETRY_FIRST_MS;
-  /** Armed while a send waits to try the connection again; it re-drives the layer above. */
+  /**
+   * While a send waits to try the connection again: when (Date.now()). The
+   * rail's poll re-drives the layer above once it is due (a synchronous wait
+   * runs no event loop), and so does a timer (an idle rank polls nothing).
+   */
+  retryAt = 0;
   private retryTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(rail: OfiRail, peer: bigint, address: string, pid: number) {
@@ -99,7 +109,7 @@ export class OfiEndpoint implements RailRma {
     return true;
   }
 
-  /** Address and HELLO done; NO_ADDR when the peer failed, -2 when the HELLO found no room. */
+  /** Address and HELLO done; NO_ADDR when the peer failed, -2 when the HELLO found no room or no connection. */
   private ready(): number {
     const d = this.fiAddr !== NO_ADDR ? this.fiAddr : this.dest();
     if (d === NO_ADDR) return NO_ADDR;
@@ -107,10 +117,21 @@ export class OfiEndpoint implements RailRma {
     return d;
   }
 
+  /** The HELLO could not go: re-driven when room frees, or when its connection retry is due. */
+  private helloBlocked(): RailStatus {
+    return this.retryAt !== 0 ? this.waiting() : this.blocked();
+  }
+
+  /** No room: re-driven when the rail's transmit entries free. */
   private blocked(): RailStatus {
     this.counters.pending++;
-    // (While a connection retry is armed, its timer re-drives, not freed room.)
-    if (this.retryTimer === null) this.rail.blocked.add(this);
+    this.rail.blocked.add(this);
+    return NO_RESOURCE;
+  }
+
+  /** No connection: re-driven when the retry is due (not by freed room, which would retry at once). */
+  private waiting(): RailStatus {
+    this.counters.pending++;
     return NO_RESOURCE;
   }
 
@@ -122,34 +143,52 @@ export class OfiEndpoint implements RailRma {
    * peer is failed sooner by what watches it (its pid, the wire-up service).
    */
   private awaitConnection(r: number): boolean {
-    if (-r !== NO_CONNECTION || this.failed || this.rail.finalizing || this.rail.closing || !this.alive()) return false;
+    if (-r !== NO_CONNECTION || this.failed || this.rail.closing || !this.alive()) return false;
     const now = Date.now();
-    if (this.noConnSince === 0) {
+    // (A refusal long after the last starts afresh: sends the layer above drops
+    // rather than queues, a probe or an ack, leave no one to end an episode.)
+    if (this.noConnSince === 0 || now - this.lastRefusal > EPISODE_GAP_MS) {
       this.noConnSince = now;
       this.retryMs = RETRY_FIRST_MS;
-      this.rail.env.log.debug(`ofi: no connection to peer ${formatId(this.peer)} (${this.rail.fiError(r)}): trying again for up to ${this.rail.env.params.connectTimeout} ms`);
+      this.rail.env.log.debug(`ofi: no connection to peer ${formatId(this.peer)} (${this.rail.fiError(r)}): trying again for up to ${this.connectLimit()} ms`);
     }
-    if (now - this.noConnSince >= this.rail.env.params.connectTimeout) return false;
-    this.counters.connectRetries++;
-    this.rail.counters.connectRetries++;
-    if (this.retryTimer === null) {
-      this.retryTimer = setTimeout(() => {
-        this.retryTimer = null;
-        if (!this.failed && !this.rail.closing) this.rail.env.upcalls.ready(this);
-      }, this.retryMs);
+    this.lastRefusal = now;
+    if (now - this.noConnSince >= this.connectLimit()) return false;
+    this.counters.noConnection++;
+    this.rail.counters.noConnection++;
+    if (this.retryAt === 0) {
+      this.retryAt = now + this.retryMs;
+      this.rail.retrying.add(this);
+      this.retryTimer = setTimeout(this.retryNow, this.retryMs);
+      this.retryTimer.unref(); // (outstanding requests hold the event loop)
       this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
     }
     return true;
   }
 
+  /** How long sends may find no connection: the connect timeout, or at most a second while finalizing. */
+  private connectLimit(): number {
+    const t = this.rail.env.params.connectTimeout;
+    return this.rail.finalizing ? Math.min(t, FINALIZING_LIMIT_MS) : t;
+  }
+
+  /** The connection retry is due (the rail's poll or the timer): the layer above sends what waits. */
+  readonly retryNow = (): void => {
+    if (this.retryAt === 0) return;
+    this.stopRetry();
+    if (!this.failed && !this.rail.closing) this.rail.env.upcalls.ready(this);
+  };
+
   private stopRetry(): void {
+    this.retryAt = 0;
+    this.rail.retrying.delete(this);
     if (this.retryTimer !== null) { clearTimeout(this.retryTimer); this.retryTimer = null; }
   }
 
   sendCopy(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null): RailStatus {
     if (this.failed) return DONE;
     const d = this.helloSent ? this.fiAddr : this.ready();
-    if (d < 0) return d === NO_ADDR ? DONE : this.blocked();
+    if (d < 0) return d === NO_ADDR ? DONE : this.helloBlocked();
     const rail = this.rail;
     const head = rail.head;
     const payLen = payload === null ? 0 : payload.length;
@@ -157,7 +196,8 @@ export class OfiEndpoint implements RailRma {
     for (let i = 0; i < hdrLen; i++) head[FRAME_HEAD + i] = hdr[i]!;
     const r = rail.b.send(rail.h, d, head, FRAME_HEAD + hdrLen, payload, 0);
     if (r === DONE) { this.txSeq = (this.txSeq + 1) >>> 0; this.counters.msgsSent++; this.counters.bytesSent += payLen; this.noConnSince = 0; return DONE; }
-    if (r === NO_RESOURCE || this.awaitConnection(r)) return this.blocked();
+    if (r === NO_RESOURCE) return this.blocked();
+    if (this.awaitConnection(r)) return this.waiting();
     this.sendFailed(r);
     return DONE;
   }
@@ -174,7 +214,7 @@ export class OfiEndpoint implements RailRma {
     const d = this.helloSent ? this.fiAddr : this.ready();
     if (d < 0) {
       if (d === NO_ADDR) { done.railComplete(this.gone()); return IN_PROGRESS; }
-      return this.blocked();
+      return this.helloBlocked();
     }
     const head = rail.head;
     encodeHead(rail.headView, am, 0, hdrLen, payload.length, rail.rank, rail.job, this.txSeq);
@@ -182,7 +222,8 @@ export class OfiEndpoint implements RailRma {
     const id = rail.ops.take(done, this, payload, -1);
     const r = rail.b.send(rail.h, d, head, FRAME_HEAD + hdrLen, payload, id);
     if (r === IN_PROGRESS) { this.txSeq = (this.txSeq + 1) >>> 0; this.counters.msgsSent++; this.counters.bytesSent += payload.length; this.noConnSince = 0; return IN_PROGRESS; }
-    if (r === NO_RESOURCE || this.awaitConnection(r)) { rail.ops.drop(id); return this.blocked(); }
+    if (r === NO_RESOURCE) { rail.ops.drop(id); return this.blocked(); }
+    if (this.awaitConnection(r)) { rail.ops.drop(id); return this.waiting(); }
     rail.ops.fail(id, this.gone());
     this.sendFailed(r);
     return IN_PROGRESS;
@@ -299,7 +340,7 @@ export class OfiEndpoint implements RailRma {
       this.peerClosed();
       return;
     }
-    const since = this.noConnSince;
+    const since = -r === NO_CONNECTION ? this.noConnSince : 0;
     this.fail(since === 0 ? `cannot send to it: ${this.rail.fiError(r)}` : `no connection to it for ${Date.now() - since} ms (RAILCOMM_CONNECT_TIMEOUT ${this.rail.env.params.connectTimeout}): ${this.rail.fiError(r)}`, false);
   }
 
@@ -340,7 +381,11 @@ export class OfiEndpoint implements RailRma {
     const id = rail.ops.take(BYE_SENT, this, null, -1);
     const r = rail.b.send(rail.h, this.fiAddr, rail.head, FRAME_HEAD, null, id);
     if (r === NO_RESOURCE) { rail.ops.drop(id); return false; }
-    if (r < 0) rail.ops.drop(id);
+    if (r < 0) {
+      rail.ops.drop(id);
+      // No connection yet to a peer that lives: close() tries again (for 2 s).
+      if (-r === NO_CONNECTION && this.alive()) return false;
+    }
     this.txSeq = (this.txSeq + 1) >>> 0;
     return true;
   }
@@ -363,6 +408,7 @@ export class OfiEndpoint implements RailRma {
   }
 
   async close(): Promise<void> {
+    this.stopRetry();
     const deadline = Date.now() + 2000;
     while (!this.sayBye() && Date.now() < deadline) {
       this.rail.poll();

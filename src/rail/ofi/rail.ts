@@ -74,6 +74,8 @@ export class OfiRail implements Rail {
   /** Whether sends may gather the payload from the caller's memory (iov limit >= 2). */
   readonly gathers: boolean;
   readonly blocked = new Set<OfiEndpoint>();
+  /** Endpoints whose sends found no connection, until their retry is due (endpoint.ts awaitConnection). */
+  readonly retrying = new Set<OfiEndpoint>();
   private readonly endpoints = new Map<bigint, OfiEndpoint>();
   private readonly byRank: Array<OfiEndpoint | undefined> = [];
   private readonly events = new Int32Array((EVENTS + 1) * EVENT_WORDS);
@@ -250,6 +252,7 @@ export class OfiRail implements Rail {
         if (n < EVENTS) break;
       }
       if (!any && this.blocked.size > 0 && ev[2] === 0 && this.roomy()) this.redrive();
+      if (this.retrying.size > 0) this.retryDue();
     } finally {
       this.polling = false;
     }
@@ -268,6 +271,12 @@ export class OfiRail implements Rail {
   /** Both transmit pools have an entry free (a blocked sender may need either). */
   private roomy(): boolean {
     return this.events[4]! > 0 && this.events[5]! > 0;
+  }
+
+  /** Senders whose connection retry is due: the layer above tries them again. */
+  private retryDue(): void {
+    const now = Date.now();
+    for (const ep of this.retrying) if (ep.retryAt <= now) ep.retryNow();
   }
 
   /** Senders that found no room: the layer above tries them again. */
