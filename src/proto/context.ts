@@ -444,6 +444,11 @@ export class Context {
   peerLost(world: number, why: string): void {
     if (this.closed || world === this.launch.rank || !Number.isInteger(world) || world < 0 || world >= this.launch.size) return;
     const ep = this.unresolvedEndpoint(world);
+    // What it sent before it died may still wait in a polled rail (a ring, a
+    // completion queue) this rank has not read: deliver that first, as the shm
+    // rail does when it finds a peer's process gone. (A message it saw complete
+    // before exiting is then received, not failed.)
+    for (const r of this.rails) if (r.poll !== undefined) for (let i = 0; i < 1024 && r.poll(); i++) { /* deliver what waits */ }
     this.failEndpoint(ep, new RailcommError(ErrorCode.PEER_FAILED, `rank ${world} died: ${why}`), false);
     for (const r of this.rails) r.peerDied?.(ep.id);
   }

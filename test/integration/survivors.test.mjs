@@ -72,3 +72,12 @@ test('railcomm run --threads: a thread rank that throws mid-allreduce fails its 
     assert.ok(Number(m[2]) < 1000, rest);
   }
 });
+
+// (Processes only: a thread rank that exits unfinalized stops its whole process, its siblings with it.)
+test('a message its sender saw complete before exiting is received, though the death notice came first (processes over shm, over tcp)', async () => {
+  for (const args of [[], ['--rails', 'tcp']]) {
+    const job = await railcomm(['run', '-n', '2', ...args, '--timeout', '30', jobScript('sent-before-exit.mjs')], { limitMs: 40_000 });
+    const out = `${args.join(' ') || 'processes'}\n${job.stdout}\n${job.stderr}`;
+    assert.deepEqual(linesWith(job.stdout, 'RESULT').map((l) => `${l.rank} ${l.rest}`), ['1 got 7'], out);
+  }
+});
