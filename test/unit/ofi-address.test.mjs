@@ -1,6 +1,7 @@
 // The ofi rail's pure logic: its address format (a context of a scalable
 // endpoint rides in a seventh field) and how many contexts a rank's rail asks
-// of a shared scalable endpoint (src/rail/ofi/wire.ts, rail.ts sepContexts).
+// of a shared scalable endpoint (src/rail/ofi/wire.ts, rail.ts sepContexts),
+// and the libfabric settings the rail defaults (env-defaults.ts).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -38,4 +39,21 @@ test('sepContexts: one context per thread rank where the provider offers several
   assert.equal(sepContexts({ ofiSep: true, ofiContexts: 2 }, sockets, 4), 2, 'RAILCOMM_OFI_CONTEXTS: two scalable endpoints for four ranks');
   assert.equal(sepContexts({ ofiSep: true, ofiContexts: 3 }, sockets, 1), 3, 'asked for: a process of one rank too');
   assert.equal(sepContexts({ ofiSep: true, ofiContexts: 1 }, sockets, 4), 0);
+});
+
+test('libfabric env defaults: rxm\'s buffer holds a whole eager frame (payload of the eager limit, head, largest header); a value the user set is kept', async () => {
+  const { rxmBufferFor, setOfiEnvDefaults } = await import('../../dist/rail/ofi/env-defaults.js');
+  const { FRAME_HEAD, HEADER_MAX, COPY_MAX } = await import('../../dist/rail/ofi/wire.js');
+  assert.equal(rxmBufferFor({}), 16384 + FRAME_HEAD + HEADER_MAX);
+  assert.equal(rxmBufferFor({ RAILCOMM_EAGER_LIMIT: '32k' }), 32768 + FRAME_HEAD + HEADER_MAX);
+  assert.equal(rxmBufferFor({ RAILCOMM_EAGER_LIMIT: '1024' }), 16384, 'never below libfabric\'s own default');
+  assert.equal(rxmBufferFor({ RAILCOMM_EAGER_LIMIT: '1m' }), COPY_MAX + FRAME_HEAD + HEADER_MAX, 'the rail copies at most COPY_MAX eagerly');
+  assert.equal(rxmBufferFor({ RAILCOMM_EAGER_LIMIT: 'lots' }), 16384 + FRAME_HEAD + HEADER_MAX, 'a bad setting: the default (reported where it is used)');
+  const env = { FI_OFI_RXM_BUFFER_SIZE: '8192' };
+  setOfiEnvDefaults(env);
+  assert.equal(env.FI_OFI_RXM_BUFFER_SIZE, '8192');
+  assert.equal(env.FI_SOCKETS_PE_WAITTIME, '0');
+  const fresh = {};
+  setOfiEnvDefaults(fresh);
+  assert.equal(fresh.FI_OFI_RXM_BUFFER_SIZE, String(16384 + FRAME_HEAD + HEADER_MAX));
 });

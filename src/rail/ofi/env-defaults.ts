@@ -4,6 +4,19 @@
 // the loader sets these in a process rank, and the thread host in its main
 // thread before it starts thread ranks. A value the user set is kept.
 
+import { resolveParams } from '../../core/params.js';
+import { COPY_MAX, FRAME_HEAD, HEADER_MAX } from './wire.js';
+
+/** libfabric's default FI_OFI_RXM_BUFFER_SIZE. */
+const RXM_BUFFER_DEFAULT = 16384;
+
+/** The rxm buffer that holds a whole eager frame: the eager limit's payload, railcomm's head and the largest header. */
+export function rxmBufferFor(env: NodeJS.ProcessEnv): number {
+  let eager = RXM_BUFFER_DEFAULT;
+  try { eager = resolveParams({}, env).eagerLimit; } catch { /* a bad setting is reported where it is used */ }
+  return Math.max(RXM_BUFFER_DEFAULT, Math.min(eager, COPY_MAX) + FRAME_HEAD + HEADER_MAX);
+}
+
 export function setOfiEnvDefaults(env: NodeJS.ProcessEnv = process.env): void {
   // libfabric's psm providers link libinfinipath and libpsm2, whose constructors
   // (run as the binding loads) take over SIGTERM, SIGINT, SIGSEGV... to print a
@@ -15,4 +28,9 @@ export function setOfiEnvDefaults(env: NodeJS.ProcessEnv = process.env): void {
   // Node ranks that already fill the cores it starves them (a passive-target
   // lock/put/unlock took 40-76 ms instead of 4): it blocks at once unless told otherwise.
   env['FI_SOCKETS_PE_WAITTIME'] ??= '0';
+  // tcp;ofi_rxm sends a message in one hop up to its buffer size (16384 bytes
+  // by default) and in segments beyond. An eager message of the eager limit is
+  // a frame of that payload plus railcomm's head and header: with room for it
+  // a 16 KiB message took 15 us a half round trip here, not 35-39.
+  env['FI_OFI_RXM_BUFFER_SIZE'] ??= String(rxmBufferFor(env));
 }

@@ -19,13 +19,10 @@ import { OfiEndpoint } from './endpoint.js';
 import { isPeerError } from './peer-errors.js';
 import { OpTable } from './ops.js';
 import {
-  AM_CONTROL, F_BYE, F_HELLO, F_PING, FRAME_HEAD, MAC_BYTES, checkMac, decodeAddress, encodeAddress,
+  AM_CONTROL, COPY_MAX, F_BYE, F_HELLO, F_PING, FRAME_HEAD, HEADER_MAX, MAC_BYTES, checkMac, decodeAddress, encodeAddress,
   headAm, headFlags, headHdrLen, headJob, headPayLen, headRank, headSeq, helloMac,
 } from './wire.js';
 
-const HEADER_MAX = 256;
-/** Largest payload copied at send (a large transmit entry holds head, header and payload). */
-const COPY_MAX = 65536;
 /** Largest frame payload: what one receive slot holds past the head and header. */
 const ZCOPY_MAX = 131072;
 const RX_SLOT = FRAME_HEAD + HEADER_MAX + ZCOPY_MAX;

@@ -29,6 +29,10 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
  *   connection its peer's death broke (a synchronous wait's liveness check).
  */
 export const FRAME_HEAD = 20;
+/** Largest AM header a frame carries. */
+export const HEADER_MAX = 256;
+/** Largest payload copied at send (a large transmit entry holds head, header and payload). */
+export const COPY_MAX = 65536;
 export const AM_CONTROL = 0;
 export const F_HELLO = 1;
 export const F_BYE = 2;
