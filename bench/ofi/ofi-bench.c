@@ -8,8 +8,10 @@
  *            get (fi_read), fetch-and-add (fi_fetch_atomic, INT64), 1 MiB put bandwidth
  * Output: a table, or with --json one line like bench/mpi/pingpong.c's:
  *   {"benchmark":"latency","rails":"raw-ofi-shm","ranks":2,"results":[{"size":8,"usec":..,"usec_median":..,"iters":..}]}
- * Usage: ofi-bench latency|bw|rma [-p provider] [-d domain] [--sizes 8,1048576] [--iters N] [--json] [--wait-fd]
+ * Usage: ofi-bench latency|bw|rma [-p provider] [-d domain] [--sizes 8,1048576] [--iters N] [--json] [--wait-fd] [--tagged]
  *   --wait-fd: the completion queue with FI_WAIT_FD (as the ofi rail opens it, to sleep on), not FI_WAIT_NONE
+ *   --tagged: latency and bw over the provider's tag matching (FI_TAGGED: fi_tsend/fi_tinject/fi_trecv,
+ *             every receive posted for one exact 64-bit tag), not fi_send/fi_recv
  *   (-p: "tcp;ofi_rxm" default; -d: lo for network providers)
  */
 #define _GNU_SOURCE
@@ -20,6 +22,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +36,9 @@
 #define MAX_MSG (4u << 20)
 
 static const char *prov = "tcp;ofi_rxm", *dom = NULL;
-static int json = 0, fixed_iters = -1, wait_fd = 0;
+static int json = 0, fixed_iters = -1, wait_fd = 0, tagged = 0;
+/* The tag of every tagged message: a context, a source and a tag packed as railcomm would. */
+#define TAG ((uint64_t)0x0001000200000007ull)
 static struct fid_fabric *fabric;
 static struct fid_domain *domain;
 static struct fid_av *av;
@@ -74,26 +79,33 @@ static void wait_cq(int n) {
 
 static void post_recv(void *b, size_t len) {
   ssize_t r;
-  while ((r = fi_recv(ep, b, len, NULL, FI_ADDR_UNSPEC, NULL)) == -FI_EAGAIN) fi_cq_read(cq, NULL, 0);
+  if (tagged) while ((r = fi_trecv(ep, b, len, NULL, FI_ADDR_UNSPEC, TAG, 0, NULL)) == -FI_EAGAIN) fi_cq_read(cq, NULL, 0);
+  else while ((r = fi_recv(ep, b, len, NULL, FI_ADDR_UNSPEC, NULL)) == -FI_EAGAIN) fi_cq_read(cq, NULL, 0);
   CHECK(r);
 }
 
-static void send_msg(void *b, size_t len) {
+/* One send (tagged or not), injected when it fits; true when it completes through the queue. */
+static int start_send(void *b, size_t len) {
   ssize_t r;
-  if (len <= inject_size) {
-    while ((r = fi_inject(ep, b, len, peer)) == -FI_EAGAIN) fi_cq_read(cq, NULL, 0);
-    CHECK(r);
-    return;
+  int inj = len <= inject_size;
+  for (;;) {
+    if (tagged) r = inj ? fi_tinject(ep, b, len, peer, TAG) : fi_tsend(ep, b, len, NULL, peer, TAG, NULL);
+    else r = inj ? fi_inject(ep, b, len, peer) : fi_send(ep, b, len, NULL, peer, NULL);
+    if (r != -FI_EAGAIN) break;
+    fi_cq_read(cq, NULL, 0);
   }
-  while ((r = fi_send(ep, b, len, NULL, peer, NULL)) == -FI_EAGAIN) fi_cq_read(cq, NULL, 0);
   CHECK(r);
-  wait_cq(1);
+  return !inj;
+}
+
+static void send_msg(void *b, size_t len) {
+  if (start_send(b, len)) wait_cq(1);
 }
 
 static void open_ep(void) {
   struct fi_info *hints = fi_allocinfo(), *info;
   hints->ep_attr->type = FI_EP_RDM;
-  hints->caps = FI_MSG | FI_RMA | FI_ATOMIC;
+  hints->caps = FI_MSG | FI_RMA | FI_ATOMIC | (tagged ? FI_TAGGED : 0);
   hints->mode = FI_CONTEXT | FI_CONTEXT2;
   hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
   hints->domain_attr->threading = FI_THREAD_DOMAIN;
@@ -135,12 +147,12 @@ static int iters_for(long size, int small, int mid, int large) {
 static int cmp_d(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return x < y ? -1 : x > y; }
 
 static void emit_head(const char *kind) {
-  if (json) printf("{\"benchmark\":\"%s\",\"rails\":\"raw-ofi-%s\",\"ranks\":2,\"results\":[", kind, prov);
-  else printf("# raw libfabric %s over %s, 2 processes\n", kind, prov);
+  if (json) printf("{\"benchmark\":\"%s\",\"rails\":\"raw-ofi-%s%s\",\"ranks\":2,\"results\":[", kind, prov, tagged ? "-tagged" : "");
+  else printf("# raw libfabric %s over %s%s, 2 processes\n", kind, prov, tagged ? " (tagged)" : "");
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) { fprintf(stderr, "usage: ofi-bench latency|bw|rma [-p provider] [-d domain] [--sizes a,b] [--iters N] [--json] [--wait-fd]\n"); return 1; }
+  if (argc < 2) { fprintf(stderr, "usage: ofi-bench latency|bw|rma [-p provider] [-d domain] [--sizes a,b] [--iters N] [--json] [--wait-fd] [--tagged]\n"); return 1; }
   const char *kind = argv[1];
   long sizes[MAX_SIZES];
   int nsizes = 0;
@@ -149,6 +161,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "-d") && i + 1 < argc) dom = argv[++i];
     else if (!strcmp(argv[i], "--json")) json = 1;
     else if (!strcmp(argv[i], "--wait-fd")) wait_fd = 1;
+    else if (!strcmp(argv[i], "--tagged")) tagged = 1;
     else if (!strcmp(argv[i], "--iters") && i + 1 < argc) fixed_iters = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
       for (char *s = strtok(argv[++i], ","); s && nsizes < MAX_SIZES; s = strtok(NULL, ",")) sizes[nsizes++] = atol(s);
@@ -209,12 +222,7 @@ int main(int argc, char **argv) {
         if (w == 0) t0 = now_us();
         if (me == 0) {
           post_recv(rbuf, 64);
-          for (int k = 0; k < WINDOW; k++) {
-            ssize_t r;
-            if ((size_t)size <= inject_size) { while ((r = fi_inject(ep, buf, size, peer)) == -FI_EAGAIN) fi_cq_read(cq, NULL, 0); CHECK(r); continue; }
-            while ((r = fi_send(ep, buf, size, NULL, peer, NULL)) == -FI_EAGAIN) fi_cq_read(cq, NULL, 0);
-            CHECK(r);
-          }
+          for (int k = 0; k < WINDOW; k++) start_send(buf, size);
           wait_cq((size_t)size <= inject_size ? 1 : WINDOW + 1);
         } else {
           /* One receive buffer per message of the window (the provider fills them in order). */
