@@ -48,6 +48,7 @@ export class World implements RequestWatcher {
         const out: HangWait[] = [];
         ctx.p2p.waits(out);
         ctx.rma.waits(out);
+        for (const r of ctx.rails) { const s = r.describeState?.() ?? null; if (s !== null) out.push({ peer: null, what: s }); }
         // Another job's rank (ports, spawn) is no rank of this job's picture: named job:rank instead.
         for (const w of out) {
           if (typeof w.peer === 'number' && w.peer >= ctx.launch.size) { w.what += ` [${ctx.nameOf(w.peer)}]`; w.peer = null; }

@@ -221,6 +221,8 @@ export interface Rail {
   reaches?(address: string): boolean;
   /** Polled rails (shared memory): deliver what waits; true if anything happened. */
   poll?(): boolean;
+  /** What the rail itself holds or waits for, in words (the hang report; rare); null when nothing. */
+  describeState?(): string | null;
   /** Polled rails: arm a wake-up for when data arrives; false (nothing armed) when data already waits. */
   sleep?(wake: () => void): boolean;
   /** Polled rails: this rank stops polling for a while (not asleep on the rail): hand back consumed ring space. */

@@ -26,9 +26,15 @@ const job = (provider, ranks, script, env = {}) => railcomm(['run', '-n', String
   limitMs: 180_000, env: { RAILCOMM_OFI_PROVIDERS: provider, ...env },
 });
 
+/** The launcher's hang picture, if it printed one (RAILCOMM_HANG_TIMEOUT below a case's timeout). */
+function hangPicture(stderr) {
+  const i = stderr.indexOf('hang report:');
+  return i < 0 ? '' : `\n${stderr.slice(i, i + 6000)}`;
+}
+
 function allOk(j, ranks, minCases) {
   const res = caseResults(j.stdout);
-  assert.ok(res.size >= minCases, `cases reported: ${[...res.keys()].join(', ')}\n${j.stdout.slice(-2000)}\n${j.stderr.slice(-2000)}`);
+  assert.ok(res.size >= minCases, `cases reported: ${[...res.keys()].join(', ')}\n${j.stdout.slice(-2000)}\n${j.stderr.slice(-2000)}${hangPicture(j.stderr)}`);
   for (const [name, byRank] of res) for (let r = 0; r < ranks; r++) assert.equal(byRank.get(r), 'ok', `${name}, rank ${r}: ${byRank.get(r)}`);
   assert.equal(j.code, 0, j.stderr.slice(-2000));
 }
@@ -120,7 +126,8 @@ for (const p of PROVIDERS) {
 // collective suite.
 test('ofi sockets: scalable endpoints, 2 processes x 4 thread ranks: one endpoint per process, a context per rank; the point-to-point, one-sided (RAILCOMM_OFI_CONTEXTS=2: two per process) and collective suites', needProvider('sockets'), async () => {
   const threadsJob = (script, env = {}) => railcomm(['run', '-n', '8', '--threads-per-process', '4', '--rails', 'ofi', '--timeout', '150', jobScript(script)], {
-    limitMs: 180_000, env: { RAILCOMM_OFI_PROVIDERS: 'sockets', RAILCOMM_LOG: 'debug', ...env },
+    // (A hang report at 10 s, well before a case's 30 s timeout: who waits on whom, and each ofi rail's state.)
+    limitMs: 180_000, env: { RAILCOMM_OFI_PROVIDERS: 'sockets', RAILCOMM_LOG: 'debug', RAILCOMM_HANG_TIMEOUT: '10000', ...env },
   });
   /** Per process (ranks 0-3, 4-7): the contexts its ranks took, sorted, and the endpoints' context counts. */
   const contexts = (j) => [0, 4].map((first) => {

@@ -826,11 +826,14 @@ for (const R of RAILS.filter((r) => r.name.startsWith('ofi-'))) {
       let sent = 1, st;
       for (let i = 0; i < 1000; i++) { st = ep.sendCopy(AM_MSG, hdrOf(sent), 8, big); if (st === NO_RESOURCE) break; sent++; }
       assert.equal(st, NO_RESOURCE, 'the large transmit entries run out');
+      // The hang report's line for the rail names the blocked sender's peer (b, rank 1).
+      assert.match(pair.a.rail.describeState() ?? '', /^ofi rail .*senders waiting for room: \S+:1$/);
       await pair.a.until(() => pair.a.ready > 0, 'ready upcall');
       assert.equal(ep.sendCopy(AM_MSG, hdrOf(sent), 8, big), DONE);
       sent++;
       await pair.b.until(() => pair.b.got.length === sent, 'everything accepted arrives', 30_000);
       pair.b.got.forEach((m, i) => assert.equal(m.hdr.readUInt32LE(0), i));
+      await pair.a.until(() => pair.a.rail.describeState() === null, 'nothing held once every completion is read');
     } finally { await pair.close(); }
   });
 

@@ -270,6 +270,26 @@ export class OfiRail implements Rail {
     return this.events[4]! > 0 && this.events[5]! > 0;
   }
 
+  /**
+   * For the hang report: operations the provider has not completed, frames
+   * kept out of order, senders waiting for room or for a connection (by
+   * rank), as of the last poll; null when there is none of these.
+   */
+  describeState(): string | null {
+    const ev = this.events;
+    let early = 0;
+    for (const m of this.early) if (m !== undefined) early += m.size;
+    const ranks = (eps: Iterable<OfiEndpoint>): string => [...eps].map((e) => formatId(e.peer)).join(' ');
+    const parts: string[] = [];
+    if (this.ops.count > 0) parts.push(`${this.ops.count} operations waiting for their completion`);
+    if (ev[3]! > 0) parts.push(`${ev[3]} transmits in flight at the last poll`);
+    if (ev[2]! > 0) parts.push(`${ev[2]} waiting in the binding for the provider to take them`);
+    if (early > 0) parts.push(`${early} frames kept until the ones before them arrive (${this.heldSlots} receive slots held)`);
+    if (this.blocked.size > 0) parts.push(`senders waiting for room: ${ranks(this.blocked)}`);
+    if (this.retrying.size > 0) parts.push(`senders waiting for a connection: ${ranks(this.retrying)}`);
+    return parts.length === 0 ? null : `ofi rail ${this.name}: ${parts.join('; ')}`;
+  }
+
   /** Senders whose connection retry is due: the layer above tries them again. */
   private retryDue(): void {
     const now = Date.now();
