@@ -4,6 +4,7 @@
 // fi_send/fi_recv and raw fi_tsend/fi_trecv, and the raw stream's MB/s both ways.
 //   bash bench/ofi/tagged-ab.sh 3 > out.txt; node bench/ofi/tagged-table.mjs < out.txt
 import { readFileSync } from 'node:fs';
+import { median } from '../lib/compare.mjs';
 
 const rows = new Map(); // provider -> size -> column -> [values per round]
 let provider = null;
@@ -26,7 +27,6 @@ for (const line of readFileSync(0, 'utf8').split('\n')) {
     else put(provider, r.size, `${kind} bw`, r.mbps);
   }
 }
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[s.length >> 1]; };
 const lat = (vs) => (vs === undefined ? '' : `${median(vs.map((v) => Number(v.split('/')[0]))).toFixed(2)} / ${median(vs.map((v) => Number(v.split('/')[1]))).toFixed(2)}`);
 const bw = (vs) => (vs === undefined ? '' : median(vs).toFixed(0));
 for (const [p, bySize] of rows) {

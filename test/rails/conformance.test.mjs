@@ -150,10 +150,11 @@ for (const [name, device] of OFI) {
  * protocol may read large messages that way (proto/rndv/rdma.ts); syncWait: how a
  * synchronous call waits on it (caps.syncWait: 'memory', or 'queue' with blockSync; null: it cannot);
  * beginFinalize: Rail.beginFinalize (a peer found gone while finalizing finalized first); probe:
- * RailEndpoint.probe (a frame the peer drops, sent so that a broken connection shows).
+ * RailEndpoint.probe (a frame the peer drops, sent so that a broken connection shows);
+ * describeState: Rail.describeState (what the rail holds, for the hang report).
  */
-const NET = { ipc: false, allocShared: false, polled: false, bell: false, peek: false, rma: false, rendezvousReads: false, syncWait: null, beginFinalize: false, probe: false };
-const RING = { polled: true, bell: true, reaches: true, peek: true, rma: false, rendezvousReads: false, syncWait: 'memory', beginFinalize: false, probe: false };
+const NET = { ipc: false, allocShared: false, polled: false, bell: false, peek: false, rma: false, rendezvousReads: false, syncWait: null, beginFinalize: false, probe: false, describeState: false };
+const RING = { polled: true, bell: true, reaches: true, peek: true, rma: false, rendezvousReads: false, syncWait: 'memory', beginFinalize: false, probe: false, describeState: false };
 const MUST = {
   self: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: false }, ...NET, reaches: false, syncWait: 'memory' },
   tbsm: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: true }, ...RING, ipc: 'addon', allocShared: false },
@@ -163,7 +164,7 @@ const MUST = {
 };
 // ofi: polled (it reads its completion queue when progress polls it) with no doorbell, native RMA
 // declared and offered; rendezvous by remote read on every provider but sockets (rail/ofi/rail.ts).
-for (const [name] of OFI) MUST[name] = { caps: { reliable: true, ordered: true, put: true, get: true, atomics: true, copiesAtSend: false }, ...NET, polled: true, reaches: true, rma: true, rendezvousReads: name !== 'ofi-sockets', syncWait: 'queue', beginFinalize: true, probe: true };
+for (const [name] of OFI) MUST[name] = { caps: { reliable: true, ordered: true, put: true, get: true, atomics: true, copiesAtSend: false }, ...NET, polled: true, reaches: true, rma: true, rendezvousReads: name !== 'ofi-sockets', syncWait: 'queue', beginFinalize: true, probe: true, describeState: true };
 assert.deepEqual(RAILS.map((r) => r.name).sort(), Object.keys(MUST).sort(), 'every rail has its row');
 
 const hdrOf = (i) => { const h = new Uint8Array(8); new DataView(h.buffer).setUint32(0, i, true); return h; };
@@ -196,6 +197,7 @@ for (const R of RAILS) {
         syncWait: caps.syncWait === 'queue' && typeof rail.blockSync !== 'function' ? 'queue without blockSync' : caps.syncWait ?? null,
         beginFinalize: typeof rail.beginFinalize === 'function',
         probe: typeof ep.probe === 'function',
+        describeState: typeof rail.describeState === 'function',
       };
       const want = { ...must };
       delete want.caps;
@@ -314,6 +316,17 @@ for (const R of RAILS) {
         polled.delete(pair.a.rail);
       }
     }
+  });
+
+  test(`${R.name}: describeState says nothing (null) once what was sent has arrived and completed`, async (t) => {
+    if (!must.describeState) { t.skip('this rail has no state line for the hang report (by design)'); return; }
+    const pair = await R.open(resolveParams());
+    try {
+      const ab = pair.epAB();
+      for (let i = 0; i < 4; i++) ab.sendCopy(AM_MSG, hdrOf(i), 8, fill(100, i));
+      await pair.b.until(() => pair.b.got.length === 4, 'four messages');
+      await pair.a.until(() => pair.a.rail.describeState() === null && pair.b.rail.describeState() === null, 'both rails idle');
+    } finally { await pair.close(); }
   });
 
   test(`${R.name}: probe sends a frame the peer drops: nothing delivered, nothing failed, and the frames after it arrive in order`, async (t) => {

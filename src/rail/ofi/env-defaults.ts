@@ -31,6 +31,7 @@ export function setOfiEnvDefaults(env: NodeJS.ProcessEnv = process.env): void {
   // tcp;ofi_rxm sends a message in one hop up to its buffer size (16384 bytes
   // by default) and in segments beyond. An eager message of the eager limit is
   // a frame of that payload plus railcomm's head and header: with room for it
-  // a 16 KiB message took 15 us a half round trip here, not 35-39.
+  // a 16 KiB message takes 13.4 us a half round trip here, not 35.7
+  // (bench/ofi/tagged-ab.sh, bench/RESULTS.md).
   env['FI_OFI_RXM_BUFFER_SIZE'] ??= String(rxmBufferFor(env));
 }
