@@ -158,7 +158,7 @@ void EnvGone(napi_async_cleanup_hook_handle hook, void* arg) {
 }
 
 /**
- * open({ provider, domain, addrFormat, rxSlot, rxCount, smallCount, largeBytes, largeCount })
+ * open({ provider, domain, addrFormat, rxSlot, rxCount, smallCount, largeBytes, largeCount, inject?, waitFd?, node?, contexts? })
  * -> { handle, name, rx, waitFd, inject, virtAddr, provKey, ..., atomics }
  */
 Napi::Value Open(const Napi::CallbackInfo& cb) {
@@ -173,6 +173,8 @@ Napi::Value Open(const Napi::CallbackInfo& cb) {
   const size_t largeBytes = o.Get("largeBytes").As<Napi::Number>().Uint32Value();
   const uint32_t largeCount = o.Get("largeCount").As<Napi::Number>().Uint32Value();
   const bool inject = !o.Has("inject") || o.Get("inject").ToBoolean().Value();
+  // false: the completion queue without a wait object, polled only (RAILCOMM_OFI_WAIT_FD=0).
+  const bool waitFd = !o.Has("waitFd") || o.Get("waitFd").ToBoolean().Value();
   // More than one: a context of a scalable endpoint this process's thread ranks share (ofi-sep.cc).
   const int contexts = o.Has("contexts") && o.Get("contexts").IsNumber() ? o.Get("contexts").As<Napi::Number>().Int32Value() : 0;
   // A source name for providers that name their endpoints (shm: its /dev/shm file is named after it).
@@ -214,9 +216,9 @@ Napi::Value Open(const Napi::CallbackInfo& cb) {
   fi_cq_attr ca{};
   ca.format = FI_CQ_FORMAT_DATA;
   ca.size = info->tx_attr->size + info->rx_attr->size;
-  ca.wait_obj = FI_WAIT_FD;
-  if (fi_cq_open(e->domain, &ca, &e->cq, nullptr) != 0) {
-    // No fd to sleep on (shm, udp;ofi_rxd here): the rail polls it on a timer when idle.
+  ca.wait_obj = waitFd ? FI_WAIT_FD : FI_WAIT_NONE;
+  if (!waitFd || fi_cq_open(e->domain, &ca, &e->cq, nullptr) != 0) {
+    // No fd to sleep on (shm, udp;ofi_rxd here, or none asked for): the rail polls it on a timer when idle.
     ca.wait_obj = FI_WAIT_NONE;
     if ((r = fi_cq_open(e->domain, &ca, &e->cq, nullptr)) != 0) return fail("fi_cq_open", r);
   } else {

@@ -120,6 +120,23 @@ for (const p of PROVIDERS) {
   });
 }
 
+// RAILCOMM_OFI_WAIT_FD=0: tcp;ofi_rxm's queue without a wait object (polled
+// only, as Open MPI's mtl ofi opens it): a target asleep in a timer is still
+// served (by the rail's timer), and a long recvSync naps between looks.
+test('ofi tcp;ofi_rxm with RAILCOMM_OFI_WAIT_FD=0: no wait fd; a target asleep in a timer still serves lock/put/unlock; the synchronous calls', needProvider('tcp;ofi_rxm'), async () => {
+  const passive = await job('tcp;ofi_rxm', 2, 'ofi-passive.mjs', { ITERS: '100', RAILCOMM_OFI_WAIT_FD: '0', RAILCOMM_LOG: 'debug' });
+  assert.equal(passive.code, 0, `${passive.stdout}\n${passive.stderr}`);
+  assert.equal(linesWith(passive.stdout, 'RESULT').length, 2, passive.stdout);
+  assert.equal(passive.stderr.split('\n').filter((l) => l.includes('has no wait fd (RAILCOMM_OFI_WAIT_FD=0)')).length, 2, passive.stderr.slice(-3000));
+  const sync = await job('tcp;ofi_rxm', 2, 'sync-ofi.mjs', { RAILCOMM_OFI_WAIT_FD: '0' });
+  allOk(sync, 2, 3);
+  const [line] = linesWith(sync.stdout, 'WAITCPU');
+  assert.ok(line, sync.stdout);
+  const [cpu, waited] = line.rest.split(' ').map(Number);
+  assert.ok(cpu < 0.6 * waited, `${cpu} ms of CPU over a ${waited} ms recvSync (at most 60%: 100 us naps between looks)`);
+  console.log(`# ofi tcp;ofi_rxm, no wait fd: asleep target ${linesWith(passive.stdout, 'PASSIVE')[0]?.rest}; a recvSync of ${waited} ms used ${cpu} ms of CPU`);
+});
+
 // Scalable endpoints: a process's thread ranks share one sockets domain and
 // address, each with a context of its own ("context C of a scalable endpoint of
 // K" in their debug log). Three jobs: the point-to-point suite, the one-sided

@@ -42,7 +42,7 @@ const DEFAULTS = {
   check: false,
   cudaIpc: true, cudaEager: 16 << 10, cudaIpcCache: 64, cudaReduceMin: 256 << 10,
   log: 'warn', protoInfo: false, stats: false, statsFormat: 'table',
-  ofiProviders: '', ofiContexts: 0, ofiSep: true,
+  ofiProviders: '', ofiContexts: 0, ofiSep: true, ofiWaitFd: true,
 };
 
 test('resolveParams: every parameter gets the default written out here with no options and an empty environment', () => {

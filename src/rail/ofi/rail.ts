@@ -136,6 +136,7 @@ export class OfiRail implements Rail {
       rxSlot: RX_SLOT, rxCount: RX_COUNT, smallCount: SMALL_ENTRIES, largeBytes: FRAME_HEAD + HEADER_MAX + COPY_MAX, largeCount: LARGE_ENTRIES,
       // udp;ofi_rxd takes injects past its transmit queue and then stalls (1.17): every frame gets a completion there.
       inject: !info.provider.startsWith('udp;ofi_rxd'),
+      waitFd: env.params.ofiWaitFd,
       // shm names its /dev/shm file after the endpoint: under the job's prefix, railcomm run removes what a killed rank left.
       ...(info.provider === 'shm' ? { node: `${shmJobPrefix(env.jobId, env.jobKey)}ofi${this.rank}-${process.pid}` } : {}),
     };
@@ -168,6 +169,7 @@ export class OfiRail implements Rail {
     this.myAddress = encodeAddress({ provider: info.provider, domain: info.domain, host: this.host, pid: process.pid, name: this.opened.name, ctx: this.opened.context });
     if (this.opened.contexts > 1) env.log.debug(`ofi (${this.provider}): context ${this.opened.context} of a scalable endpoint of ${this.opened.contexts}, shared with this process's other thread ranks`);
     this.waits = b.watch(this.h, this.onReadable);
+    if (!this.waits) env.log.debug(`ofi (${this.provider}): its completion queue has no wait fd (${env.params.ofiWaitFd ? 'the provider offers none' : 'RAILCOMM_OFI_WAIT_FD=0'}): an idle rank looks at it on a timer (every 1-16 ms)`);
     this.liveness = setInterval(() => this.checkPeers(), LIVENESS_MS);
     this.liveness.unref();
     this.sweep();
