@@ -9,7 +9,7 @@
 // a batch that held a millisecond stall is one slow batch of 200, which the
 // average counts and the median does not).
 // Prints markdown; medians over rounds, ratios as the median of per-round ratios.
-//   flock /tmp/railcomm-bench.lock node bench/compare-sync.mjs [--rounds 5] [--sizes 8] [--json out.json]
+//   flock /tmp/railcomm-bench.lock node bench/compare-sync.mjs [--rounds 5] [--sizes 8] [--spin 1000,20000] [--json out.json]
 // Open MPI is included when `mpirun` and bench/mpi/pingpong exist (make -C bench/mpi).
 
 import { execFileSync } from 'node:child_process';
@@ -23,22 +23,30 @@ const cli = benchPath('../dist/cli/main.js');
 const mpiBin = benchPath('mpi/pingpong');
 const haveMpi = existsSync(mpiBin) && (() => { try { execFileSync('which', ['mpirun']); return true; } catch { return false; } })();
 
-const rc = (...extra) => [process.execPath, [cli, 'bench', 'latency', '--sizes', sizes, '--json', ...extra]];
+// --spin 1000,20000: the railcomm jobs once per spin budget (RAILCOMM_SPIN_US), named with it.
+const spins = opt('--spin', '').split(',').filter(Boolean).map(Number);
+const rc = (spin, ...extra) => [process.execPath, [cli, 'bench', 'latency', '--sizes', sizes, '--json', ...extra], spin === undefined ? undefined : { ...process.env, RAILCOMM_SPIN_US: String(spin) }];
+const railcommJobs = (spin) => {
+  const at = spin === undefined ? '' : `, spin ${spin} us`;
+  return {
+    [`shm async${at}`]: rc(spin, '--rails', 'shm'),
+    [`shm sync${at}`]: rc(spin, '--rails', 'shm', '--sync'),
+    [`tbsm async${at}`]: rc(spin, '--threads'),
+    [`tbsm sync${at}`]: rc(spin, '--threads', '--sync'),
+  };
+};
 const runners = {
-  'shm async': rc('--rails', 'shm'),
-  'shm sync': rc('--rails', 'shm', '--sync'),
-  'tbsm async': rc('--threads'),
-  'tbsm sync': rc('--threads', '--sync'),
+  ...(spins.length === 0 ? railcommJobs(undefined) : Object.assign({}, ...spins.map(railcommJobs))),
   ...(haveMpi ? { 'ompi-vader': ['mpirun', ['--allow-run-as-root', '-np', '2', '--mca', 'pml', 'ob1', '--mca', 'btl', 'self,vader', mpiBin, 'latency', '--json', '--label', 'ompi-vader', '--sizes', sizes]] } : {}),
 };
 
 /** data[who][size] = [{ avg, median, batchAvg } per round] */
 const data = {};
 for (let r = 0; r < rounds; r++) {
-  for (const [who, [cmd, argv]] of Object.entries(runners)) {
+  for (const [who, [cmd, argv, env]] of Object.entries(runners)) {
     let out;
     try {
-      out = execFileSync(cmd, argv, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 });
+      out = execFileSync(cmd, argv, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000, env });
     } catch (e) {
       process.stderr.write(`round ${r + 1}: ${who} failed: ${e.message.split('\n')[0]}\n`);
       continue;

@@ -35,7 +35,7 @@ const DEFAULTS = {
   tcpMaxFrame: 4 << 20, tcpRecvBuffer: 256 << 10, tcpSendHighWater: 16 << 20,
   connectTimeout: 30000, handshakeTimeout: 5000,
   udpMtu: 0, udpTinyMtu: 768, udpWindow: 4096, udpRtoMs: 100, udpAckDelay: 1, udpPeerTimeout: 300, udpFaults: '', udpChecksum: true, udpAuth: true, udpSocketBuffer: 4 << 20,
-  spinUs: 1000, hangTimeout: 60000,
+  spinUs: 20000, hangTimeout: 60000,
   tbsmRing: 1 << 20, shmRing: 1 << 20, shmRndvThreshold: 0, shmSingleCopy: true,
   collAllreduceRing: 256 << 10, collAllgatherRing: 64 << 10, collGatherBinomial: 4 << 10, collAlltoallPairwise: 32 << 10,
   collSharedMax: 1 << 20, collSpinUs: 20000, collSharedSplit: 32 << 10, collSharedSlot: 256 << 10, collSharedFlat: 8, bind: 'none', rdmaRgetMin: 64 << 10,
