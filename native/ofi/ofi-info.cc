@@ -4,6 +4,7 @@
 // (they need local registration, per-endpoint keys, RMA events, message
 // prefixes or unordered sends) marked refused with the reason.
 #include "ofi.h"
+#include <cstdlib>
 #include <cstring>
 
 namespace ofi {
@@ -195,7 +196,34 @@ Napi::Value StrError(const Napi::CallbackInfo& cb) {
   return Napi::String::New(cb.Env(), fi_strerror(e < 0 ? -e : e));
 }
 
+/**
+ * setEnvDefault(name, value): setenv(name, value) in the process's real
+ * environment unless it holds name already; getEnv(name) -> its value or
+ * null. libfabric reads its settings there (getenv, when it initializes), and
+ * a worker thread's process.env is a copy that never reaches it: a thread
+ * rank that loads the binding first sets railcomm's defaults this way before
+ * its first fi_getinfo (env-defaults.ts).
+ */
+Napi::Value SetEnvDefault(const Napi::CallbackInfo& cb) {
+  const std::string name = cb[0].As<Napi::String>();
+  const std::string value = cb[1].As<Napi::String>();
+  if (name.empty() || name.find('=') != std::string::npos) {
+    Napi::TypeError::New(cb.Env(), "setEnvDefault: not a variable name: " + name).ThrowAsJavaScriptException();
+    return cb.Env().Undefined();
+  }
+  setenv(name.c_str(), value.c_str(), 0);
+  return cb.Env().Undefined();
+}
+
+Napi::Value GetEnv(const Napi::CallbackInfo& cb) {
+  const std::string name = cb[0].As<Napi::String>();
+  const char* v = getenv(name.c_str());
+  return v == nullptr ? cb.Env().Null() : Napi::String::New(cb.Env(), v);
+}
+
 void InitInfo(Napi::Env env, Napi::Object exports) {
+  exports.Set("setEnvDefault", Napi::Function::New(env, SetEnvDefault, "setEnvDefault"));
+  exports.Set("getEnv", Napi::Function::New(env, GetEnv, "getEnv"));
   exports.Set("getinfo", Napi::Function::New(env, GetInfo, "getinfo"));
   exports.Set("strerror", Napi::Function::New(env, StrError, "strerror"));
   exports.Set("waitObject", Napi::Function::New(env, WaitObject, "waitObject"));

@@ -15,6 +15,7 @@ import { PEER_GONE_MS, MARGIN_MS, within } from '../helpers/promises.mjs';
 import { loadOfi, ofiWhy } from '../../dist/rail/ofi/native.js';
 import { ofiComponent } from '../../dist/rail/ofi/component.js';
 import { resolveParams } from '../../dist/core/params.js';
+import { rxmBufferFor } from '../../dist/rail/ofi/env-defaults.js';
 import { spawnSync } from 'node:child_process';
 
 const PROVIDERS = ['tcp;ofi_rxm', 'shm', 'udp;ofi_rxd', 'sockets'];
@@ -135,6 +136,23 @@ test('ofi tcp;ofi_rxm with RAILCOMM_OFI_WAIT_FD=0: no wait fd; a target asleep i
   const [cpu, waited] = line.rest.split(' ').map(Number);
   assert.ok(cpu < 0.6 * waited, `${cpu} ms of CPU over a ${waited} ms recvSync (at most 60%: 100 us naps between looks)`);
   console.log(`# ofi tcp;ofi_rxm, no wait fd: asleep target ${linesWith(passive.stdout, 'PASSIVE')[0]?.rest}; a recvSync of ${waited} ms used ${cpu} ms of CPU`);
+});
+
+// libfabric reads its settings from the process's real environment; thread
+// ranks that choose ofi in init() (the thread host saw no RAILCOMM_RAILS)
+// have the binding put railcomm's defaults there before libfabric starts.
+test('ofi tcp;ofi_rxm: thread ranks that choose ofi in init() still give libfabric railcomm\'s defaults (FI_OFI_RXM_BUFFER_SIZE, FI_SOCKETS_PE_WAITTIME)', needProvider('tcp;ofi_rxm'), async () => {
+  const env = { RAILCOMM_OFI_PROVIDERS: 'tcp;ofi_rxm' };
+  const j = await railcomm(['run', '-n', '2', '--threads-per-process', '1', '--timeout', '60', jobScript('ofi-env-threads.mjs')], { limitMs: 90_000, env });
+  assert.equal(j.code, 0, `${j.stdout}\n${j.stderr}`);
+  const seen = linesWith(j.stdout, 'FIENV');
+  assert.equal(seen.length, 2, j.stdout);
+  // (What the user set in the environment wins over railcomm's default.)
+  const want = `${process.env.FI_OFI_RXM_BUFFER_SIZE ?? rxmBufferFor({})} ${process.env.FI_SOCKETS_PE_WAITTIME ?? '0'}`;
+  for (const { rank, rest } of seen) {
+    assert.ok(rest.startsWith('ofi:tcp;ofi_rxm/'), `rank ${rank} talked over ${rest}`);
+    assert.equal(rest.split(' ').slice(1).join(' '), want, `rank ${rank}: what libfabric reads`);
+  }
 });
 
 // Scalable endpoints: a process's thread ranks share one sockets domain and

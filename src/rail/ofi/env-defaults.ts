@@ -2,7 +2,11 @@
 // real environment (getenv, some of them as they load). A worker thread's
 // process.env is a copy of its own: set there, libfabric never sees it. So
 // the loader sets these in a process rank, and the thread host in its main
-// thread before it starts thread ranks. A value the user set is kept.
+// thread before it starts thread ranks of a job that names ofi; a thread rank
+// that chose ofi itself (init({ rails })) has the binding copy them into the
+// real environment before libfabric initializes (native.ts, setEnvDefault),
+// which serves every variable but the two read as the binding loads. A value
+// the user set is kept.
 
 import { resolveParams } from '../../core/params.js';
 import { COPY_MAX, FRAME_HEAD, HEADER_MAX } from './wire.js';
@@ -16,6 +20,9 @@ export function rxmBufferFor(env: NodeJS.ProcessEnv): number {
   try { eager = resolveParams({}, env).eagerLimit; } catch { /* a bad setting is reported where it is used */ }
   return Math.max(RXM_BUFFER_DEFAULT, Math.min(eager, COPY_MAX) + FRAME_HEAD + HEADER_MAX);
 }
+
+/** The variables setOfiEnvDefaults sets (when unset). */
+export const OFI_ENV_NAMES = ['IPATH_NO_BACKTRACE', 'HFI_NO_BACKTRACE', 'FI_SOCKETS_PE_WAITTIME', 'FI_OFI_RXM_BUFFER_SIZE'] as const;
 
 export function setOfiEnvDefaults(env: NodeJS.ProcessEnv = process.env): void {
   // libfabric's psm providers link libinfinipath and libpsm2, whose constructors

@@ -6,7 +6,8 @@ import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { nativeDir, resolveBinary } from '../../native/addon.js';
-import { setOfiEnvDefaults } from './env-defaults.js';
+import { isMainThread } from 'node:worker_threads';
+import { OFI_ENV_NAMES, setOfiEnvDefaults } from './env-defaults.js';
 
 /** One answer of fi_getinfo, as native/ofi/ofi-info.cc describes it. */
 export interface OfiInfo {
@@ -107,6 +108,10 @@ export interface OfiBinding {
   waitObject(provider: string, domain: string, addrFormat: number): 'fd' | 'none' | '';
   /** fi_strerror. */
   strerror(err: number): string;
+  /** setenv(name, value) in the process's real environment unless name is set there (what libfabric reads). */
+  setEnvDefault(name: string, value: string): void;
+  /** getenv(name) in the process's real environment: what libfabric sees. */
+  getEnv(name: string): string | null;
   open(o: OfiOpenOptions): OfiOpened;
   close(h: number): void;
   /** The peer's handle (what the other calls take); ctx: its context of a scalable endpoint, -1 for a plain endpoint. */
@@ -172,10 +177,14 @@ export function loadOfi(): OfiBinding | null {
     why = `libfabric binding not built (${log || 'run node native/ofi/build.mjs'}; it needs libfabric's headers: apt-get install libfabric-dev)`;
     return null;
   }
-  // In a thread rank this changes only the worker's copy: the thread host set them for the process (env-defaults.ts).
+  // In a thread rank this changes only the worker's copy (env-defaults.ts): the binding copies them below.
   setOfiEnvDefaults();
   try {
     loaded = requireHere(bin.file) as OfiBinding;
+    // Into the process's real environment, where libfabric reads them when it
+    // initializes (at the first fi_getinfo, after this): a no-op in a process
+    // rank, whose process.env is the real one, and for what the user set.
+    if (!isMainThread) for (const name of OFI_ENV_NAMES) { const v = process.env[name]; if (v !== undefined) loaded.setEnvDefault(name, v); }
     why = `libfabric binding loaded (${path.relative(path.dirname(nativeDir()), bin.file)}, headers ${loaded.headers})`;
   } catch (e) {
     why = `libfabric binding failed to load (${bin.file}): ${(e as Error).message.split('\n')[0]}`;
