@@ -2,7 +2,9 @@
 // datapaths chosen by size per lane, matching with MPI ordering, eager credits
 // that bound the unexpected queue, probes, the blocking calls' fast paths,
 // cancellation and the failure of everything that waits on a dead peer.
-// Rendezvous (and its single-copy variants) lives in rndv/.
+// Rendezvous (and its single-copy variants) lives in rndv/; finalize, a peer's
+// BYE and broken collectives in leaving.ts; what waits, for the hang report,
+// in p2p-waits.ts.
 
 import type { AmHandler, PolledEndpoint, RailEndpoint, RxFrame } from '../rail/api.js';
 import { NO_RESOURCE } from '../rail/api.js';
@@ -10,7 +12,7 @@ import { RailcommError, ErrorCode } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { HangWait } from './hang.js';
 import { copySmall } from '../core/word-copy.js';
-import { MatchQueues, ANY_SOURCE, ANY_TAG } from './matching.js';
+import { ANY_SOURCE, ANY_TAG } from './matching.js';
 import { nextSeq } from '../core/seq.js';
 import type { Progress } from './progress.js';
 import { Request, KIND_PROBE, KIND_SEND, PENDING, type Canceller } from './request.js';
@@ -27,24 +29,14 @@ import type { Params } from '../core/params.js';
 import { AM_RTS_RDMA, AM_RTS_RGET, AM_RTS_SEG, rgetAddress, rtsSegmentId, rtsSegmentOffset } from './ipc-wire.js';
 import { RdmaRndv } from './rndv/rdma.js';
 import {
-  AM_BYE, AM_CREDIT, AM_CTS, AM_EAGER, AM_REVOKE, AM_RTS, BYE_HDR, CREDIT_HDR, CTS_HDR, CTS_REFUSED_BROKEN, CTS_REFUSED_FINALIZED,
-  EAGER_HDR, EAGER_OVERHEAD, REVOKE_HDR,
-  encodeCts, encodeMatchHeader, encodeRevoke, encodeU32, hdrCredits, hdrCtx, hdrSeq, hdrSrc, hdrTag, readU32, revokeCtx, revokeFailed, rtsSendId, rtsSize,
+  AM_BYE, AM_CREDIT, AM_EAGER, AM_REVOKE, AM_RTS, CREDIT_HDR, EAGER_HDR, EAGER_OVERHEAD,
+  encodeMatchHeader, encodeU32, hdrCredits, hdrCtx, hdrSeq, hdrSrc, hdrTag, readU32, revokeCtx, revokeFailed, rtsSendId, rtsSize,
 } from './wire.js';
+import { newContextState, type ContextState } from './context-state.js';
+import { Leaving, finalizedBeforeSending } from './leaving.js';
+import { collectWaits, describePending as describeWaits, waitsOn as waitsOnPeer, type P2pWaitsView } from './p2p-waits.js';
 
 export { Unexpected };
-
-/** A communicator context as the protocol layer sees it: queues and its group. */
-interface ContextState {
-  readonly queues: MatchQueues<Request, Unexpected>;
-  /** World rank of each communicator rank, once the communicator registered it. */
-  group: readonly number[] | null;
-  /** Waiting probes (probe / mprobe), in order. */
-  probes: Request[];
-  /** A collective context: a member's failure breaks every collective on it. */
-  collective: boolean;
-  broken: RailcommError | null;
-}
 
 /** What the protocol needs from its owner (the Context). */
 export interface P2pHost {
@@ -85,6 +77,8 @@ export class PointToPoint implements Canceller {
   readonly device: DeviceRndv;
   /** Rendezvous by remote read on rails with native one-sided operations (rndv/rdma.ts). */
   readonly rdma: RdmaRndv;
+  /** Finalize, a peer's BYE, collective contexts a failure broke (leaving.ts). */
+  private readonly leaving: Leaving;
   /** Counted protocol errors from peers (bad ids, out-of-range data). */
   protocolErrors = 0;
   private readonly startSendFn = (ep: ProtoEndpoint, r: Request): PendingOp | null => this.startSend(ep, r);
@@ -100,6 +94,11 @@ export class PointToPoint implements Canceller {
     this.rdma = new RdmaRndv({ get rdmaMin() { return host.params?.rdmaRgetMin ?? 0; }, ...lied }, this.out, this.rndv);
     this.singleCopy.rdma = this.rdma;
     this.prefetch = new Prefetch(this);
+    this.leaving = new Leaving({
+      host, contexts: this.contexts, out: this.out,
+      returnCredit: (ep, n) => this.returnCredit(ep, n),
+      failAllRecvs: (err) => this.rndv.failAllRecvs(err),
+    });
     am.register(AM_EAGER, 'eager', this.matchedHandler(AM_EAGER));
     am.register(AM_RTS, 'rts', this.matchedHandler(AM_RTS));
     am.register(AM_CREDIT, 'credit', this.creditHandler);
@@ -122,7 +121,7 @@ export class PointToPoint implements Canceller {
     if (ctx === this.lastCtx) return this.lastState!;
     let s = this.contexts.get(ctx);
     if (s === undefined) {
-      s = { queues: new MatchQueues<Request, Unexpected>(), group: null, probes: [], collective: false, broken: null };
+      s = newContextState();
       this.contexts.set(ctx, s);
     }
     this.lastCtx = ctx;
@@ -260,7 +259,7 @@ export class PointToPoint implements Canceller {
   /** The lane can take sends again, or was just resolved. */
   drain(ep: ProtoEndpoint): void {
     ep.drain(this.startSendFn);
-    if (ep.byeOwed) this.sendBye(ep);
+    if (ep.byeOwed) this.leaving.sendBye(ep);
   }
 
   // ---- receiving ---------------------------------------------------------
@@ -546,7 +545,7 @@ export class PointToPoint implements Canceller {
   }
 
   private onMatched(ep: ProtoEndpoint, am: number, v: DataView, o: number, buf: Buffer, words: Int32Array | null, payOff: number, payLen: number): void {
-    if (am === AM_BYE) this.onBye(ep);
+    if (am === AM_BYE) this.leaving.onBye(ep);
     else if (am === AM_EAGER) this.onEager(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), buf, words, payOff, payLen);
     else if (am === AM_RTS_DEV) this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o), 0n, this.device.arrivedRts(ep, v, o, rtsSendId(v, o)));
     else if (am === AM_RTS_RDMA) this.onRts(ep, hdrCtx(v, o), hdrSrc(v, o), hdrTag(v, o), rtsSendId(v, o), rtsSize(v, o), 0n, this.rdma.arrivedRts(ep, v, o, rtsSendId(v, o)));
@@ -575,7 +574,7 @@ export class PointToPoint implements Canceller {
         return;
       }
     }
-    if (this.finalizing || st.broken !== null) { this.discard(ep, len); return; }
+    if (this.leaving.finalizing || st.broken !== null) { this.leaving.discard(ep, len); return; }
     const u = new Unexpected(ep, src, tag, copyOf(buf, off, len), len, 0);
     st.queues.pushArrived(u);
     if (st.probes.length > 0) this.checkProbes(st, u);
@@ -588,7 +587,7 @@ export class PointToPoint implements Canceller {
     if (r !== null) { this.rndv.accept(r, ep, sendId, size, src, tag, remote, segment, finWanted); return; }
     // A rendezvous the receive waiting at the call matches: that receive is posted and takes it from the queue.
     if (this.atCallBuf !== null && this.forAtCall(ctx, src, tag)) this.atCallBuf = null;
-    if (this.finalizing || st.broken !== null) { this.refuse(ep, sendId, st.broken !== null); return; }
+    if (this.leaving.finalizing || st.broken !== null) { this.leaving.refuse(ep, sendId, st.broken !== null); return; }
     const u = new Unexpected(ep, src, tag, null, size, sendId);
     u.remote = remote;
     u.segment = segment;
@@ -661,7 +660,7 @@ export class PointToPoint implements Canceller {
       if (st.collective && !graceful) {
         // A collective cannot finish without every member: fail it here, and
         // tell the other members, who may never have talked to the dead rank.
-        if (this.breakContext(st, err)) this.revoke(ctx, st, ep.rank);
+        if (this.leaving.breakContext(st, err)) this.leaving.revoke(ctx, st, ep.rank);
         continue;
       }
       for (const r of st.queues.postedFor(commRank, !graceful)) { st.queues.removePosted(r); r.fail(err); }
@@ -672,37 +671,16 @@ export class PointToPoint implements Canceller {
     }
   }
 
-  // ---- leaving: finalize and broken collectives ---------------------------
+  // ---- leaving: finalize, a peer's BYE, broken collectives (leaving.ts) ----
 
-  /** This rank called finalize(): no receive will be posted any more. */
-  private finalizing = false;
-
-  /**
-   * Start finalizing: what is queued unmatched can never be received, so
-   * its senders are told (a rendezvous send fails there instead of waiting
-   * for ever) and its eager bytes dropped; every peer is told with a BYE, so
-   * its receives from us that nothing we sent matches fail. MPI makes both
-   * the user's error: it is reported, never a hang.
-   */
+  /** This rank called finalize(): what waits unmatched is refused or dropped, every peer gets a BYE. */
   beginFinalize(): void {
-    if (this.finalizing) return;
-    this.finalizing = true;
-    for (const st of this.contexts.values()) this.dropUnmatched(st, false);
-    this.reportDiscarded('finalize(): ');
-    for (const ep of this.host.allEndpoints()) {
-      if (ep.rank === this.host.worldRank || ep.failure !== null) continue;
-      ep.byeOwed = true;
-      this.sendBye(ep);
-    }
+    this.leaving.beginFinalize();
   }
 
-  /** A BYE once nothing waits in front of it: it takes the next sequence number, after every message sent. */
-  private sendBye(ep: ProtoEndpoint): void {
-    if (ep.lane === null || ep.failure !== null || ep.hasPending) return;
-    ep.byeOwed = false;
-    encodeU32(this.scratchView, ep.txSeq);
-    ep.txSeq = nextSeq(ep.txSeq);
-    this.out.send(ep, AM_BYE, BYE_HDR);
+  /** finalize(): receives and probes that can no longer complete fail with err. */
+  failAllWaiting(err: RailcommError): void {
+    this.leaving.failAllWaiting(err);
   }
 
   private readonly byeHandler: AmHandler = {
@@ -714,46 +692,10 @@ export class PointToPoint implements Canceller {
         this.early(ep, AM_BYE, rx, seq);
         return;
       }
-      this.onBye(ep);
+      this.leaving.onBye(ep);
       if (ep.rx.waiting > 0) this.replayEarly(ep);
     },
   };
-
-  /** Everything the peer sent before it finalized has arrived: receives waiting for it alone can never match. */
-  private onBye(ep: ProtoEndpoint): void {
-    ep.peerFinalized = true;
-    for (const st of this.contexts.values()) {
-      if (st.group === null) continue;
-      const commRank = st.group.indexOf(ep.rank);
-      if (commRank < 0) continue;
-      for (const r of st.queues.postedFor(commRank, false)) { st.queues.removePosted(r); r.fail(finalizedBeforeSending(ep.rank, r)); }
-      st.probes = st.probes.filter((p) => {
-        if (p.matchSrc !== commRank) return true;
-        p.fail(finalizedBeforeSending(ep.rank, p));
-        return false;
-      });
-    }
-  }
-
-  /** Mark a collective context broken and fail what waits in it; false if it already was. */
-  private breakContext(st: ContextState, err: RailcommError): boolean {
-    if (st.broken !== null) return false;
-    st.broken = err;
-    for (const r of [...st.queues.allPosted()]) { st.queues.removePosted(r); r.fail(err); }
-    this.dropUnmatched(st, true);
-    return true;
-  }
-
-  /** Tell the other members of a collective context that `failed` is gone (they may not know it). */
-  private revoke(ctx: number, st: ContextState, failed: number): void {
-    for (const w of st.group!) {
-      if (w === failed || w === this.host.worldRank) continue;
-      const m = this.host.endpointFor(w);
-      if (m.failure !== null || m.peerFinalized) continue;
-      encodeRevoke(this.scratchView, ctx, failed);
-      this.out.send(m, AM_REVOKE, REVOKE_HDR);
-    }
-  }
 
   private readonly revokeHandler: AmHandler = {
     recv: (rep, rx) => {
@@ -762,126 +704,30 @@ export class PointToPoint implements Canceller {
       const failed = revokeFailed(rx.view, rx.hdrOff);
       if (failed >= this.host.worldSize) { this.peerLied(rep, `revoke names rank ${failed}, beyond the job`); return; }
       const st = this.state(ctx);
-      this.breakContext(st, new RailcommError(ErrorCode.PEER_FAILED,
+      this.leaving.breakContext(st, new RailcommError(ErrorCode.PEER_FAILED,
         `rank ${failed} failed (reported by rank ${from}): a collective on this communicator cannot finish`));
     },
   };
 
-  /**
-   * Empty a context's unexpected queue that no receive can ever take
-   * (finalizing, or a broken collective): rendezvous senders are refused,
-   * eager bytes dropped (counted per peer for the warning).
-   */
-  private dropUnmatched(st: ContextState, broken: boolean): void {
-    for (const u of [...st.queues.allArrived()]) {
-      st.queues.removeArrived(u);
-      // (One being fetched was asked for already: dropped once it is here, rndv/prefetch.ts.)
-      if (u.fetching !== null) this.countDropped(u.ep.rank, u.size);
-      else if (u.data === null) this.refuse(u.ep, u.sendId, broken);
-      else this.discard(u.ep, u.size);
-    }
-  }
+  // ---- what waits (p2p-waits.ts) ---------------------------------------------
 
-  /** Refuse a rendezvous announcement: the sender fails that send instead of waiting. */
-  private refuse(ep: ProtoEndpoint, sendId: number, broken: boolean): void {
-    encodeCts(this.scratchView, sendId, 0, broken ? CTS_REFUSED_BROKEN : CTS_REFUSED_FINALIZED, ep.takeOwed());
-    this.out.send(ep, AM_CTS, CTS_HDR);
-    this.countDropped(ep.rank, 0);
-  }
-
-  /** Drop an eager message no receive can take; its credit goes back. */
-  private discard(ep: ProtoEndpoint, len: number): void {
-    this.returnCredit(ep, len + EAGER_OVERHEAD);
-    this.countDropped(ep.rank, len);
-  }
-
-  /** Messages dropped unreceived, per sender, not reported yet: [count, eager bytes]. */
-  private dropped = new Map<number, [number, number]>();
-  /** Every message dropped unreceived (--stats). */
-  droppedUnreceived = 0;
-
-  private countDropped(rank: number, bytes: number): void {
-    this.droppedUnreceived++;
-    const d = this.dropped.get(rank);
-    if (d === undefined) this.dropped.set(rank, [1, bytes]);
-    else { d[0]++; d[1] += bytes; }
-    // Reported in batches: a flood during finalize is one line per sender, not one per message.
-    if (this.dropped.size === 1 && d === undefined && !this.finalizing) queueMicrotask(() => this.reportDiscarded(''));
-  }
-
-  private reportDiscarded(prefix: string): void {
-    for (const [rank, [n, bytes]] of this.dropped) {
-      this.host.log.warn(`${prefix}${n} message${n === 1 ? '' : 's'} from rank ${rank} (${bytes} eager bytes) will never be received: ` +
-        `this rank ${this.finalizing ? 'finalized' : 'left a broken collective'} first; every message must be received before finalize() (MPI)`);
-    }
-    this.dropped.clear();
-  }
-
-  /** finalize(): receives and probes that can no longer complete fail with err; what was dropped meanwhile is reported. */
-  failAllWaiting(err: RailcommError): void {
-    this.reportDiscarded('finalize(): ');
-    for (const st of this.contexts.values()) {
-      for (const r of [...st.queues.allPosted()]) { st.queues.removePosted(r); r.fail(err); }
-      for (const p of st.probes) p.fail(err);
-      st.probes = [];
-    }
-    this.rndv.failAllRecvs(err);
+  private waitsView(): P2pWaitsView {
+    return { host: this.host, contexts: this.contexts, rndv: this.rndv };
   }
 
   /** What this rank waits for, one line each (hang report). */
   describePending(): string[] {
-    const out: string[] = [];
-    for (const [ctx, st] of this.contexts) {
-      for (const r of st.queues.allPosted()) {
-        out.push(`receive on context ${ctx} from ${r.matchSrc === ANY_SOURCE ? 'ANY_SOURCE' : 'rank ' + r.matchSrc} tag ${r.matchTag < 0 ? 'ANY_TAG' : r.matchTag} (${r.buf.byteLength} B buffer), no matching message yet`);
-      }
-      for (const p of st.probes) out.push(`probe on context ${ctx} from ${p.matchSrc === ANY_SOURCE ? 'ANY_SOURCE' : 'rank ' + p.matchSrc} tag ${p.matchTag < 0 ? 'ANY_TAG' : p.matchTag}`);
-      for (const u of st.queues.allArrived()) out.push(`unexpected message on context ${ctx} from rank ${u.src} tag ${u.tag}, ${u.size} B, not received yet`);
-    }
-    this.rndv.describe(out);
-    for (const ep of this.host.allEndpoints()) {
-      if (ep.hasPending) out.push(`sends to world rank ${ep.rank} queued (${ep.lane === null ? 'peer address not resolved yet' : 'rail has no resources'})`);
-    }
-    return out.length > 0 ? out : ['nothing visible in the protocol layer (a request waits on the application)'];
+    return describeWaits(this.waitsView());
   }
 
   /** What this rank waits for, each with the world rank it depends on (hang report; rare). */
   waits(out: HangWait[]): void {
-    for (const [ctx, st] of this.contexts) {
-      const world = (r: number): number => (st.group === null ? r : st.group[r] ?? -1);
-      const on = `context ${ctx}${st.collective ? ' (collectives)' : ''}`;
-      const tagText = (t: number): string => (t < 0 ? 'ANY_TAG' : String(t));
-      for (const r of st.queues.allPosted()) {
-        const any = r.matchSrc === ANY_SOURCE;
-        out.push({ peer: any ? 'any' : world(r.matchSrc), what: `receive on ${on} from ${any ? 'ANY_SOURCE' : 'rank ' + r.matchSrc} tag ${tagText(r.matchTag)} (${r.buf.byteLength} B buffer), no matching message yet` });
-      }
-      for (const p of st.probes) {
-        const any = p.matchSrc === ANY_SOURCE;
-        out.push({ peer: any ? 'any' : world(p.matchSrc), what: `probe on ${on} from ${any ? 'ANY_SOURCE' : 'rank ' + p.matchSrc} tag ${tagText(p.matchTag)}` });
-      }
-      for (const u of st.queues.allArrived()) out.push({ peer: null, what: `unexpected message on ${on} from rank ${u.src} tag ${u.tag}, ${u.size} B, not received yet` });
-    }
-    for (const r of this.rndv.sends.values()) out.push({ peer: r.peerWorld, what: `large send (${r.buf.byteLength} B, tag ${r.tag}) to world rank ${r.peerWorld}: waiting for the receiver to post a matching receive` });
-    for (const r of this.rndv.recvs.values()) out.push({ peer: r.peerWorld, what: `large receive from world rank ${r.peerWorld}: ${r.progressBytes} of ${r.bytes} B arrived` });
-    for (const ep of this.host.allEndpoints()) {
-      if (ep.hasPending) out.push({ peer: ep.rank, what: `sends to world rank ${ep.rank} queued (${ep.lane === null ? 'peer address not resolved yet' : 'rail has no resources'})` });
-    }
+    collectWaits(this.waitsView(), out);
   }
 
-  /**
-   * Whether this rank waits on the peer: a posted receive or probe it could
-   * satisfy (ANY_SOURCE included), a rendezvous with it, or sends queued to it.
-   * For rails' keepalive checks (rare); scans the posted queues.
-   */
+  /** Whether this rank waits on the peer (rails' keepalive checks; rare). */
   waitsOn(ep: ProtoEndpoint): boolean {
-    if (ep.hasPending || ep.sendsActive.size > 0 || ep.recvsActive.size > 0) return true;
-    for (const st of this.contexts.values()) {
-      const src = st.group === null ? ep.rank : st.group.indexOf(ep.rank);
-      if (src < 0) continue;
-      if (st.queues.postedFor(src, true).length > 0) return true;
-      for (const p of st.probes) if (p.matchSrc === ANY_SOURCE || p.matchSrc === src) return true;
-    }
-    return this.rndv.sendsTo(ep);
+    return waitsOnPeer(this.waitsView(), ep);
   }
 
   /** Counts for `railcomm info`, stats and hang reports. */
@@ -925,11 +771,6 @@ function copyOf(src: Buffer, off: number, len: number): Buffer {
   if (len <= 256) copySmall(c, 0, null, src, off, null, len);
   else src.copy(c, 0, off, off + len);
   return c;
-}
-
-/** A receive or probe that waited for a peer which finalized without sending it a match. */
-function finalizedBeforeSending(rank: number, r: Request): RailcommError {
-  return new RailcommError(ErrorCode.PEER_FAILED, `rank ${rank} called finalize() without sending a message that matches this ${r.kind === KIND_PROBE ? 'probe' : 'receive'} (tag ${r.matchTag < 0 ? 'ANY_TAG' : r.matchTag})`);
 }
 
 /**

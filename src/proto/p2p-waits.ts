@@ -1,0 +1,72 @@
+// What the point-to-point protocol waits for, for the hang report and the
+// rails' keepalive checks: posted receives and probes, unexpected messages,
+// rendezvous in flight and sends queued, per context. Cold paths, split from
+// p2p.ts; they read its state through P2pWaitsView.
+
+import type { HangWait } from './hang.js';
+import { ANY_SOURCE } from './matching.js';
+import type { ProtoEndpoint } from './endpoint.js';
+import type { Rendezvous } from './rndv/rendezvous.js';
+import type { ContextState } from './context-state.js';
+import type { P2pHost } from './p2p.js';
+
+export interface P2pWaitsView {
+  readonly host: P2pHost;
+  readonly contexts: ReadonlyMap<number, ContextState>;
+  readonly rndv: Rendezvous;
+}
+
+const srcText = (src: number): string => (src === ANY_SOURCE ? 'ANY_SOURCE' : `rank ${src}`);
+const tagText = (t: number): string => (t < 0 ? 'ANY_TAG' : String(t));
+const queuedText = (ep: ProtoEndpoint): string => `sends to world rank ${ep.rank} queued (${ep.lane === null ? 'peer address not resolved yet' : 'rail has no resources'})`;
+
+/** What this rank waits for, one line each (hang report). */
+export function describePending(v: P2pWaitsView): string[] {
+  const out: string[] = [];
+  for (const [ctx, st] of v.contexts) {
+    for (const r of st.queues.allPosted()) {
+      out.push(`receive on context ${ctx} from ${srcText(r.matchSrc)} tag ${tagText(r.matchTag)} (${r.buf.byteLength} B buffer), no matching message yet`);
+    }
+    for (const p of st.probes) out.push(`probe on context ${ctx} from ${srcText(p.matchSrc)} tag ${tagText(p.matchTag)}`);
+    for (const u of st.queues.allArrived()) out.push(`unexpected message on context ${ctx} from rank ${u.src} tag ${u.tag}, ${u.size} B, not received yet`);
+  }
+  v.rndv.describe(out);
+  for (const ep of v.host.allEndpoints()) if (ep.hasPending) out.push(queuedText(ep));
+  return out.length > 0 ? out : ['nothing visible in the protocol layer (a request waits on the application)'];
+}
+
+/** What this rank waits for, each with the world rank it depends on (hang report; rare). */
+export function collectWaits(v: P2pWaitsView, out: HangWait[]): void {
+  for (const [ctx, st] of v.contexts) {
+    const world = (r: number): number => (st.group === null ? r : st.group[r] ?? -1);
+    const on = `context ${ctx}${st.collective ? ' (collectives)' : ''}`;
+    for (const r of st.queues.allPosted()) {
+      const any = r.matchSrc === ANY_SOURCE;
+      out.push({ peer: any ? 'any' : world(r.matchSrc), what: `receive on ${on} from ${srcText(r.matchSrc)} tag ${tagText(r.matchTag)} (${r.buf.byteLength} B buffer), no matching message yet` });
+    }
+    for (const p of st.probes) {
+      const any = p.matchSrc === ANY_SOURCE;
+      out.push({ peer: any ? 'any' : world(p.matchSrc), what: `probe on ${on} from ${srcText(p.matchSrc)} tag ${tagText(p.matchTag)}` });
+    }
+    for (const u of st.queues.allArrived()) out.push({ peer: null, what: `unexpected message on ${on} from rank ${u.src} tag ${u.tag}, ${u.size} B, not received yet` });
+  }
+  for (const r of v.rndv.sends.values()) out.push({ peer: r.peerWorld, what: `large send (${r.buf.byteLength} B, tag ${r.tag}) to world rank ${r.peerWorld}: waiting for the receiver to post a matching receive` });
+  for (const r of v.rndv.recvs.values()) out.push({ peer: r.peerWorld, what: `large receive from world rank ${r.peerWorld}: ${r.progressBytes} of ${r.bytes} B arrived` });
+  for (const ep of v.host.allEndpoints()) if (ep.hasPending) out.push({ peer: ep.rank, what: queuedText(ep) });
+}
+
+/**
+ * Whether this rank waits on the peer: a posted receive or probe it could
+ * satisfy (ANY_SOURCE included), a rendezvous with it, or sends queued to it.
+ * For rails' keepalive checks (rare); scans the posted queues.
+ */
+export function waitsOn(v: P2pWaitsView, ep: ProtoEndpoint): boolean {
+  if (ep.hasPending || ep.sendsActive.size > 0 || ep.recvsActive.size > 0) return true;
+  for (const st of v.contexts.values()) {
+    const src = st.group === null ? ep.rank : st.group.indexOf(ep.rank);
+    if (src < 0) continue;
+    if (st.queues.postedFor(src, true).length > 0) return true;
+    for (const p of st.probes) if (p.matchSrc === ANY_SOURCE || p.matchSrc === src) return true;
+  }
+  return v.rndv.sendsTo(ep);
+}
