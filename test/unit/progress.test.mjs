@@ -19,9 +19,16 @@ test('progress: a brief wait ends after about 20 us even when every poll deliver
   let polls = 0;
   const rail = { poll: () => { polls++; return true; }, sleep: () => true, settle: () => {} };
   p.addPoller(rail);
-  const ms = briefWait(p, rail, () => false);
-  assert.ok(ms < 5, `the wait lasted ${ms} ms`);
-  assert.ok(polls >= 64, 'it polled');
+  // The wait's deadline is read on the wall clock, so a preemption of this
+  // process lengthens one wait (12.6 ms once in CI, Node 26): the shortest of
+  // three waits is held to the bound, and every one of them must end and poll.
+  const lasted = [];
+  for (let i = 0; i < 3; i++) {
+    polls = 0;
+    lasted.push(briefWait(p, rail, () => false));
+    assert.ok(polls >= 64, 'it polled');
+  }
+  assert.ok(Math.min(...lasted) < 5, `the waits lasted ${lasted.join(', ')} ms`);
   p.dispose();
 });
 
