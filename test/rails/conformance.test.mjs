@@ -134,7 +134,23 @@ const OFI = [['ofi-tcp', 'tcp;ofi_rxm/lo'], ['ofi-shm', 'shm/shm'], ['ofi-udp', 
 const ofiDevices = loadOfi() === null ? [] : ofiComponent.queryDevices(resolveParams());
 for (const [name, device] of OFI) {
   const why = loadOfi() === null ? ofiWhy() : ofiDevices.some((d) => d.name === device) ? null : `libfabric offers no ${device} here`;
-  RAILS.push({ name, open: (params) => openPair(ofiComponent, params, (ds) => ds.find((d) => d.name === device), true), missing: need('ofi', why) });
+  RAILS.push({ name, device, open: (params) => openPair(ofiComponent, params, (ds) => ds.find((d) => d.name === device), true), missing: need('ofi', why) });
+}
+// tcp;ofi_rxm again with RAILCOMM_OFI_WAIT_FD=0: its queue without a wait fd,
+// so the rail sleeps on its timer, as on shm and udp;ofi_rxd (checked at open).
+{
+  const why = loadOfi() === null ? ofiWhy() : ofiDevices.some((d) => d.name === 'tcp;ofi_rxm/lo') ? null : 'libfabric offers no tcp;ofi_rxm/lo here';
+  RAILS.push({
+    name: 'ofi-tcp-nowait',
+    device: 'tcp;ofi_rxm/lo',
+    tune: (params) => ({ ...params, ofiWaitFd: false }),
+    async open(params) {
+      const pair = await openPair(ofiComponent, this.tune(params), (ds) => ds.find((d) => d.name === this.device), true);
+      for (const side of [pair.a, pair.b]) assert.equal(side.rail.opened.waitFd, -1, 'RAILCOMM_OFI_WAIT_FD=0: no wait fd');
+      return pair;
+    },
+    missing: need('ofi', why),
+  });
 }
 
 /**
@@ -164,7 +180,7 @@ const MUST = {
 };
 // ofi: polled (it reads its completion queue when progress polls it) with no doorbell, native RMA
 // declared and offered; rendezvous by remote read on every provider but sockets (rail/ofi/rail.ts).
-for (const [name] of OFI) MUST[name] = { caps: { reliable: true, ordered: true, put: true, get: true, atomics: true, copiesAtSend: false }, ...NET, polled: true, reaches: true, rma: true, rendezvousReads: name !== 'ofi-sockets', syncWait: 'queue', beginFinalize: true, probe: true, describeState: true };
+for (const name of [...OFI.map(([n]) => n), 'ofi-tcp-nowait']) MUST[name] = { caps: { reliable: true, ordered: true, put: true, get: true, atomics: true, copiesAtSend: false }, ...NET, polled: true, reaches: true, rma: true, rendezvousReads: name !== 'ofi-sockets', syncWait: 'queue', beginFinalize: true, probe: true, describeState: true };
 assert.deepEqual(RAILS.map((r) => r.name).sort(), Object.keys(MUST).sort(), 'every rail has its row');
 
 const hdrOf = (i) => { const h = new Uint8Array(8); new DataView(h.buffer).setUint32(0, i, true); return h; };
@@ -1026,11 +1042,11 @@ for (const R of RAILS.filter((r) => r.name.startsWith('ofi-'))) {
   });
 
   test(`${R.name}: a HELLO that does not prove the job key is refused and counted; nothing from that sender arrives`, opts, async () => {
-    const params = resolveParams();
+    const params = R.tune?.(resolveParams()) ?? resolveParams();
     const a = makeSide(0, params);
     const b = makeSide(1, params);
     a.env = { ...a.env, jobKey: 'cd'.repeat(32) };
-    const dev = ofiComponent.queryDevices(params).find((d) => d.name === OFI.find(([n]) => n === R.name)[1]);
+    const dev = ofiComponent.queryDevices(params).find((d) => d.name === R.device);
     a.rail = await ofiComponent.open(dev, a.env);
     b.rail = await ofiComponent.open(dev, b.env);
     polled.add(a.rail); polled.add(b.rail);
