@@ -21,24 +21,32 @@ export function rxmBufferFor(env: NodeJS.ProcessEnv): number {
   return Math.max(RXM_BUFFER_DEFAULT, Math.min(eager, COPY_MAX) + FRAME_HEAD + HEADER_MAX);
 }
 
-/** The variables setOfiEnvDefaults sets (when unset). */
-export const OFI_ENV_NAMES = ['IPATH_NO_BACKTRACE', 'HFI_NO_BACKTRACE', 'FI_SOCKETS_PE_WAITTIME', 'FI_OFI_RXM_BUFFER_SIZE'] as const;
+/** railcomm's value for each variable, for the environment env (the rxm buffer follows its eager limit). */
+export function ofiEnvDefaults(env: NodeJS.ProcessEnv): Record<string, string> {
+  return {
+    // libfabric's psm providers link libinfinipath and libpsm2, whose constructors
+    // (run as the binding loads) take over SIGTERM, SIGINT, SIGSEGV... to print a
+    // backtrace into a file in the working directory and exit: a rank's own
+    // SIGTERM listener then never runs, and railcomm run's polite stop kills it.
+    IPATH_NO_BACKTRACE: '1',
+    HFI_NO_BACKTRACE: '1',
+    // The sockets provider's progress thread spins 10 ms before it blocks; beside
+    // Node ranks that already fill the cores it starves them (a passive-target
+    // lock/put/unlock took 40-76 ms instead of 4): it blocks at once unless told otherwise.
+    FI_SOCKETS_PE_WAITTIME: '0',
+    // tcp;ofi_rxm sends a message in one hop up to its buffer size (16384 bytes
+    // by default) and in segments beyond. An eager message of the eager limit is
+    // a frame of that payload plus railcomm's head and header: with room for it
+    // a 16 KiB message takes 13.4 us a half round trip here, not 35.7
+    // (bench/ofi/tagged-ab.sh, bench/RESULTS.md).
+    FI_OFI_RXM_BUFFER_SIZE: String(rxmBufferFor(env)),
+  };
+}
 
+/** The variables railcomm gives libfabric a value for. */
+export const OFI_ENV_NAMES: readonly string[] = Object.keys(ofiEnvDefaults({}));
+
+/** Set railcomm's value of each variable env lacks (a value the user set is kept). */
 export function setOfiEnvDefaults(env: NodeJS.ProcessEnv = process.env): void {
-  // libfabric's psm providers link libinfinipath and libpsm2, whose constructors
-  // (run as the binding loads) take over SIGTERM, SIGINT, SIGSEGV... to print a
-  // backtrace into a file in the working directory and exit: a rank's own
-  // SIGTERM listener then never runs, and railcomm run's polite stop kills it.
-  env['IPATH_NO_BACKTRACE'] ??= '1';
-  env['HFI_NO_BACKTRACE'] ??= '1';
-  // The sockets provider's progress thread spins 10 ms before it blocks; beside
-  // Node ranks that already fill the cores it starves them (a passive-target
-  // lock/put/unlock took 40-76 ms instead of 4): it blocks at once unless told otherwise.
-  env['FI_SOCKETS_PE_WAITTIME'] ??= '0';
-  // tcp;ofi_rxm sends a message in one hop up to its buffer size (16384 bytes
-  // by default) and in segments beyond. An eager message of the eager limit is
-  // a frame of that payload plus railcomm's head and header: with room for it
-  // a 16 KiB message takes 13.4 us a half round trip here, not 35.7
-  // (bench/ofi/tagged-ab.sh, bench/RESULTS.md).
-  env['FI_OFI_RXM_BUFFER_SIZE'] ??= String(rxmBufferFor(env));
+  for (const [name, value] of Object.entries(ofiEnvDefaults(env))) env[name] ??= value;
 }

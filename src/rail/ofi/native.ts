@@ -182,16 +182,10 @@ export function loadOfi(): OfiBinding | null {
   try {
     loaded = requireHere(bin.file) as OfiBinding;
     // Into the process's real environment, where libfabric reads them when it
-    // initializes (at the first fi_getinfo, after this); only what is missing
-    // there (the thread host set them for a job that names ofi; the user's
-    // values stay), since adding a variable is not safe beside another thread's
-    // getenv and sibling thread ranks may be starting libfabric now.
-    if (!isMainThread) {
-      for (const name of OFI_ENV_NAMES) {
-        const v = process.env[name];
-        if (v !== undefined && loaded.getEnv(name) === null) loaded.setEnvDefault(name, v);
-      }
-    }
+    // initializes (at the first fi_getinfo, after this). setenv without
+    // overwrite leaves what is there (the thread host's values for a job that
+    // names ofi, the user's) untouched.
+    if (!isMainThread) for (const name of OFI_ENV_NAMES) loaded.setEnvDefault(name, process.env[name]!);
     why = `libfabric binding loaded (${path.relative(path.dirname(nativeDir()), bin.file)}, headers ${loaded.headers})`;
   } catch (e) {
     why = `libfabric binding failed to load (${bin.file}): ${(e as Error).message.split('\n')[0]}`;
