@@ -6,12 +6,6 @@
 # ofi (pml cm, tcp) too, where mpirun is installed. Table: bench/ofi/rget-table.mjs.
 #   bench/ofi/rget-ab.sh [rounds] [providers...]   (default: 3, "tcp;ofi_rxm" shm)
 source "$(dirname "${BASH_SOURCE[0]}")/ab-common.sh"
-# Open MPI's mtl ofi on tcp beside them, where mpirun is here (bench/mpi/pingpong).
-mpi=""
-if command -v mpirun >/dev/null; then
-  [ -x "$root/bench/mpi/pingpong" ] || make -s -C "$root/bench/mpi" pingpong 2>/dev/null
-  [ -x "$root/bench/mpi/pingpong" ] && mpi=1
-fi
 for r in $(seq 1 "$rounds"); do
   for p in "${providers[@]}"; do
     for min in 65536 0; do
@@ -24,10 +18,7 @@ for r in $(seq 1 "$rounds"); do
     run "$here/ofi-bench" latency -p "$p" --sizes 1048576
     if [ "$p" = "tcp;ofi_rxm" ] && [ -n "$mpi" ]; then
       echo "## round $r, $p, Open MPI mtl ofi (pml cm) on tcp"
-      for k in bw latency; do
-        run mpirun --allow-run-as-root -np 2 --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp -x FI_PROVIDER=tcp \
-          "$root/bench/mpi/pingpong" "$k" --sizes 1048576,4194304 --label ompi-mtl-ofi-tcp
-      done
+      for k in bw latency; do ompi_mtl_ofi "$k" --sizes 1048576,4194304; done
     fi
   done
 done

@@ -8,12 +8,6 @@
 # MPI's mtl ofi (pml cm, tcp) joins them where mpirun is installed.
 #   bench/ofi/small-ab.sh [rounds] [providers...]   (default: 3, "tcp;ofi_rxm" shm)
 source "$(dirname "${BASH_SOURCE[0]}")/ab-common.sh"
-# Open MPI's mtl ofi on tcp beside them, where mpirun is here (bench/mpi/pingpong, osu_latency-style).
-mpi=""
-if command -v mpirun >/dev/null; then
-  [ -x "$root/bench/mpi/pingpong" ] || make -s -C "$root/bench/mpi" pingpong 2>/dev/null
-  [ -x "$root/bench/mpi/pingpong" ] && mpi=1
-fi
 for r in $(seq 1 "$rounds"); do
   for p in "${providers[@]}"; do
     echo "## round $r, $p, railcomm async then sync"
@@ -28,8 +22,7 @@ for r in $(seq 1 "$rounds"); do
     run "$here/ofi-bench" latency -p "$p" --sizes 8 --iters 20000 --json --wait-fd
     if [ "$p" = "tcp;ofi_rxm" ] && [ -n "$mpi" ]; then
       echo "## round $r, $p, Open MPI mtl ofi (pml cm) on tcp"
-      run mpirun --allow-run-as-root -np 2 --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp -x FI_PROVIDER=tcp \
-        "$root/bench/mpi/pingpong" latency --sizes 8 --label ompi-mtl-ofi-tcp
+      ompi_mtl_ofi latency --sizes 8
     fi
   done
 done

@@ -79,6 +79,8 @@ export class PointToPoint implements Canceller {
   readonly rdma: RdmaRndv;
   /** Finalize, a peer's BYE, collective contexts a failure broke (leaving.ts). */
   private readonly leaving: Leaving;
+  /** What p2p-waits.ts reads for the hang report and keepalive checks. */
+  private readonly waitsView: P2pWaitsView;
   /** Counted protocol errors from peers (bad ids, out-of-range data). */
   protocolErrors = 0;
   private readonly startSendFn = (ep: ProtoEndpoint, r: Request): PendingOp | null => this.startSend(ep, r);
@@ -99,6 +101,7 @@ export class PointToPoint implements Canceller {
       returnCredit: (ep, n) => this.returnCredit(ep, n),
       failAllRecvs: (err) => this.rndv.failAllRecvs(err),
     });
+    this.waitsView = { host, contexts: this.contexts, rndv: this.rndv };
     am.register(AM_EAGER, 'eager', this.matchedHandler(AM_EAGER));
     am.register(AM_RTS, 'rts', this.matchedHandler(AM_RTS));
     am.register(AM_CREDIT, 'credit', this.creditHandler);
@@ -711,23 +714,20 @@ export class PointToPoint implements Canceller {
 
   // ---- what waits (p2p-waits.ts) ---------------------------------------------
 
-  private waitsView(): P2pWaitsView {
-    return { host: this.host, contexts: this.contexts, rndv: this.rndv };
-  }
 
   /** What this rank waits for, one line each (hang report). */
   describePending(): string[] {
-    return describeWaits(this.waitsView());
+    return describeWaits(this.waitsView);
   }
 
   /** What this rank waits for, each with the world rank it depends on (hang report; rare). */
   waits(out: HangWait[]): void {
-    collectWaits(this.waitsView(), out);
+    collectWaits(this.waitsView, out);
   }
 
   /** Whether this rank waits on the peer (rails' keepalive checks; rare). */
   waitsOn(ep: ProtoEndpoint): boolean {
-    return waitsOnPeer(this.waitsView(), ep);
+    return waitsOnPeer(this.waitsView, ep);
   }
 
   /** Counts for `railcomm info`, stats and hang reports. */
