@@ -48,8 +48,9 @@ export function siphash24Js(key: Uint8Array, b: Uint8Array, off: number, len: nu
   let v3h = k1h ^ 0x74656462, v3l = k1l ^ 0x79746573;
   let t = 0;
   const full = len - (len & 7);
-  // Words the hole touches take the byte-wise path.
-  const h0 = hole >= 0 ? hole - 7 : -1;
+  // Words the hole touches take the byte-wise path: word i holds bytes
+  // [i, i + 8), so it touches [hole, hole + 4) when hole - 8 < i < hole + 4.
+  const h0 = hole >= 0 ? hole - 8 : -1;
   const h1 = hole >= 0 ? hole + 4 : -1;
   // The words, then one more: the tail bytes with the length's low byte on top.
   for (let i = 0; i <= full; i += 8) {
