@@ -180,11 +180,8 @@ test('limits at their exact edges: the high-water mark, a fragment of exactly th
   }
 });
 
-// session.ts pump() checks `queuedBytes <= highWater / 2` for roomAgain only after its loop,
-// which it leaves early (return this.stalled(...)) whenever the window or the credit is
-// full: while a queue drains ACK by ACK, roomAgain comes only once all of it is posted.
-// Reported; the test says what the condition means.
-test('back-pressure: roomAgain comes when the queue falls to half the mark, not before', { todo: 'pump() returns at a stall before its roomAgain check: room comes only when the whole queue is posted' }, () => {
+// A queue that drains ACK by ACK stalls at every pass: room must still come back at half the mark.
+test('back-pressure: roomAgain comes when the queue falls to half the mark, not before', () => {
   const r = rig(0, { limits: { highWater: 4000, window: 2 } });
   const s = r.a.session;
   let i = 0;

@@ -313,10 +313,11 @@ export class Session {
   /** Post what the window and credits allow, in order. True when the queue is empty. */
   pump(): boolean {
     const lim = this.host.limits;
+    let stall = 0; // the weight that did not fit, when the window or a credit stopped the loop
     while (this.qHead < this.queue.length && this.open && !this.dead) {
       const item = this.queue[this.qHead]!;
       if (item instanceof Segment) {
-        if (!this.canPost(item.weight)) return this.stalled(item.weight);
+        if (!this.canPost(item.weight)) { stall = item.weight; break; }
         this.queue[this.qHead++] = null as unknown as Segment;
         this.queuedBytes -= item.len;
         this.post(item, item.tiny && this.host.prioIdle());
@@ -327,7 +328,7 @@ export class Session {
       const room = lim.dataMax - CHUNK_BYTES - (first ? f.hdrLen : 0);
       const n = Math.min(room, f.payLen - f.off);
       const len = CHUNK_BYTES + (first ? f.hdrLen : 0) + n;
-      if (!this.canPost(len + SEG_OVERHEAD)) return this.stalled(len + SEG_OVERHEAD);
+      if (!this.canPost(len + SEG_OVERHEAD)) { stall = len + SEG_OVERHEAD; break; }
       const seg = this.host.segment(false);
       seg.owner = this;
       const v = seg.view;
@@ -351,11 +352,15 @@ export class Session {
       }
     }
     this.compact();
+    // Counted before roomAgain, whose sends may pump again.
+    if (stall > 0) this.stalled(stall);
+    const empty = this.qHead === this.queue.length;
+    // At a stall too: a queue that drains ACK by ACK gives room back at half the mark.
     if (this.wantRoom && this.queuedBytes <= this.host.limits.highWater / 2) {
       this.wantRoom = false;
       this.owner.roomAgain();
     }
-    return this.qHead === this.queue.length;
+    return empty;
   }
 
   private compact(): void {
