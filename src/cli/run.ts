@@ -12,16 +12,18 @@ import { invalidArg } from '../core/errors.js';
 import { ENV } from '../boot/launch-env.js';
 import { KvServer } from '../boot/kv-server.js';
 import os from 'node:os';
-import { readFileSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join as joinPath, resolve as resolvePath } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { LineCutter, MAX_HELD_LINE, NL, OutputGate, parseRankPrefix, rankPrefix } from './line-io.js';
+import { readFileSync } from 'node:fs';
+import { LineCutter, OutputGate } from './line-io.js';
+import { attachOutput, type OutputSinks } from './rank-output.js';
 import { THREAD_ENV } from './thread-host.js';
 import { removeJobSegments } from '../native/addon.js';
 import { HOST_CPUS_VAR } from '../core/host-cpus.js';
 import { HangBoard } from './hang-board.js';
-import { DEFAULT_NODE_FLAGS, THREAD_HOST_NODE_FLAGS } from '../core/params.js';
+import { parseHostfile, parseHosts, placeRanks, remoteCommand, routableAddress, secretInput, type HostSlots } from './hosts.js';
+import { nodeFlags, resolveProgram, SCRIPT_RE, scriptFlags, scriptProblem } from './program.js';
+import { UsageError } from './usage-error.js';
+
+export type { HostSlots } from './hosts.js';
 
 export interface JobOptions {
   /** Number of ranks. */
@@ -61,11 +63,6 @@ export interface JobOptions {
   label?: string;
 }
 
-export interface HostSlots {
-  host: string;
-  slots: number;
-}
-
 export interface RankOutput {
   stdout: string[];
   stderr: string[];
@@ -102,19 +99,12 @@ export interface Job {
 }
 
 const DEFAULT_GRACE_SEC = 3;
-/** Captured lines kept per rank stream; a benchmark prints far fewer. */
-const MAX_CAPTURED_LINES = 100_000;
 /** After the last rank exits, how long its pipes may stay open (held by escaped grandchildren). */
 const DRAIN_MS = 2000;
 /** How long a rank's failure report waits for the rank's own last output lines. */
 const LAST_WORDS_MS = 250;
-/** The thread host's lines already carry `[rank] `; a line it cut at MAX_HELD_LINE must stay one line here. */
-const MAX_HELD_HOST_LINE = 2 * MAX_HELD_LINE;
 /** Runs thread ranks; next to this file in dist/. */
 const THREAD_HOST = fileURLToPath(new URL('./thread-host.js', import.meta.url));
-/** Scripts this node runs (TypeScript through type stripping or a loader, typeScriptFlags). */
-const SCRIPT_RE = /\.(m|c)?[jt]s$/i;
-const TS_RE = /\.(m|c)?ts$/i;
 /** The thread host writes "<rank> <code>" lines here as its thread ranks exit. */
 const REPORT_FD = 3;
 
@@ -189,180 +179,6 @@ interface ProcState {
   /** Resolves when both pipes ended (or could not exist). */
   drained: Promise<void>;
   flush: () => void;
-}
-
-interface Placement { host: string; local: boolean; localRank: number; localSize: number }
-
-/** Agents that hand the remote side one command line for a shell to parse. */
-const SHELL_AGENTS = new Set(['ssh', 'rsh', 'oarsh', 'plink']);
-
-/** A word for a POSIX shell, whatever it contains. */
-export function shellQuote(w: string): string {
-  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`;
-}
-
-/**
- * How to start a rank on `host`: PREFIX host env NAME=VALUE... program args.
- * The remote side gets the railcomm variables (and -x ones) explicitly, as ssh
- * passes no environment. ssh-like agents join their arguments into one line
- * for the remote shell, so that line is built with every word quoted (and a
- * cd to the working directory); exec-style agents ('ip netns exec') get argv.
- * scriptAt: where args hold a script to resolve against the working
- * directory (after node's flags), or -1.
- */
-export function remoteCommand(opts: JobOptions, host: string, env: NodeJS.ProcessEnv, file: string, args: string[], scriptAt: number): [string, string[]] {
-  const rsh = opts.rsh ?? ['ssh'];
-  const cwd = opts.cwd ?? process.cwd();
-  const passed = Object.entries(env).filter(([k, v]) => v !== undefined && (k.startsWith('RAILCOMM_') || k in (opts.env ?? {})));
-  const vars = passed.filter(([k]) => !SECRET_VARS.includes(k)).map(([k, v]) => `${k}=${v}`);
-  // Secrets never go on a command line (any local user sees it with ps): the
-  // remote shell reads them from its standard input (secretInput) first.
-  const secrets = passed.filter(([k]) => SECRET_VARS.includes(k)).map(([k]) => `IFS= read -r ${k} && export ${k} && `).join('');
-  // (A script's path is resolved here, where the rank starts: it comes after node's flags.)
-  const prog = [file, ...args.map((a, i) => (i === scriptAt ? resolvePath(cwd, a) : a))];
-  const agent = rsh[0]!;
-  if (SHELL_AGENTS.has(agent.slice(agent.lastIndexOf('/') + 1))) {
-    const line = `cd ${shellQuote(cwd)} && ${secrets}exec env ${[...vars, ...prog].map(shellQuote).join(' ')}`;
-    return [agent, [...rsh.slice(1), host, line]];
-  }
-  const run = ['env', ...vars, ...prog];
-  return [agent, [...rsh.slice(1), host, ...(secrets === '' ? run : ['sh', '-c', `${secrets}exec "$@"`, 'sh', ...run])]];
-}
-
-/** Variables that must not appear on a command line: they reach remote ranks on standard input. */
-const SECRET_VARS: readonly string[] = ['RAILCOMM_JOB_KEY'];
-
-/** What a remote rank's command (remoteCommand) reads on its standard input: the secrets, one line each. */
-export function secretInput(env: NodeJS.ProcessEnv): string {
-  return SECRET_VARS.filter((k) => env[k] !== undefined).map((k) => `${env[k]!}\n`).join('');
-}
-
-const LOCAL_NAMES = new Set(['localhost', '127.0.0.1', '::1']);
-
-/** Ranks fill the hosts' slots in order; more ranks than slots is an error. */
-export function placeRanks(np: number, hosts: HostSlots[] | undefined): Placement[] {
-  if (hosts === undefined || hosts.length === 0) {
-    return Array.from({ length: np }, (_, r) => ({ host: 'localhost', local: true, localRank: r, localSize: np }));
-  }
-  const total = hosts.reduce((a, h) => a + h.slots, 0);
-  if (np > total) throw invalidArg(`${np} ranks do not fit the ${total} slots of ${hosts.map((h) => `${h.host}:${h.slots}`).join(',')}`);
-  const out: Placement[] = [];
-  for (const h of hosts) {
-    const here = Math.min(h.slots, np - out.length);
-    for (let i = 0; i < here; i++) out.push({ host: h.host, local: LOCAL_NAMES.has(h.host), localRank: i, localSize: here });
-  }
-  return out;
-}
-
-/** This host's first non-internal IPv4 address, for remote ranks to reach the launcher. */
-function routableAddress(): string {
-  for (const addrs of Object.values(os.networkInterfaces())) {
-    for (const a of addrs ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
-  }
-  return '127.0.0.1';
-}
-
-/** "a:2,b" (slots default 1) */
-export function parseHosts(text: string): HostSlots[] {
-  return text.split(',').map((t) => t.trim()).filter(Boolean).map((t) => {
-    const m = /^([^:\s]+)(?::(\d+))?$/.exec(t);
-    if (!m || (m[2] !== undefined && Number(m[2]) < 1)) throw new UsageError(`--hosts: '${t}' is not host or host:slots`);
-    return { host: m[1]!, slots: m[2] !== undefined ? Number(m[2]) : 1 };
-  });
-}
-
-/** Open MPI's hostfile format: "host slots=N" per line, # comments. */
-export function parseHostfile(text: string): HostSlots[] {
-  const out: HostSlots[] = [];
-  for (const raw of text.split('\n')) {
-    const line = raw.replace(/#.*/, '').trim();
-    if (!line) continue;
-    const [host, ...rest] = line.split(/\s+/);
-    let slots = 1;
-    for (const kv of rest) {
-      const m = /^(?:slots|max_slots)=(\d+)$/.exec(kv);
-      if (m && kv.startsWith('slots')) slots = Number(m[1]);
-      else if (!m) throw new UsageError(`hostfile: cannot read '${kv}' in '${line}' (expected slots=N)`);
-    }
-    if (slots < 1) throw new UsageError(`hostfile: slots must be at least 1 in '${line}'`);
-    out.push({ host: host!, slots });
-  }
-  return out;
-}
-
-/** The program to start and its arguments; scriptAt: where the script is among them (-1: not a script). */
-function resolveProgram(command: string[], env: NodeJS.ProcessEnv, cwd: string): { file: string; args: string[]; scriptAt: number } {
-  const first = command[0] ?? '';
-  if (SCRIPT_RE.test(first)) {
-    const flags = [...nodeFlags(env), ...scriptFlags(first, cwd)];
-    return { file: process.execPath, args: [...flags, ...command], scriptAt: flags.length };
-  }
-  return { file: first, args: command.slice(1), scriptAt: -1 };
-}
-
-/**
- * Why a script cannot run, in one line, or undefined when it can: it must
- * exist (checked before any rank starts, instead of one stack per rank), and
- * a TypeScript one needs a way to run (typeScriptFlags). Programs are left to
- * spawn (127 when missing). Ranks only on remote hosts find their script there.
- */
-export function scriptProblem(command: readonly string[], cwd: string, anyLocal = true): string | undefined {
-  const first = command[0] ?? '';
-  if (!SCRIPT_RE.test(first) || !anyLocal) return undefined;
-  const full = resolvePath(cwd, first);
-  let isFile = false;
-  try { isFile = statSync(full).isFile(); } catch { return `script '${first}' not found (there is no ${full}); check the path and the working directory`; }
-  if (!isFile) return `script '${first}' is not a file (${full})`;
-  const ts = typeScriptFlags(full, cwd);
-  return typeof ts === 'string' ? ts : undefined;
-}
-
-/** Node flags a script needs beyond nodeFlags(): a TypeScript script's type stripping or loader. */
-function scriptFlags(script: string, cwd: string): string[] {
-  const ts = TS_RE.test(script) ? typeScriptFlags(resolvePath(cwd, script), cwd) : [];
-  if (typeof ts === 'string') throw invalidArg(ts);
-  return ts;
-}
-
-/**
- * How this node runs a TypeScript script: nothing where it strips types by
- * default (Node 23.6+, 22.18+), --experimental-strip-types from 22.6, else
- * tsx as a loader when the script's project (or the working directory) has
- * it installed; else a message saying what to install. JavaScript: [].
- */
-export function typeScriptFlags(script: string, cwd = process.cwd()): string[] | string {
-  if (!TS_RE.test(script)) return [];
-  const features = process.features as { typescript?: string | false };
-  if (features.typescript) return [];
-  const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
-  if (major > 22 || (major === 22 && minor >= 6)) return ['--experimental-strip-types'];
-  for (const from of [dirname(script), cwd]) {
-    try {
-      const entry = createRequire(joinPath(from, 'noop.js')).resolve('tsx');
-      return ['--import', pathToFileURL(entry).href];
-    } catch {
-      // not installed there
-    }
-  }
-  return `script '${script}' is TypeScript and Node ${process.version} cannot run it by itself (Node 22.6 and later strip types): install tsx in its project (npm install --save-dev tsx), run a newer Node, or compile it to JavaScript`;
-}
-
-/**
- * V8 flags for the node that runs JavaScript ranks (and thread hosts): a
- * larger inlining budget. A message's hot path (the send or receive call,
- * the protocol, the ring) is deeper than V8's default budget of 920 bytes of
- * bytecode inlined into one optimized function, so parts of it stayed calls;
- * with these it is compiled whole: 25-30% less CPU per 8-byte round trip
- * over shared memory (bench/hop-cpu.mjs, bench RESULTS "shm runs 15 and 16", item 5). The
- * budget applies to the program's own code too. RAILCOMM_NODE_FLAGS replaces
- * them (empty: none).
- */
-export { DEFAULT_NODE_FLAGS };
-
-export function nodeFlags(env: NodeJS.ProcessEnv, threadHost = false): string[] {
-  const v = env['RAILCOMM_NODE_FLAGS'];
-  if (v !== undefined) return v.split(/\s+/).filter((f) => f !== '');
-  return threadHost ? [...DEFAULT_NODE_FLAGS, ...THREAD_HOST_NODE_FLAGS] : [...DEFAULT_NODE_FLAGS];
 }
 
 export async function startJob(opts: JobOptions): Promise<Job> {
@@ -628,65 +444,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     stream.on('error', () => undefined);
   };
 
-  const attach = (p: ProcState, stream: Readable | null, which: 'stdout' | 'stderr'): { drained: Promise<void>; flush: () => void } => {
-    if (!stream) return { drained: Promise.resolve(), flush: () => undefined };
-    const gate = which === 'stdout' ? outGate : errGate;
-    let emit: (lines: Buffer[]) => void;
-    if (!p.threads) {
-      const prefix = opts.label === undefined ? rankPrefix(p.base) : Buffer.from(`[${opts.label}${p.base}] `);
-      const sink = outputs?.[p.base]?.[which];
-      emit = (lines) => {
-        if (sink) {
-          for (const l of lines) {
-            const text = l.toString('utf8');
-            if (sink.length < MAX_CAPTURED_LINES) sink.push(text);
-            opts.onLine?.(p.base, which, text);
-          }
-          return;
-        }
-        const parts: Buffer[] = [];
-        for (const l of lines) parts.push(prefix, l, NL);
-        gate?.write(Buffer.concat(parts), stream);
-      };
-    } else {
-      // The thread host already put `[rank] ` before each line: pass lines on as they are, or sort them by that prefix.
-      emit = (lines) => {
-        if (outputs) {
-          for (const l of lines) {
-            const pre = parseRankPrefix(l);
-            const own = pre !== undefined && pre.rank >= p.base && pre.rank < p.base + p.count;
-            const sink = outputs[own ? pre.rank : p.base]?.[which];
-            const text = l.subarray(own ? pre.textStart : 0).toString('utf8');
-            if (sink && sink.length < MAX_CAPTURED_LINES) sink.push(text);
-            opts.onLine?.(own ? pre.rank : p.base, which, text);
-          }
-          return;
-        }
-        const parts: Buffer[] = [];
-        for (const l of lines) {
-          // A spawned job's thread ranks: [label rank] as its process ranks would read.
-          const pre = opts.label === undefined ? undefined : parseRankPrefix(l);
-          if (pre !== undefined) parts.push(Buffer.from(`[${opts.label}${pre.rank}] `), l.subarray(pre.textStart), NL);
-          else parts.push(l, NL);
-        }
-        gate?.write(Buffer.concat(parts), stream);
-      };
-    }
-    const cutter = new LineCutter(emit, p.threads ? MAX_HELD_HOST_LINE : MAX_HELD_LINE);
-    let flushed = false;
-    const flush = (): void => {
-      if (flushed) return;
-      flushed = true;
-      cutter.flush();
-    };
-    stream.on('data', (chunk: Buffer) => cutter.push(chunk));
-    const drained = new Promise<void>((res) => {
-      stream.once('end', () => { flush(); res(); });
-      stream.once('close', () => res());
-      stream.once('error', () => res());
-    });
-    return { drained, flush };
-  };
+  const lines: OutputSinks = { label: opts.label, outputs, outGate, errGate, onLine: opts.onLine };
 
   for (let pi = 0; pi < nprocs; pi++) {
     const base = pi * perProc;
@@ -732,8 +490,8 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     }
     p.child = child;
     p.pid = child.pid;
-    const out = attach(p, child.stdout, 'stdout');
-    const errOut = attach(p, child.stderr, 'stderr');
+    const out = attachOutput(p, child.stdout, 'stdout', lines);
+    const errOut = attachOutput(p, child.stderr, 'stderr', lines);
     p.drained = Promise.all([out.drained, errOut.drained]).then(() => undefined);
     p.flush = () => { out.flush(); errOut.flush(); };
     if (threads) attachReports(p, child.stdio[REPORT_FD] as Readable | null | undefined);
@@ -763,8 +521,6 @@ export async function startJob(opts: JobOptions): Promise<Job> {
 interface ParsedRun {
   opts: JobOptions;
 }
-
-class UsageError extends Error {}
 
 function parseSeconds(text: string, what: string, allowZero: boolean): number {
   const n = Number(text);

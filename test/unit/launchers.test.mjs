@@ -55,7 +55,7 @@ test('Open MPI mpirun, MPICH hydra and Slurm, in that order after railcomm run',
 });
 
 test('railcomm run --hosts and --hostfile: parsing and rank placement', async () => {
-  const { parseHosts, parseHostfile, placeRanks } = await import('../../dist/cli/run.js');
+  const { parseHosts, parseHostfile, placeRanks } = await import('../../dist/cli/hosts.js');
   assert.deepEqual(parseHosts('a:2,b,c:3'), [{ host: 'a', slots: 2 }, { host: 'b', slots: 1 }, { host: 'c', slots: 3 }]);
   assert.throws(() => parseHosts('a:0'));
   assert.throws(() => parseHosts('a:x'));
@@ -70,7 +70,7 @@ test('railcomm run --hosts and --hostfile: parsing and rank placement', async ()
 });
 
 test('remote ranks: ssh gets one quoted command line, exec-style agents get argv', async () => {
-  const { remoteCommand, shellQuote } = await import('../../dist/cli/run.js');
+  const { remoteCommand, shellQuote } = await import('../../dist/cli/hosts.js');
   const { execFileSync } = await import('node:child_process');
   const env = { RAILCOMM_RANK: '1', OPTS: "a b 'c' $HOME;x", PATH: '/bin' };
   const [agent, argv] = remoteCommand({ rsh: ['ssh', '-o', 'BatchMode=yes'], env: { OPTS: '' }, cwd: '/tmp/my dir' }, 'nodeA', env, '/usr/bin/node', ['app.js', 'two words'], 0);
@@ -88,7 +88,8 @@ test('remote ranks: ssh gets one quoted command line, exec-style agents get argv
 });
 
 test('JavaScript ranks start with the inlining flags (RAILCOMM_NODE_FLAGS replaces them); a remote rank\'s script is still resolved after them', async () => {
-  const { nodeFlags, DEFAULT_NODE_FLAGS, remoteCommand } = await import('../../dist/cli/run.js');
+  const { nodeFlags, DEFAULT_NODE_FLAGS } = await import('../../dist/cli/program.js');
+  const { remoteCommand } = await import('../../dist/cli/hosts.js');
   assert.deepEqual(nodeFlags({}), DEFAULT_NODE_FLAGS);
   assert.ok(DEFAULT_NODE_FLAGS.every((f) => f.startsWith('--max-inlined-bytecode-size')));
   assert.deepEqual(nodeFlags({ RAILCOMM_NODE_FLAGS: '' }), []);

@@ -1,0 +1,89 @@
+// The program a rank runs: a script started with this node (its V8 flags, a
+// TypeScript script's type stripping or loader) or any other program; a
+// script's problems found before any rank starts.
+
+import { statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join as joinPath, resolve as resolvePath } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { invalidArg } from '../core/errors.js';
+import { DEFAULT_NODE_FLAGS, THREAD_HOST_NODE_FLAGS } from '../core/params.js';
+
+/** Scripts this node runs (TypeScript through type stripping or a loader, typeScriptFlags). */
+export const SCRIPT_RE = /\.(m|c)?[jt]s$/i;
+const TS_RE = /\.(m|c)?ts$/i;
+
+/** The program to start and its arguments; scriptAt: where the script is among them (-1: not a script). */
+export function resolveProgram(command: string[], env: NodeJS.ProcessEnv, cwd: string): { file: string; args: string[]; scriptAt: number } {
+  const first = command[0] ?? '';
+  if (SCRIPT_RE.test(first)) {
+    const flags = [...nodeFlags(env), ...scriptFlags(first, cwd)];
+    return { file: process.execPath, args: [...flags, ...command], scriptAt: flags.length };
+  }
+  return { file: first, args: command.slice(1), scriptAt: -1 };
+}
+
+/**
+ * Why a script cannot run, in one line, or undefined when it can: it must
+ * exist (checked before any rank starts, instead of one stack per rank), and
+ * a TypeScript one needs a way to run (typeScriptFlags). Programs are left to
+ * spawn (127 when missing). Ranks only on remote hosts find their script there.
+ */
+export function scriptProblem(command: readonly string[], cwd: string, anyLocal = true): string | undefined {
+  const first = command[0] ?? '';
+  if (!SCRIPT_RE.test(first) || !anyLocal) return undefined;
+  const full = resolvePath(cwd, first);
+  let isFile = false;
+  try { isFile = statSync(full).isFile(); } catch { return `script '${first}' not found (there is no ${full}); check the path and the working directory`; }
+  if (!isFile) return `script '${first}' is not a file (${full})`;
+  const ts = typeScriptFlags(full, cwd);
+  return typeof ts === 'string' ? ts : undefined;
+}
+
+/** Node flags a script needs beyond nodeFlags(): a TypeScript script's type stripping or loader. */
+export function scriptFlags(script: string, cwd: string): string[] {
+  const ts = TS_RE.test(script) ? typeScriptFlags(resolvePath(cwd, script), cwd) : [];
+  if (typeof ts === 'string') throw invalidArg(ts);
+  return ts;
+}
+
+/**
+ * How this node runs a TypeScript script: nothing where it strips types by
+ * default (Node 23.6+, 22.18+), --experimental-strip-types from 22.6, else
+ * tsx as a loader when the script's project (or the working directory) has
+ * it installed; else a message saying what to install. JavaScript: [].
+ */
+export function typeScriptFlags(script: string, cwd = process.cwd()): string[] | string {
+  if (!TS_RE.test(script)) return [];
+  const features = process.features as { typescript?: string | false };
+  if (features.typescript) return [];
+  const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+  if (major > 22 || (major === 22 && minor >= 6)) return ['--experimental-strip-types'];
+  for (const from of [dirname(script), cwd]) {
+    try {
+      const entry = createRequire(joinPath(from, 'noop.js')).resolve('tsx');
+      return ['--import', pathToFileURL(entry).href];
+    } catch {
+      // not installed there
+    }
+  }
+  return `script '${script}' is TypeScript and Node ${process.version} cannot run it by itself (Node 22.6 and later strip types): install tsx in its project (npm install --save-dev tsx), run a newer Node, or compile it to JavaScript`;
+}
+
+/**
+ * V8 flags for the node that runs JavaScript ranks (and thread hosts): a
+ * larger inlining budget. A message's hot path (the send or receive call,
+ * the protocol, the ring) is deeper than V8's default budget of 920 bytes of
+ * bytecode inlined into one optimized function, so parts of it stayed calls;
+ * with these it is compiled whole: 25-30% less CPU per 8-byte round trip
+ * over shared memory (bench/hop-cpu.mjs, bench RESULTS "shm runs 15 and 16", item 5). The
+ * budget applies to the program's own code too. RAILCOMM_NODE_FLAGS replaces
+ * them (empty: none).
+ */
+export { DEFAULT_NODE_FLAGS };
+
+export function nodeFlags(env: NodeJS.ProcessEnv, threadHost = false): string[] {
+  const v = env['RAILCOMM_NODE_FLAGS'];
+  if (v !== undefined) return v.split(/\s+/).filter((f) => f !== '');
+  return threadHost ? [...DEFAULT_NODE_FLAGS, ...THREAD_HOST_NODE_FLAGS] : [...DEFAULT_NODE_FLAGS];
+}
