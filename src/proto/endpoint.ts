@@ -70,8 +70,8 @@ export interface PendingOp {
   done: Completion | null;
 }
 
-/** What a held copy costs beyond its bytes (request, queue entries), for RAILCOMM_SEND_BUFFER. */
-export const HELD_OVERHEAD = 256;
+/** What a held copy costs beyond its bytes, for RAILCOMM_SEND_BUFFER: its Request (232 bytes on the heap) and its Buffer (104), and their queue entries. */
+export const HELD_OVERHEAD = 400;
 
 export class ProtoEndpoint implements BytesHolder {
   readonly rank: number;

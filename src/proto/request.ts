@@ -55,6 +55,18 @@ export interface Canceller {
 // Request is what the matching queues post (Posted) and what rails complete
 // (Completion): RequestFits below checks it, since an implements clause would
 // put those internal types, and Node's Buffer with them, into the public declarations.
+/** Request's rarely used fields (Request.more). */
+class RequestMore {
+  claim = false;
+  found: unknown = null;
+  finWanted = false;
+  awaitingFin = false;
+  peerSendId = 0;
+  seenOffsets: Set<number> | null = null;
+  signalCleanup: (() => void) | null = null;
+  listeners: Array<(r: Request) => void> | null = null;
+}
+
 export class Request {
   /** @internal */ state = PENDING;
   /** @internal */ readonly kind: number;
@@ -81,19 +93,8 @@ export class Request {
   /** @internal */ progressBytes = 0;
   /** Zero-copy pieces still owned by a rail. */
   /** @internal */ railPending = 0;
-  /** For probes: claim the message (mprobe) instead of peeking. */
-  /** @internal */ claim = false;
-  /** What a matched probe found. */
-  /** @internal */ found: unknown = null;
   /** @internal */ canceller: Canceller | null = null;
   /** @internal */ watcher: RequestWatcher | null = null;
-  /** Multirail rendezvous: the send was announced in an envelope, so its receiver FINs it (its data may be asked for again). */
-  /** @internal */ finWanted = false;
-  /** ...and it holds a rail piece until that FIN comes. */
-  /** @internal */ awaitingFin = false;
-  /** Multirail rendezvous receive: the sender's id (for FIN and asking again), and the offsets that arrived. */
-  /** @internal */ peerSendId = 0;
-  /** @internal */ seenOffsets: Set<number> | null = null;
   /** For a copy of a send that already completed: who counts its bytes until it settles. */
   /** @internal */ holder: BytesHolder | null = null;
   /**
@@ -103,17 +104,42 @@ export class Request {
    * from host memory (proto/rndv/device.ts, src/cuda/p2p.ts).
    */
   /** @internal */ dev: DeviceBuffer | null = null;
-  private signalCleanup: (() => void) | null = null;
   private resolveFn: ((s: Status) => void) | null = null;
   private promise: Promise<Status> | null = null;
   private status: Status | null = null;
-  /** Internal listeners (waitAny, finalize); usually null. */
-  private listeners: Array<(r: Request) => void> | null = null;
+  /**
+   * What few requests need (probes, multirail rendezvous, an AbortSignal,
+   * internal listeners), made on first use: every field here would cost each
+   * request 8 bytes, and a sender may hold 100,000 copies (RAILCOMM_SEND_BUFFER).
+   */
+  private more: RequestMore | null = null;
 
   constructor(kind: number, buf: Uint8Array) {
     this.kind = kind;
     this.buf = buf;
   }
+
+  private extra(): RequestMore {
+    return (this.more ??= new RequestMore());
+  }
+
+  /** For probes: claim the message (mprobe) instead of peeking. */
+  /** @internal */ get claim(): boolean { return this.more !== null && this.more.claim; }
+  /** @internal */ set claim(v: boolean) { if (v || this.more !== null) this.extra().claim = v; }
+  /** What a matched probe found. */
+  /** @internal */ get found(): unknown { return this.more === null ? null : this.more.found; }
+  /** @internal */ set found(v: unknown) { if (v !== null || this.more !== null) this.extra().found = v; }
+  /** Multirail rendezvous: the send was announced in an envelope, so its receiver FINs it (its data may be asked for again). */
+  /** @internal */ get finWanted(): boolean { return this.more !== null && this.more.finWanted; }
+  /** @internal */ set finWanted(v: boolean) { if (v || this.more !== null) this.extra().finWanted = v; }
+  /** ...and it holds a rail piece until that FIN comes. */
+  /** @internal */ get awaitingFin(): boolean { return this.more !== null && this.more.awaitingFin; }
+  /** @internal */ set awaitingFin(v: boolean) { if (v || this.more !== null) this.extra().awaitingFin = v; }
+  /** Multirail rendezvous receive: the sender's id (for FIN and asking again), and the offsets that arrived. */
+  /** @internal */ get peerSendId(): number { return this.more === null ? 0 : this.more.peerSendId; }
+  /** @internal */ set peerSendId(v: number) { if (v !== 0 || this.more !== null) this.extra().peerSendId = v; }
+  /** @internal */ get seenOffsets(): Set<number> | null { return this.more === null ? null : this.more.seenOffsets; }
+  /** @internal */ set seenOffsets(v: Set<number> | null) { if (v !== null || this.more !== null) this.extra().seenOffsets = v; }
 
   /** Resolves with the Status when the operation completes; rejects with its RailcommError. */
   wait(): Promise<Status> {
@@ -160,18 +186,18 @@ export class Request {
     if (signal.aborted) { this.cancel(signal.reason); return; }
     const onAbort = (): void => { this.cancel(signal.reason); };
     signal.addEventListener('abort', onAbort, { once: true });
-    this.signalCleanup = () => signal.removeEventListener('abort', onAbort);
+    this.extra().signalCleanup = () => signal.removeEventListener('abort', onAbort);
   }
 
   /** @internal */
   onSettled(fn: (r: Request) => void): void {
     if (this.state !== PENDING) { fn(this); return; }
-    (this.listeners ??= []).push(fn);
+    (this.extra().listeners ??= []).push(fn);
   }
 
   /** @internal */
   offSettled(fn: (r: Request) => void): void {
-    const l = this.listeners;
+    const l = this.more === null ? null : this.more.listeners;
     if (l === null) return;
     const i = l.indexOf(fn);
     if (i >= 0) l.splice(i, 1);
@@ -211,11 +237,12 @@ export class Request {
 
   private settle(): void {
     this.canceller = null;
-    if (this.signalCleanup !== null) { this.signalCleanup(); this.signalCleanup = null; }
+    const m = this.more;
+    if (m !== null && m.signalCleanup !== null) { m.signalCleanup(); m.signalCleanup = null; }
     if (this.watcher !== null) { this.watcher.requestSettled(this); this.watcher = null; }
     if (this.holder !== null) { this.holder.released(this); this.holder = null; }
-    const l = this.listeners;
-    if (l !== null) { this.listeners = null; for (const f of l) f(this); }
+    const l = m === null ? null : m.listeners;
+    if (l !== null) { m!.listeners = null; for (const f of l) f(this); }
     // Never retain user memory after completion.
     if (this.kind !== KIND_PROBE) this.buf = EMPTY;
   }
