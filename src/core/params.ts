@@ -155,7 +155,7 @@ export interface EnvSetting {
   readonly secret?: boolean;
 }
 
-/** The node flags `railcomm run` starts JavaScript ranks with unless RAILCOMM_NODE_FLAGS says otherwise (cli/run.ts says why). */
+/** The node flags `railcomm run` starts JavaScript ranks with unless RAILCOMM_NODE_FLAGS says otherwise (cli/program.ts says why). */
 export const DEFAULT_NODE_FLAGS: readonly string[] = ['--max-inlined-bytecode-size-cumulative=3000', '--max-inlined-bytecode-size=1000'];
 
 /**

@@ -22,9 +22,9 @@ async function flood(n, sleepMs) {
 // bounded (30-60 MB after a full GC: RAILCOMM_SEND_BUFFER's copies), but V8 12 and later let
 // old-space garbage grow further before a major GC. Node 24, `--trace-gc`: no mark-compact from
 // 0.85 s to 5.5 s while old space grows from 60 to 250 MB, then 254 -> 30 MB; each held copy is
-// promoted (it lives ~0.5 s) and dies there. Peaks after its copies were counted at their heap
-// cost (400 bytes, not 256) and Request lost 7 fields: Node 20 273 MB, 22 392, 24 448-499, 26 371
-// (Node 24 was 543-618).
+// promoted (it lives ~0.5 s) and dies there. Since the copies count their heap cost (400 bytes,
+// not 256) and Request lost 7 fields (e3085f4), A/B on one machine, old / new: Node 20 393, 328 /
+// 271, 272 MB; 22 451 / 328, 392; 24 554, 509 / 467, 472; 26 565 / 371, 436 (bench/RESULTS.md).
 const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
 const rssGap = NODE_MAJOR >= 22 ? 'Node 22+: the sender peaks above 400 MB RSS by default (garbage, not live data; see the test comment)' : false;
 

@@ -310,7 +310,7 @@ export class Session {
     if (this.cwnd > 4 * this.credit) this.cwnd = 1 << 30; // no loss for long: back to credits alone
   }
 
-  /** Post what the window and credits allow, in order. True when the queue is empty. */
+  /** Post what the window and credits allow, in order. True when this pass emptied the queue (sends made in roomAgain may have queued more). */
   pump(): boolean {
     const lim = this.host.limits;
     let stall = 0; // the weight that did not fit, when the window or a credit stopped the loop
