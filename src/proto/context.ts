@@ -409,7 +409,7 @@ export class Context {
       const plans = this.lanes.plan(this.rails, addrs);
       if (plans.length === 0) {
         if (ep.lane !== null) return;
-        this.failEndpoint(ep, new RailcommError(ErrorCode.NO_RAIL, `no rail reaches rank ${ep.rank}: it offers ${Object.keys(addrs).join(', ') || 'nothing'}, this rank has ${this.rails.map((r) => r.component).join(', ')}`), false);
+        this.failEndpoint(ep, new RailcommError(ErrorCode.NO_RAIL, `no rail reaches rank ${ep.rank}: it offers ${Object.keys(addrs).join(', ') || 'nothing'}, this rank has ${this.rails.map((r) => r.component).join(', ')}${whyNoRail(this.rails, addrs)}`), false);
         return;
       }
       // The peer connected to us first: its lane stays, made one of several
@@ -737,7 +737,7 @@ export class Context {
     }
     const plans = this.lanes.plan(this.interRails(), a.addrs);
     if (plans.length === 0) {
-      ep.failure = new RailcommError(ErrorCode.NO_RAIL, `no rail reaches ${this.nameOf(world)}: it offers ${Object.entries(a.addrs).map(([k, v]) => `${k} ${v.join(' ')}`).join(', ') || 'nothing'}, this rank has ${this.interRails().map((r) => r.name).join(', ') || 'no tcp or udp rail'}`);
+      ep.failure = new RailcommError(ErrorCode.NO_RAIL, `no rail reaches ${this.nameOf(world)}: it offers ${Object.entries(a.addrs).map(([k, v]) => `${k} ${v.join(' ')}`).join(', ') || 'nothing'}, this rank has ${this.interRails().map((r) => r.name).join(', ') || 'no tcp or udp rail'}${whyNoRail(this.interRails(), a.addrs)}`);
       return ep;
     }
     this.bind(ep, plans.length === 1 ? plans[0]!.rail.rail.endpoint(ep.id, plans[0]!.address) : this.lanes.multi(ep, plans, null));
@@ -752,4 +752,17 @@ export class Context {
     for (const r of this.rails) await r.close();
     this.progress.dispose();
   }
+}
+
+/** Why the rails that share a component with the peer's addresses do not reach them: '' or '; ofi: why, ...'. */
+function whyNoRail(rails: readonly Rail[], addrs: Readonly<Record<string, readonly string[]>>): string {
+  const why: string[] = [];
+  for (const r of rails) {
+    if (r.whyNot === undefined) continue;
+    for (const address of addrs[r.component] ?? []) {
+      const w = r.whyNot(address);
+      if (w !== null && !why.includes(`${r.component}: ${w}`)) why.push(`${r.component}: ${w}`);
+    }
+  }
+  return why.length === 0 ? '' : `; ${why.join('; ')}`;
 }

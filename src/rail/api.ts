@@ -219,6 +219,8 @@ export interface Rail {
   close(): Promise<void>;
   /** Whether a peer that published `address` for this rail is reachable through it (default: yes). */
   reaches?(address: string): boolean;
+  /** Why reaches(address) is false, in a clause for an error message (null: it reaches it). */
+  whyNot?(address: string): string | null;
   /** Polled rails (shared memory): deliver what waits; true if anything happened. */
   poll?(): boolean;
   /** What the rail itself holds or waits for, in words (the hang report; rare); null when nothing. */

@@ -198,6 +198,19 @@ test('ofi sockets: scalable endpoints: a thread rank dies while the other proces
   }
 });
 
+test('ofi sockets: processes that disagree on scalable endpoints fail at once, saying a plain endpoint cannot name a context (no hang)', needProvider('sockets'), async () => {
+  const t0 = Date.now();
+  const j = await railcomm(['run', '-n', '4', '--threads-per-process', '2', '--rails', 'ofi,self', '--timeout', '60', jobScript('ofi-sep-mixed.mjs')], {
+    limitMs: 90_000, env: { RAILCOMM_OFI_PROVIDERS: 'sockets' },
+  });
+  const out = `${j.stdout}\n${j.stderr}`;
+  assert.notEqual(j.code, 0, out);
+  assert.notEqual(j.code, 124, `the job timed out: ${out}`);
+  // Whichever way the plain endpoint met the context (its own send, or the peer's first frame):
+  assert.match(out, /context [1-9]\d* of a scalable endpoint, which this (rank's plain )?endpoint cannot (name|address)/, out);
+  assert.ok(Date.now() - t0 < 45_000, `took ${Date.now() - t0} ms`);
+});
+
 test('railcomm info: each ofi provider with caps, MR mode, progress and wait object; refused providers with the reason', needProvider('tcp;ofi_rxm'), () => {
   const r = spawnSync(process.execPath, [CLI, 'info'], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);

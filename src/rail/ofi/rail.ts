@@ -197,11 +197,23 @@ export class OfiRail implements Rail {
    * scalable endpoint (a plain endpoint's address vector cannot name contexts).
    */
   reaches(address: string): boolean {
+    return this.whyNot(address) === null;
+  }
+
+  whyNot(address: string): string | null {
     const a = decodeAddress(address);
-    if (a === null || a.provider !== this.provider) return false;
-    if (a.ctx > 0 && (this.opened.contexts === 0 || a.ctx >= contextSpan(this.opened.contexts))) return false;
-    if (this.provider === 'shm' || this.device.kind === 'loopback') return a.host === this.host;
-    return true;
+    if (a === null) return 'its address is not an ofi address';
+    if (a.provider !== this.provider) return `it uses provider ${a.provider}, this rank ${this.provider}`;
+    if (a.ctx > 0 && this.opened.contexts === 0) {
+      return `its address is context ${a.ctx} of a scalable endpoint, which this rank's plain endpoint cannot name (the job's processes must agree on RAILCOMM_OFI_SEP and RAILCOMM_OFI_CONTEXTS; a warning says where a scalable endpoint could not open)`;
+    }
+    if (a.ctx > 0 && a.ctx >= contextSpan(this.opened.contexts)) {
+      return `its address is context ${a.ctx} of a scalable endpoint, past the ${contextSpan(this.opened.contexts)} this rank's can name (the job's processes must agree on RAILCOMM_OFI_CONTEXTS)`;
+    }
+    if ((this.provider === 'shm' || this.device.kind === 'loopback') && a.host !== this.host) {
+      return `it is on host ${a.host}, and ${this.provider === 'shm' ? 'the shm provider' : 'a loopback device'} reaches this host (${this.host}) only`;
+    }
+    return null;
   }
 
   /** fi_getname bytes of a peer's address and its context (-1: a plain endpoint), if it is one of this provider's. */

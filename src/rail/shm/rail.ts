@@ -124,9 +124,16 @@ export class ShmRail implements Rail {
 
   /** Same host, another process, and its inbox is in our /dev/shm (containers may not share it). */
   reaches(address: string): boolean {
+    return this.whyNot(address) === null;
+  }
+
+  whyNot(address: string): string | null {
     const a = decodeAddress(address);
-    if (a === null || a.host !== this.host || a.pid === process.pid) return false;
-    return existsSync(`/dev/shm/${a.inbox}`);
+    if (a === null) return 'its address is not a shared-memory address';
+    if (a.host !== this.host) return `it is on host ${a.host}, not this one (${this.host})`;
+    if (a.pid === process.pid) return 'it is a thread of this process (thread ranks reach each other over tbsm)';
+    if (!existsSync(`/dev/shm/${a.inbox}`)) return `its inbox /dev/shm/${a.inbox} is not here (another container's /dev/shm, or it finalized)`;
+    return null;
   }
 
   endpoint(peer: bigint, address: string): ShmEndpoint {
