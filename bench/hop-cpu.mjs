@@ -6,7 +6,7 @@
 // as the `ring` stage. Stages alternate in phases; prints median ns per
 // iteration. Single-threaded, so `node --cpu-prof` on rank 0 profiles it.
 //   ring      the stand-in's frame in and a frame out, through bare rings
-//   peerWrite the stand-in's frame in alone; receive = it + p2p.recvNow/recvAtCall
+//   peerWrite the stand-in's frame in alone; receive = it + p2p.atCall.recvNow/recvAtCall
 //   send      p2p.sendNow + the stand-in's drain
 //   awaits    two `await null`, nothing else
 //   protocol  receive + send; +await: with an `await null` after each
@@ -62,7 +62,7 @@ function peerSends() {
 function peerTakes() { fakeOut.drain(nothing); }
 function sendP() { if (!p2p.sendNow(b, peer, pc, me, 0)) throw new Error(`the rail did not take the message at once: credits ${ep.credits} pending ${ep.hasPending} failure ${ep.failure} eager ${ep.th.eager}`); }
 const polled = ctx.polledLane(peer);
-function recvP() { let got = p2p.recvNow(b, pc, peer, -1); while (got === -1) got = p2p.recvAtCall(b, pc, peer, -1, polled, ctx.progress); }
+function recvP() { let got = p2p.atCall.recvNow(b, pc, peer, -1); while (got === -1) got = p2p.atCall.recvAtCall(b, pc, peer, -1, polled, ctx.progress); }
 const stages = {
   // (The ring stage's frames bypass the protocol, so its sequence numbers stay as they were.)
   ring: async (n) => { for (let i = 0; i < n; i++) { peerSends(); inbound.drain(nothing); own.write(AM_EAGER, hdr, EAGER_HDR, b); own.drain(nothing); } },

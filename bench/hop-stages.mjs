@@ -6,7 +6,7 @@
 //   ring+await     the same with one `await null` after each write and read
 //   public         comm.send / comm.recv, awaited
 //   protocol       the protocol layer's own calls, no promise (p2p.sendNow,
-//                  p2p.recvNow, then p2p.recvAtCall until the message is in)
+//                  p2p.atCall.recvNow, then recvAtCall until the message is in)
 //   +await         the same with one `await null` after each call
 //   awaitAfterRecv the protocol with an await after each receive only (the
 //                  one on the hop's critical path)
@@ -46,7 +46,7 @@ const polled = ctx.polledLane(peer);
 if (out == null || inbound == null || polled === null) throw new Error(`needs a ring rail (got ${lane.rail.component})`);
 
 function sendP() { if (!p2p.sendNow(b, peer, pc, me, 0)) throw new Error('the rail did not take the message at once'); }
-function recvP() { let got = p2p.recvNow(b, pc, peer, -1); while (got === -1) got = p2p.recvAtCall(b, pc, peer, -1, polled, ctx.progress); }
+function recvP() { let got = p2p.atCall.recvNow(b, pc, peer, -1); while (got === -1) got = p2p.atCall.recvAtCall(b, pc, peer, -1, polled, ctx.progress); }
 // The bare ring stages use the rings under the protocol (frames it never sees, so its sequence is untouched).
 const hdr = new Uint8Array(64);
 const nothing = () => {};

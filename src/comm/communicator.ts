@@ -111,14 +111,14 @@ export class Communicator {
     // A small message that is already here completes without a Request.
     const ctx = this.world.ctx;
     const p2p = ctx.p2p;
-    let got = p2p.recvNow(bytes, this.p2pCtx, source, tag);
+    let got = p2p.atCall.recvNow(bytes, this.p2pCtx, source, tag);
     // From a peer on a polled rail (shared memory), wait for it at the call a
     // moment: in a ping-pong or a halo exchange it is a few hundred ns away.
     if (got === -1 && source !== ANY_SOURCE) {
       const lane = ctx.polledLane(this.group[source]!);
-      if (lane !== null) got = p2p.recvAtCall(bytes, this.p2pCtx, source, tag, lane, ctx.progress);
+      if (lane !== null) got = p2p.atCall.recvAtCall(bytes, this.p2pCtx, source, tag, lane, ctx.progress);
     }
-    if (got >= 0) { ctx.progress.completedAtOnce(); return (this.receivedAtCall[p2p.gotSource] ??= new SettledStatus()).get(p2p.gotSource, p2p.gotTag, got); }
+    if (got >= 0) { ctx.progress.completedAtOnce(); return (this.receivedAtCall[p2p.atCall.gotSource] ??= new SettledStatus()).get(p2p.atCall.gotSource, p2p.atCall.gotTag, got); }
     return this.startRecv(bytes, source, tag, this.p2pCtx, null).wait();
   }
 

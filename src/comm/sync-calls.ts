@@ -7,7 +7,7 @@
 
 import { asBytes } from '../core/bytes.js';
 import { ANY_SOURCE } from '../proto/matching.js';
-import { QUEUED } from '../proto/p2p.js';
+import { QUEUED } from '../proto/at-call.js';
 import type { Request, Status } from '../proto/request.js';
 import type { Communicator } from './communicator.js';
 import { checkRank, checkTag } from './checks.js';
@@ -123,7 +123,7 @@ export class SyncCalls {
       w = h.group[source]!;
       this.engine.need(w, source, what, 'await comm.recv()');
     } else this.needAll(what, 'await comm.recv()');
-    let got = p2p.recvNow(bytes, ctxId, source, tag);
+    let got = p2p.atCall.recvNow(bytes, ctxId, source, tag);
     if (got === -1) got = this.engine.recvWait(bytes, ctxId, source, tag, w, h.group, what);
     if (got === QUEUED) {
       const r = h.startRecv(bytes, source, tag, ctxId);
@@ -131,7 +131,7 @@ export class SyncCalls {
       return r.test()!;
     }
     ctx.progress.completedAtOnce();
-    return this.received.get(p2p.gotSource, p2p.gotTag, got);
+    return this.received.get(p2p.atCall.gotSource, p2p.atCall.gotTag, got);
   }
 
   /** Blocking point-to-point on the collective context for one collective call (its tag). */

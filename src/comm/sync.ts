@@ -15,7 +15,7 @@ import type { Context } from '../proto/context.js';
 import type { ProtoEndpoint } from '../proto/endpoint.js';
 import type { PolledEndpoint, Rail } from '../rail/api.js';
 import { PENDING, statusOf, type Request, type Status } from '../proto/request.js';
-import { QUEUED } from '../proto/p2p.js';
+import { QUEUED } from '../proto/at-call.js';
 import type { World } from './world.js';
 import { PeerWatch } from './sync-liveness.js';
 
@@ -151,7 +151,7 @@ export class SyncEngine {
 
   /**
    * A receive's wait at the call, after recvNow found nothing: the source's
-   * ring watched alone a moment at a time (p2p.recvAtCall: its own message
+   * ring watched alone a moment at a time (at-call.ts recvAtCall: its own message
    * taken straight into buf), every rail between, until it arrived. Returns
    * its size (gotSource, gotTag in p2p), or QUEUED when only a posted Request
    * may take what matched (rendezvous, too large) or the source failed.
@@ -169,11 +169,11 @@ export class SyncEngine {
     progress.syncing = true;
     try {
       for (;;) {
-        let got = lane !== null ? p2p.recvAtCall(buf, ctxId, src, tag, lane, progress)
-          : rail !== null ? p2p.recvAtCallOn(buf, ctxId, src, tag, ep!, rail, this.steps > this.spinSteps ? 1 : undefined) : -1;
+        let got = lane !== null ? p2p.atCall.recvAtCall(buf, ctxId, src, tag, lane, progress)
+          : rail !== null ? p2p.atCall.recvAtCallOn(buf, ctxId, src, tag, ep!, rail, this.steps > this.spinSteps ? 1 : undefined) : -1;
         if (got !== -1) return got;
         this.pollAll();
-        got = p2p.recvNow(buf, ctxId, src, tag);
+        got = p2p.atCall.recvNow(buf, ctxId, src, tag);
         if (got !== -1) return got;
         if (ep !== undefined && ep.failure !== null) return QUEUED;
         this.idle(lane, rail !== null, w, group, what, src, tag);

@@ -1,20 +1,19 @@
 // Tagged point-to-point over active messages: short / eager / zero-copy eager
 // datapaths chosen by size per lane, matching with MPI ordering, eager credits
-// that bound the unexpected queue, probes, the blocking calls' fast paths,
-// cancellation and the failure of everything that waits on a dead peer.
-// Rendezvous (and its single-copy variants) lives in rndv/; finalize, a peer's
-// BYE and broken collectives in leaving.ts; what waits, for the hang report,
-// in p2p-waits.ts.
+// that bound the unexpected queue, probes, cancellation and the failure of
+// everything that waits on a dead peer. Rendezvous (and its single-copy
+// variants) lives in rndv/; the blocking receive's fast paths in at-call.ts;
+// finalize, a peer's BYE and broken collectives in leaving.ts; what waits,
+// for the hang report, in p2p-waits.ts.
 
-import type { AmHandler, PolledEndpoint, RailEndpoint, RxFrame } from '../rail/api.js';
+import type { AmHandler, RailEndpoint, RxFrame } from '../rail/api.js';
 import { NO_RESOURCE } from '../rail/api.js';
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { HangWait } from './hang.js';
 import { copySmall } from '../core/word-copy.js';
-import { ANY_SOURCE, ANY_TAG } from './matching.js';
+import { ANY_SOURCE } from './matching.js';
 import { nextSeq } from '../core/seq.js';
-import type { Progress } from './progress.js';
 import { Request, KIND_PROBE, KIND_SEND, PENDING, type Canceller } from './request.js';
 import { ProtoEndpoint, type PendingOp } from './endpoint.js';
 import type { AmRegistry } from './am.js';
@@ -34,6 +33,7 @@ import {
 } from './wire.js';
 import { newContextState, type ContextState } from './context-state.js';
 import { Leaving, finalizedBeforeSending } from './leaving.js';
+import { AtCall, copyOut } from './at-call.js';
 import { collectWaits, describePending as describeWaits, waitsOn as waitsOnPeer, type P2pWaitsView } from './p2p-waits.js';
 
 export { Unexpected };
@@ -58,8 +58,6 @@ export interface P2pHost {
 
 const EMPTY_BUF = Buffer.alloc(0);
 const KEEP_FOR_CREDIT = 4; // explicit CREDIT once a quarter of the window is owed
-/** Reads of an ofi queue in one brief wait of a synchronous receive (recvAtCallOn). */
-const OFI_BRIEF_POLLS = 128;
 
 /** eagerNow's answers. */
 const EAGER_SENT = 0, EAGER_NO_CREDIT = 1, EAGER_FULL = 2, EAGER_FAILED = 3;
@@ -79,6 +77,8 @@ export class PointToPoint implements Canceller {
   readonly rdma: RdmaRndv;
   /** Finalize, a peer's BYE, collective contexts a failure broke (leaving.ts). */
   private readonly leaving: Leaving;
+  /** The blocking receive at the call (its fast paths: at-call.ts). */
+  readonly atCall: AtCall = new AtCall(this);
   /** What p2p-waits.ts reads for the hang report and keepalive checks. */
   private readonly waitsView: P2pWaitsView;
   /** Counted protocol errors from peers (bad ids, out-of-range data). */
@@ -119,7 +119,8 @@ export class PointToPoint implements Canceller {
     st.collective = collective;
   }
 
-  private state(ctx: number): ContextState {
+  /** @internal (AtCallHost) */
+  state(ctx: number): ContextState {
     // Consecutive messages mostly share a context: one Map lookup saved per message.
     if (ctx === this.lastCtx) return this.lastState!;
     let s = this.contexts.get(ctx);
@@ -281,155 +282,6 @@ export class PointToPoint implements Canceller {
     else if (ep.peerFinalized) { st.queues.removePosted(req); req.fail(finalizedBeforeSending(ep.rank, req)); }
   }
 
-  /**
-   * The blocking receive's fast path: when an eager message that fits is
-   * already queued, take it and return its size (source and tag in
-   * gotSource, gotTag), with no Request (the common case in halo exchanges,
-   * where the neighbour's message is here before the receive). Having
-   * changed nothing otherwise: -1 when nothing matching is queued, QUEUED
-   * when something is that this path cannot take (or the context is broken):
-   * then only a posted Request may receive, or a later message would
-   * overtake the queued one.
-   */
-  recvNow(buf: Uint8Array, ctx: number, src: number, tag: number): number {
-    const st = this.state(ctx);
-    if (st.broken !== null) return QUEUED;
-    if (st.queues.arrivedCount === 0) return -1;
-    const u = st.queues.findArrived(src, tag);
-    if (u === null) return -1;
-    // Its first match is queued but is not for this path (a rendezvous, or too large): a Request takes it, in order.
-    if (u.data === null || u.size > buf.length) return QUEUED;
-    st.queues.removeArrived(u);
-    this.returnCredit(u.ep, u.size + EAGER_OVERHEAD);
-    if (u.size > 0) buf.set(u.data);
-    this.gotSource = u.src;
-    this.gotTag = u.tag;
-    return u.size;
-  }
-
-  /** The source and tag of what recvNow or recvAtCall just received (no Status object per message). */
-  gotSource = 0;
-  gotTag = 0;
-
-  /**
-   * The blocking receive's short wait, when recvNow found nothing queued
-   * that matches and the source is on a polled rail: up to RECV_SPIN_MS in
-   * all, watching the source's ring alone, with the receive held here instead
-   * of posted as a Request. Its own eager message at the head of that ring is
-   * taken from there (takeAtCall); otherwise frames are delivered as usual,
-   * and an eager message for it that no earlier posted receive matches is
-   * copied straight into buf (onEager). Either way its size is returned (as
-   * recvNow): no Request, no promise, no progress pass. -1 when the wait ran
-   * out, or when a matching message arrived that is not for this slot
-   * (rendezvous, too large): the caller then posts a Request as usual, which
-   * finds it queued.
-   */
-  recvAtCall(buf: Uint8Array, ctx: number, src: number, tag: number, lane: PolledEndpoint, progress: Progress): number {
-    // A matching message already queued comes first (recvNow takes it): one that
-    // a wait delivered since the caller's last recvNow would otherwise be
-    // overtaken by the next one at the head of the ring (seen: a ring
-    // allreduce's step took the following step's block, 1 run in 10 under load).
-    const st = this.state(ctx);
-    if (st.queues.arrivedCount > 0 && st.queues.findArrived(src, tag) !== null) return -1;
-    if (!progress.beginBrief()) return -1;
-    // The receive's own eager message at the head of the source's queue is
-    // taken from there (takeAtCall); anything else there is delivered as usual below.
-    const rx = this.peeked;
-    const ep = lane.owner as ProtoEndpoint;
-    for (;;) {
-      // A failed peer's frames are not taken (its receives fail through a Request).
-      if (ep.failure !== null) return -1;
-      const am = lane.peek(rx);
-      if (am < 0) { if (progress.briefOver()) return -1; continue; }
-      if (am === AM_EAGER) {
-        const n = this.takeAtCall(ep, rx, buf, ctx, src, tag);
-        if (n >= 0) { lane.takePeeked(rx); return n; }
-      }
-      break;
-    }
-    this.atCallBuf = buf; this.atCallCtx = ctx; this.atCallSrc = src; this.atCallTag = tag; this.atCallBytes = -1;
-    try {
-      // Until filled, or a message for it was queued instead (onEager and onRts
-      // close the slot: atCallBuf = null), or the one deadline passed (other
-      // traffic does not extend it).
-      while (this.atCallBuf !== null && progress.pollBriefly(lane)) { /* deliver */ }
-    } finally {
-      this.atCallBuf = null;
-    }
-    return this.atCallBytes;
-  }
-
-  /**
-   * recvAtCall for a synchronous receive from a source on a rail without
-   * rings (ofi): its rail polled alone a moment, the receive held in the
-   * at-call slot, so its eager message is copied straight into buf
-   * (onEager), with no queue entry.
-   */
-  recvAtCallOn(buf: Uint8Array, ctx: number, src: number, tag: number, ep: ProtoEndpoint, rail: { poll(): boolean }, polls = OFI_BRIEF_POLLS): number {
-    const st = this.state(ctx);
-    if (st.queues.arrivedCount > 0 && st.queues.findArrived(src, tag) !== null) return -1;
-    if (ep.failure !== null) return -1;
-    this.atCallBuf = buf; this.atCallCtx = ctx; this.atCallSrc = src; this.atCallTag = tag; this.atCallBytes = -1;
-    try {
-      // A read of the queue costs about a microsecond (a ring's look, 50 ns):
-      // OFI_BRIEF_POLLS of them make a brief wait of about 0.1 ms, as on a ring
-      // (a wait past its spin budget reads once between blocks).
-      for (let i = 0; i < polls && this.atCallBuf !== null; i++) rail.poll();
-    } finally {
-      this.atCallBuf = null;
-    }
-    return this.atCallBytes;
-  }
-
-  /**
-   * The eager frame rx (peeked at the head of ep's queue) into buf, when it
-   * is this receive's message and nothing may come before it: the next in
-   * the peer's order (none held back), on this context from src with a
-   * matching tag, no receive posted on the context (an earlier one might
-   * match it), and it fits. Then it is received as onEager would, without the
-   * handler's path, and its size returned; otherwise -1, nothing changed.
-   * The source is the lane's peer, so its claimed rank is right by construction.
-   */
-  private takeAtCall(ep: ProtoEndpoint, rx: RxFrame, buf: Uint8Array, ctx: number, src: number, tag: number): number {
-    const v = rx.view;
-    const o = rx.hdrOff;
-    const len = rx.payLen;
-    if (rx.hdrLen !== EAGER_HDR || hdrCtx(v, o) !== ctx || hdrSrc(v, o) !== src || len > buf.length) return -1;
-    const t = hdrTag(v, o);
-    if (tag !== ANY_TAG && t !== tag) return -1;
-    const st = this.state(ctx);
-    if (st.queues.postedCount > 0 || st.broken !== null || ep.rx.waiting > 0 || !ep.rx.inOrder(hdrSeq(v, o))) return -1;
-    ep.credits += hdrCredits(v, o);
-    this.tookAtCall(ep, rx.buf, rx.words, rx.payOff, len, buf, src, t);
-    return len;
-  }
-
-  /** The receive waiting at the call took an eager message (len bytes of src from off): its credit, its bytes, its source and tag. */
-  private tookAtCall(ep: ProtoEndpoint, src: Buffer, words: Int32Array | null, off: number, len: number, buf: Uint8Array, source: number, tag: number): void {
-    this.returnCredit(ep, len + EAGER_OVERHEAD);
-    copyOut(ep, src, words, off, len, buf);
-    this.gotSource = source;
-    this.gotTag = tag;
-    this.recvsAtCall++;
-  }
-
-  /** The frame recvAtCall looks at before taking it. */
-  private readonly peeked: RxFrame = { buf: EMPTY_BUF, view: new DataView(new ArrayBuffer(0)), hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null, words: null };
-
-  /** Whether a message (context, source, tag) matches the receive waiting at the call. */
-  private forAtCall(ctx: number, src: number, tag: number): boolean {
-    return ctx === this.atCallCtx && src === this.atCallSrc && (this.atCallTag === ANY_TAG || this.atCallTag === tag);
-  }
-
-  /** The receive recvAtCall holds (null: none), and the bytes it got once filled (-1: not yet). */
-  private atCallBuf: Uint8Array | null = null;
-  private atCallCtx = 0;
-  private atCallSrc = 0;
-  private atCallTag = 0;
-  private atCallBytes = -1;
-  /** Blocking receives that completed while waiting at the call (--stats; a double from the start, as rgetBytes). */
-  private recvsAtCall = -0;
-
   /** A receive matched an unexpected message. */
   deliver(req: Request, u: Unexpected): void {
     this.deliverTo(req, u);
@@ -566,17 +418,7 @@ export class PointToPoint implements Canceller {
       r.complete(src, tag, len);
       return;
     }
-    const at = this.atCallBuf;
-    if (at !== null && this.forAtCall(ctx, src, tag)) {
-      // Matched by the receive waiting at the call; one it cannot take (too
-      // large) is queued, and then nothing later may overtake it there.
-      this.atCallBuf = null;
-      if (len <= at.length) {
-        this.tookAtCall(ep, buf, words, off, len, at, src, tag);
-        this.atCallBytes = len;
-        return;
-      }
-    }
+    if (this.atCall.buf !== null && this.atCall.offer(ep, ctx, src, tag, buf, words, off, len)) return;
     if (this.leaving.finalizing || st.broken !== null) { this.leaving.discard(ep, len); return; }
     const u = new Unexpected(ep, src, tag, copyOf(buf, off, len), len, 0);
     st.queues.pushArrived(u);
@@ -589,7 +431,7 @@ export class PointToPoint implements Canceller {
     const finWanted = ep.laneRx !== null && ep.laneRx.delivering;
     if (r !== null) { this.rndv.accept(r, ep, sendId, size, src, tag, remote, segment, finWanted); return; }
     // A rendezvous the receive waiting at the call matches: that receive is posted and takes it from the queue.
-    if (this.atCallBuf !== null && this.forAtCall(ctx, src, tag)) this.atCallBuf = null;
+    if (this.atCall.buf !== null) this.atCall.closeFor(ctx, src, tag);
     if (this.leaving.finalizing || st.broken !== null) { this.leaving.refuse(ep, sendId, st.broken !== null); return; }
     const u = new Unexpected(ep, src, tag, null, size, sendId);
     u.remote = remote;
@@ -738,27 +580,8 @@ export class PointToPoint implements Canceller {
       unexpected += st.queues.arrivedCount;
       for (const u of st.queues.allArrived()) if (u.data !== null) unexpectedBytes += u.size;
     }
-    return { posted, unexpected, unexpectedBytes, rndvSends: this.rndv.sends.size, rndvRecvs: this.rndv.recvs.size, rndvRestarts: this.rndv.restarts, protocolErrors: this.protocolErrors, rgetMsgs: this.singleCopy.rgetMsgs + 0, rgetBytes: this.singleCopy.rgetBytes + 0, rdmaReads: this.rdma.reads + 0, rdmaReadBytes: this.rdma.readBytes + 0, rdmaFellBack: this.rdma.fellBack + 0, recvsAtCall: this.recvsAtCall + 0 };
+    return { posted, unexpected, unexpectedBytes, rndvSends: this.rndv.sends.size, rndvRecvs: this.rndv.recvs.size, rndvRestarts: this.rndv.restarts, protocolErrors: this.protocolErrors, rgetMsgs: this.singleCopy.rgetMsgs + 0, rgetBytes: this.singleCopy.rgetBytes + 0, rdmaReads: this.rdma.reads + 0, rdmaReadBytes: this.rdma.readBytes + 0, rdmaFellBack: this.rdma.fellBack + 0, recvsAtCall: this.atCall.recvsAtCall + 0 };
   }
-}
-
-/** recvNow's answer when a matching message is queued that only a posted Request may take. */
-export const QUEUED = -2;
-
-/**
- * An arrived payload (len bytes of src from off; src as words, if it has
- * them) into the receive buffer. Small copies go by words where both sides
- * allow (core/word-copy.ts; the views of receive buffers are kept per peer,
- * so that a halo exchange's alternating buffers each keep theirs), else by
- * bytes: Buffer#copy with an offset makes a temporary view, an allocation per
- * message; larger ones are a memmove, also out of a ring in shared memory.
- */
-function copyOut(ep: ProtoEndpoint, src: Buffer, words: Int32Array | null, off: number, len: number, dst: Uint8Array): void {
-  if (len <= 256) {
-    copySmall(dst, 0, words !== null && len >= 4 ? ep.arrivalViews.of(dst) : null, src, off, words, len);
-    return;
-  }
-  src.copy(dst, 0, off, off + len);
 }
 
 /**

@@ -112,7 +112,7 @@ const cases = [
     }
   }],
   ['a receive waiting at the call never overtakes a matching message already queued (the next one waits at the ring head)', async () => {
-    // The mechanism under recvSync's wait (proto/p2p.ts recvAtCall), driven directly: A sits in the
+    // The mechanism under recvSync's wait (proto/at-call.ts recvAtCall), driven directly: A sits in the
     // unexpected queue, B behind it at the head of rank 0's ring, undelivered. The wait must give A
     // to recvNow, never take B. (Its loop delivers between looks; CI once saw a ring allreduce step
     // take the next step's block this way.) Ring lanes only: over ofi nothing waits at a ring's head.
@@ -131,8 +131,8 @@ const cases = [
       const lane = ctx.polledLane(0); // world rank 0: this is the world communicator
       assert.ok(lane !== null, 'sync calls run over polled lanes');
       const buf = new Int32Array(2), bytes = new Uint8Array(buf.buffer);
-      assert.equal(p2p.recvAtCall(bytes, comm.p2pCtx, 0, 21, lane, ctx.progress), -1, 'the queued message comes first');
-      assert.equal(p2p.recvNow(bytes, comm.p2pCtx, 0, 21), 4, 'A, 4 bytes');
+      assert.equal(p2p.atCall.recvAtCall(bytes, comm.p2pCtx, 0, 21, lane, ctx.progress), -1, 'the queued message comes first');
+      assert.equal(p2p.atCall.recvNow(bytes, comm.p2pCtx, 0, 21), 4, 'A, 4 bytes');
       assert.equal(buf[0], 1);
       const st = comm.recvSync(buf, 0, 21);
       assert.equal(st.bytes, 8);
