@@ -217,9 +217,11 @@ export interface Rail {
   /** The endpoint to a peer (connection made on first use, asynchronously). */
   endpoint(peer: bigint, address: string): RailEndpoint;
   close(): Promise<void>;
-  /** Whether a peer that published `address` for this rail is reachable through it (default: yes). */
-  reaches?(address: string): boolean;
-  /** Why reaches(address) is false, in a clause for an error message (null: it reaches it). */
+  /**
+   * Why a peer that published `address` for this rail is not reachable through
+   * it, in a clause for ERR_NO_RAIL's message; null when it is (absent: every
+   * address is; tcp and udp addresses are also judged by subnet, proto/lanes).
+   */
   whyNot?(address: string): string | null;
   /** Polled rails (shared memory): deliver what waits; true if anything happened. */
   poll?(): boolean;

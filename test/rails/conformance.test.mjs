@@ -160,7 +160,7 @@ for (const [name, device] of OFI) {
  * it. ipc: single-copy access to the peer's memory on its endpoints ('addon':
  * where the native addon loads); allocShared: memory the peer can map;
  * polled: poll/settle/sleep (the rail delivers only when polled); bell: its
- * doorbell; reaches: Rail.reaches; peek: endpoints polled alone (peek,
+ * doorbell; reaches: Rail.whyNot (which peers it reaches, and why not); peek: endpoints polled alone (peek,
  * takePeeked, poll); rma: registered memory peers reach natively (registerMemory,
  * unpackRemoteKey, dropRemoteKey, the endpoint's rma); rendezvousReads: the
  * protocol may read large messages that way (proto/rndv/rdma.ts); syncWait: how a
@@ -206,7 +206,7 @@ for (const R of RAILS) {
         allocShared: typeof rail.allocShared === 'function',
         polled: typeof rail.poll === 'function' && typeof rail.settle === 'function' && typeof rail.sleep === 'function',
         bell: rail.bell !== undefined,
-        reaches: typeof rail.reaches === 'function',
+        reaches: typeof rail.whyNot === 'function',
         peek: typeof ep.peek === 'function' && typeof ep.takePeeked === 'function' && typeof ep.poll === 'function',
         rma: typeof rail.registerMemory === 'function' && typeof rail.unpackRemoteKey === 'function' && typeof rail.dropRemoteKey === 'function' && ep.rma != null,
         rendezvousReads: rail.rendezvousReads === true,
@@ -599,16 +599,21 @@ for (const R of RAILS) {
     } finally { await pair.close(); }
   });
 
-  // Rail.reaches: wire-up asks it before choosing a rail for a peer.
-  test(`${R.name}: reaches refuses an address it cannot use, and answers for its peer's`, async (t) => {
+  // Rail.whyNot: wire-up asks it before choosing a rail for a peer, and ERR_NO_RAIL quotes it.
+  test(`${R.name}: whyNot refuses an address it cannot use with a reason, and answers for its peer's`, async (t) => {
     const pair = await R.open(resolveParams());
     try {
       const rail = pair.a.rail;
-      if (!must.reaches) { t.skip('this rail reaches every peer it is given (no reaches, by design)'); return; }
-      for (const bad of ['', 'garbage', '{"host":1}']) assert.equal(rail.reaches(bad), false, `address ${JSON.stringify(bad)}`);
+      if (!must.reaches) { t.skip('this rail reaches every peer it is given (no whyNot, by design)'); return; }
+      for (const bad of ['', 'garbage', '{"host":1}']) {
+        const why = rail.whyNot(bad);
+        assert.equal(typeof why, 'string', `address ${JSON.stringify(bad)}: refused`);
+        assert.ok(why.length > 10, `address ${JSON.stringify(bad)}: a reason, got ${JSON.stringify(why)}`);
+      }
       // shm is for other processes: a peer in this process goes over tbsm.
-      const inProcess = R.name !== 'shm';
-      assert.equal(rail.reaches(pair.b.rail.address()), inProcess, 'the peer\'s own address');
+      const why = rail.whyNot(pair.b.rail.address());
+      if (R.name !== 'shm') assert.equal(why, null, 'the peer\'s own address');
+      else assert.match(why ?? '', /thread of this process/, 'the peer\'s own address: a thread of this process');
     } finally { await pair.close(); }
   });
 

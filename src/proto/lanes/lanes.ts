@@ -35,7 +35,7 @@ function fitOf(rail: Rail): (address: string) => number {
   // addresses, shared memory) say themselves whether they reach a peer.
   const ipAddressed = rail.component === 'tcp' || rail.component === 'udp';
   return (address) => {
-    if (rail.reaches !== undefined && !rail.reaches(address)) return 0;
+    if (rail.whyNot !== undefined && rail.whyNot(address) !== null) return 0;
     if (!ipAddressed) return 1;
     const ip = address.replace(/^\[|\]$/g, '').split(':')[0]!;
     if (bits >= 0 && sameSubnet(host, ip, bits)) return 2;

@@ -196,10 +196,6 @@ export class OfiRail implements Rail {
    * a context other than the first of a peer's scalable endpoint only from a
    * scalable endpoint (a plain endpoint's address vector cannot name contexts).
    */
-  reaches(address: string): boolean {
-    return this.whyNot(address) === null;
-  }
-
   whyNot(address: string): string | null {
     const a = decodeAddress(address);
     if (a === null) return 'its address is not an ofi address';

@@ -123,10 +123,6 @@ export class ShmRail implements Rail {
   }
 
   /** Same host, another process, and its inbox is in our /dev/shm (containers may not share it). */
-  reaches(address: string): boolean {
-    return this.whyNot(address) === null;
-  }
-
   whyNot(address: string): string | null {
     const a = decodeAddress(address);
     if (a === null) return 'its address is not a shared-memory address';

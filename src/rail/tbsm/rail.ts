@@ -67,8 +67,8 @@ export class TbsmRail implements Rail {
   }
 
   /** Only threads of this very process share memory with us. */
-  reaches(address: string): boolean {
-    return address === this.address();
+  whyNot(address: string): string | null {
+    return address === this.address() ? null : `it is not a thread of this process (${address}, this is ${this.address()})`;
   }
 
   endpoint(peer: bigint, _address: string): TbsmEndpoint {

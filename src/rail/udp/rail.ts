@@ -221,8 +221,8 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, Kee
     return `${this.ip}:${this.dataPort}:${this.prioPort}`;
   }
 
-  reaches(address: string): boolean {
-    return address.split(':').length === 3;
+  whyNot(address: string): string | null {
+    return address.split(':').length === 3 ? null : `its address is not a udp address (ip:dataPort:prioPort): ${address}`;
   }
 
   endpoint(peer: bigint, address: string): UdpEndpoint {
