@@ -129,14 +129,20 @@ void HandleError(Ep* e, uint32_t& n, uint32_t& freed) {
 }
 
 /**
- * poll(h) -> events written (head: [count, transmit entries freed, still
+ * poll(h, reads = 1) -> events written (head: [count, transmit entries freed, still
  * unposted, in flight, free small entries, free large entries]). Receive slots delivered by the previous poll are
- * posted again first: JavaScript has handled them by then.
+ * posted again first: JavaScript has handled them by then. reads > 1: a
+ * synchronous receive's spin, kept here while the queue is empty (up to that
+ * many reads), so each look costs one fi_cq_read and not a call from JavaScript.
  */
 napi_value Poll(napi_env env, napi_callback_info info) {
-  napi_value a[1];
-  Ep* e = EpArg(env, info, a, 1);
+  napi_value a[2] = {nullptr, nullptr};
+  Ep* e = EpArg(env, info, a, 2);
   if (e == nullptr || e->events == nullptr) return Ret(env, -FI_EBADF);
+  uint32_t reads = 1;
+  napi_valuetype t = napi_undefined;
+  if (a[1] != nullptr) napi_typeof(env, a[1], &t);
+  if (t == napi_number) napi_get_value_uint32(env, a[1], &reads);
   Repost(e);
   e->errTexts.clear();
   uint32_t n = 0, freed = 0;
@@ -151,19 +157,24 @@ napi_value Poll(napi_env env, napi_callback_info info) {
   if (e->stashHead == e->stash.size()) { e->stash.clear(); e->stashHead = 0; }
   if (e->stashErr && n < e->eventCap && e->stash.empty()) { e->stashErr = false; HandleError(e, n, freed); }
   fi_cq_data_entry c[16];
-  while (n < e->eventCap && e->stash.empty()) {
-    const size_t want = e->eventCap - n < 16 ? e->eventCap - n : 16;
-    const ssize_t got = fi_cq_read(e->cq, c, want);
-    if (got == -FI_EAGAIN) break;
-    if (got == -FI_EAVAIL) { HandleError(e, n, freed); continue; }
-    if (got < 0) {
-      ErrorEvent(e, n++, nullptr, static_cast<int>(-got), 0, std::string("fi_cq_read: ") + fi_strerror(static_cast<int>(-got)));
-      break;
+  for (uint32_t tried = 1;; tried++) {
+    while (n < e->eventCap && e->stash.empty()) {
+      const size_t want = e->eventCap - n < 16 ? e->eventCap - n : 16;
+      const ssize_t got = fi_cq_read(e->cq, c, want);
+      if (got == -FI_EAGAIN) break;
+      if (got == -FI_EAVAIL) { HandleError(e, n, freed); continue; }
+      if (got < 0) {
+        ErrorEvent(e, n++, nullptr, static_cast<int>(-got), 0, std::string("fi_cq_read: ") + fi_strerror(static_cast<int>(-got)));
+        break;
+      }
+      for (ssize_t k = 0; k < got; k++) Handle(e, c[k], n, freed);
+      // Fewer than asked: the queue was empty after the provider's progress. Another
+      // read would only run progress again (tcp;ofi_rxm: an epoll_wait per message).
+      if (static_cast<size_t>(got) < want) break;
     }
-    for (ssize_t k = 0; k < got; k++) Handle(e, c[k], n, freed);
-    // Fewer than asked: the queue was empty after the provider's progress. Another
-    // read would only run progress again (tcp;ofi_rxm: an epoll_wait per message).
-    if (static_cast<size_t>(got) < want) break;
+    if (n > 0 || freed > 0 || tried >= reads) break;
+    // Still nothing: what waits for the provider goes first (it may be what the peer answers).
+    if (e->pendingHead < e->pending.size()) PostPending(e);
   }
   PostPending(e);
   e->events[0] = static_cast<int32_t>(n);

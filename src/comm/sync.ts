@@ -15,7 +15,7 @@ import type { Context } from '../proto/context.js';
 import type { ProtoEndpoint } from '../proto/endpoint.js';
 import type { PolledEndpoint, Rail } from '../rail/api.js';
 import { PENDING, statusOf, type Request, type Status } from '../proto/request.js';
-import { QUEUED } from '../proto/at-call.js';
+import { QUEUED, type QueueRail } from '../proto/at-call.js';
 import type { World } from './world.js';
 import { PeerWatch } from './sync-liveness.js';
 
@@ -164,7 +164,7 @@ export class SyncEngine {
     const ep = w >= 0 ? ctx.existingEndpoint(w) : undefined;
     // A source over a completion queue (ofi: no rings to watch): its rail is polled alone a moment at a time.
     const queued = lane === null && ep !== undefined && ep.lane !== null && ep.lane.rail.caps.syncWait === 'queue' ? ep.lane.rail : null;
-    const rail = queued !== null && queued.poll !== undefined ? queued as { poll(): boolean } : null;
+    const rail = queued !== null && queued.poll !== undefined ? queued as QueueRail : null;
     this.begin();
     progress.syncing = true;
     try {

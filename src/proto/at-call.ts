@@ -18,7 +18,12 @@ export const QUEUED = -2;
 
 /** Reads of an ofi queue in one brief wait of a synchronous receive (recvAtCallOn). */
 const OFI_BRIEF_POLLS = 128;
+/** Of them, how many one call into the binding makes while the queue is empty (its spin stays in C). */
+const OFI_READS_PER_CALL = 16;
 const EMPTY_BUF = Buffer.alloc(0);
+
+/** A rail read through a completion queue (ofi): poll(reads) reads it up to reads times while it is empty. */
+export interface QueueRail { poll(reads?: number): boolean }
 
 /** What the receive at the call needs of the point-to-point layer. */
 export interface AtCallHost {
@@ -117,16 +122,19 @@ export class AtCall {
    * at-call slot, so its eager message is copied straight into buf
    * (onEager), with no queue entry.
    */
-  recvAtCallOn(buf: Uint8Array, ctx: number, src: number, tag: number, ep: ProtoEndpoint, rail: { poll(): boolean }, polls = OFI_BRIEF_POLLS): number {
+  recvAtCallOn(buf: Uint8Array, ctx: number, src: number, tag: number, ep: ProtoEndpoint, rail: QueueRail, polls = OFI_BRIEF_POLLS): number {
     const st = this.host.state(ctx);
     if (st.queues.arrivedCount > 0 && st.queues.findArrived(src, tag) !== null) return -1;
     if (ep.failure !== null) return -1;
     this.hold(buf, ctx, src, tag);
     try {
-      // A read of the queue costs about a microsecond (a ring's look, 50 ns):
+      // A read of the queue costs about a microsecond on tcp (a ring's look, 50 ns):
       // OFI_BRIEF_POLLS of them make a brief wait of about 0.1 ms, as on a ring
-      // (a wait past its spin budget reads once between blocks).
-      for (let i = 0; i < polls && this.buf !== null; i++) rail.poll();
+      // (a wait past its spin budget reads once between blocks). The binding
+      // makes up to OFI_READS_PER_CALL of them per call while nothing comes:
+      // on libfabric's shm provider a read is ~0.1 us and a call from
+      // JavaScript as much again, which delayed noticing a message.
+      for (let i = 0; i < polls && this.buf !== null; i += OFI_READS_PER_CALL) rail.poll(Math.min(OFI_READS_PER_CALL, polls - i));
     } finally {
       this.buf = null;
     }

@@ -233,15 +233,19 @@ export class OfiRail implements Rail {
 
   // ---- progress -----------------------------------------------------------
 
-  /** Read the completion queue: deliver frames, complete and fail operations; true if anything happened. */
-  poll(): boolean {
+  /**
+   * Read the completion queue: deliver frames, complete and fail operations;
+   * true if anything happened. reads > 1: while it is empty, the binding reads
+   * it again up to that many times before it returns (a synchronous receive's spin).
+   */
+  poll(reads = 1): boolean {
     if (this.closed || this.polling) return false;
     this.polling = true;
     let any = false;
     try {
       const b = this.b, ev = this.events;
       for (let round = 0; round < 4; round++) {
-        const n = b.poll(this.h);
+        const n = b.poll(this.h, round === 0 ? reads : 1);
         if (n <= 0) {
           if (ev[1]! > 0) any = true;
           break;
