@@ -20,7 +20,8 @@ export const QUEUED = -2;
 const OFI_BRIEF_POLLS = 128;
 /** Of them, how many one call into the binding makes while the queue is empty (its spin stays in C). */
 const OFI_READS_PER_CALL = 16;
-const EMPTY_BUF = Buffer.alloc(0);
+/** The empty payload (one, shared with p2p.ts). */
+export const EMPTY_BUF = Buffer.alloc(0);
 
 /** A rail read through a completion queue (ofi): poll(reads) reads it up to reads times while it is empty. */
 export interface QueueRail { poll(reads?: number): boolean }

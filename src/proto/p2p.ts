@@ -33,7 +33,7 @@ import {
 } from './wire.js';
 import { newContextState, type ContextState } from './context-state.js';
 import { Leaving, finalizedBeforeSending } from './leaving.js';
-import { AtCall, copyOut } from './at-call.js';
+import { AtCall, copyOut, EMPTY_BUF } from './at-call.js';
 import { collectWaits, describePending as describeWaits, waitsOn as waitsOnPeer, type P2pWaitsView } from './p2p-waits.js';
 
 export { Unexpected };
@@ -56,7 +56,6 @@ export interface P2pHost {
   atClose?(fn: () => void): void;
 }
 
-const EMPTY_BUF = Buffer.alloc(0);
 const KEEP_FOR_CREDIT = 4; // explicit CREDIT once a quarter of the window is owed
 
 /** eagerNow's answers. */

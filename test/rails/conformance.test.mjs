@@ -19,6 +19,7 @@ import { endpointId } from '../../dist/core/ids.js';
 import { DONE, IN_PROGRESS, NO_RESOURCE } from '../../dist/rail/api.js';
 import { needAddon, need } from '../helpers/requires.mjs';
 import { ofiComponent } from '../../dist/rail/ofi/component.js';
+import { OfiRail } from '../../dist/rail/ofi/rail.js';
 import { loadOfi, ofiWhy } from '../../dist/rail/ofi/native.js';
 import { PEER_GONE_MS, MARGIN_MS, within } from '../helpers/promises.mjs';
 
@@ -1081,6 +1082,49 @@ for (const R of RAILS.filter((r) => r.name.startsWith('ofi-'))) {
       const inherited = ls.split('\n').filter((l) => /-> (socket|anon_inode)/.test(l) && Number(/ (\d+) ->/.exec(l)?.[1]) > 2);
       assert.deepEqual(inherited, [], `descriptors a child inherits:\n${ls}`);
     } finally { await pair.close(); }
+  });
+}
+
+// A scalable endpoint that will not open (a provider that lists contexts but
+// refuses the shared domain): the rank warns and opens an endpoint of its own,
+// which works with other plain endpoints. libfabric's sockets provider opens
+// them here, so the refusal is injected at the binding's open (the rest is the
+// real provider); the job-level consequence (such a rank and a scalable
+// endpoint's contexts cannot talk, and say so) is test/jobs/ofi-sep-mixed.mjs.
+{
+  const R = RAILS.find((r) => r.name === 'ofi-sockets');
+  test('ofi-sockets: a scalable endpoint that fails to open falls back to a plain endpoint, with a warning, and works', R.missing.reason === null ? {} : R.missing, async () => {
+    const params = resolveParams();
+    const dev = ofiComponent.queryDevices(params).find((d) => d.name === R.device);
+    const real = loadOfi();
+    const infos = real.getinfo().usable.filter((i) => `${i.provider}/${i.domain}` === R.device);
+    const info = infos.find((i) => i.addrFormat === 2) ?? infos[0];
+    const asked = [];
+    const refusing = { ...real, open(o) { asked.push(o.contexts ?? 0); if ((o.contexts ?? 0) > 1) throw new Error('injected: fi_scalable_ep refused'); return real.open(o); } };
+    const a = makeSide(0, params);
+    const b = makeSide(1, params);
+    a.env = { ...a.env, threadRanks: 2, log: new Logger('warn', 'railcomm', (line) => a.logged.push(line)) };
+    // Unrefused, two thread ranks get a context of one scalable endpoint: the injection is what changes it.
+    const plainSep = new OfiRail(dev, { ...b.env, threadRanks: 2 }, real, info);
+    assert.equal(plainSep.opened.contexts, 2, 'sockets opens a scalable endpoint of 2 contexts here');
+    await plainSep.close();
+    a.rail = new OfiRail(dev, a.env, refusing, info);
+    b.rail = await ofiComponent.open(dev, b.env);
+    polled.add(a.rail); polled.add(b.rail);
+    try {
+      assert.deepEqual(asked, [2, 0], 'a scalable endpoint asked for, then a plain one');
+      assert.equal(a.rail.opened.contexts, 0);
+      assert.ok(a.logged.some((l) => /no scalable endpoint of 2 contexts \(injected: fi_scalable_ep refused\); this rank opens an endpoint of its own/.test(l)), `the warning: ${a.logged.join(' | ')}`);
+      const ab = a.rail.endpoint(b.id, b.rail.address());
+      const ba = b.rail.endpoint(a.id, a.rail.address());
+      for (let i = 0; i < 3; i++) { ab.sendCopy(AM_MSG, hdrOf(i), 8, fill(10, i)); ba.sendCopy(AM_MSG, hdrOf(i), 8, fill(12, i)); }
+      await b.until(() => b.got.length === 3 && a.got.length === 3, 'three frames each way');
+      assert.deepEqual(b.got.map((g) => g.payload.length), [10, 10, 10]);
+      assert.deepEqual(a.got.map((g) => g.payload.length), [12, 12, 12]);
+    } finally {
+      await a.rail.close(); await b.rail.close();
+      polled.delete(a.rail); polled.delete(b.rail);
+    }
   });
 }
 
