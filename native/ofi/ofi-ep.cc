@@ -139,6 +139,7 @@ void Destroy(Ep* e) {
   for (Pool& p : e->pools) std::free(p.mem);
   if (e->eventsRef) napi_delete_reference(e->env, e->eventsRef);
   if (e->holdRef) napi_delete_reference(e->env, e->holdRef);
+  if (e->headRef) napi_delete_reference(e->env, e->headRef);
   // The receive slab goes when its ArrayBuffer and its receive context have both let go (Slab).
   delete e;
 }

@@ -180,6 +180,53 @@ napi_value Send(napi_env env, napi_callback_info info) {
   return Ret(env, kInProgress);
 }
 
+/** setHead(h, head): the bytes sendHead sends from (a Uint8Array JavaScript fills; kept referenced). */
+napi_value SetHead(napi_env env, napi_callback_info info) {
+  napi_value a[2];
+  Args(env, info, a, 2);
+  Ep* e = Lookup(I32(env, a[0]));
+  if (e == nullptr) return Ret(env, -FI_EBADF);
+  uint8_t* p; size_t cap;
+  if (!ViewData(env, a[1], &p, &cap)) return Ret(env, -FI_EINVAL);
+  if (e->headRef) napi_delete_reference(env, e->headRef);
+  napi_create_reference(env, a[1], 1, &e->headRef);
+  e->head = p;
+  e->headCap = cap;
+  return Ret(env, 0);
+}
+
+/**
+ * sendHead(h, fiAddr, len) -> DONE | NO_RESOURCE | -errno: the first len bytes
+ * of the setHead buffer (frame head, AM header and a small payload JavaScript
+ * put behind them) sent now: injected where they fit, else copied into a
+ * transmit entry. The same as send(h, fiAddr, head, len, null, 0) with four
+ * fewer Node-API calls and no typed-array lookups: the small eager message's path.
+ */
+napi_value SendHead(napi_env env, napi_callback_info info) {
+  napi_value a[3];
+  Args(env, info, a, 3);
+  Ep* e = Lookup(I32(env, a[0]));
+  if (e == nullptr || e->head == nullptr) return Ret(env, -FI_EBADF);
+  const fi_addr_t dest = static_cast<fi_addr_t>(Dbl(env, a[1]));
+  const size_t len = U32(env, a[2]);
+  if (len > e->headCap) return Ret(env, -FI_EINVAL);
+  if (LocalPeerClosed(e, dest)) return Ret(env, -FI_ECONNREFUSED);
+  const fi_addr_t to = Dest(e, dest);
+  if (to == FI_ADDR_NOTAVAIL) return Ret(env, -FI_ECONNREFUSED);
+  if (len <= e->inject && e->pendingHead == e->pending.size() && e->inFlight < e->txLimit) {
+    const ssize_t r = fi_inject(e->ep, e->head, len, to);
+    if (r == 0) return Ret(env, kDone);
+    if (r != -FI_EAGAIN) return Ret(env, static_cast<int32_t>(r));
+  }
+  Entry* x = Alloc(e, len);
+  if (x == nullptr) return Ret(env, len > e->pools[1].stride - kHead ? -FI_EMSGSIZE : kNoResource);
+  std::memcpy(reinterpret_cast<uint8_t*>(x) + kHead, e->head, len);
+  x->kind = K_SEND; x->dest = dest; x->len = len;
+  const ssize_t r = Submit(e, x);
+  if (r != 0) { Free(e, x); return Ret(env, static_cast<int32_t>(r)); }
+  return Ret(env, kDone);
+}
+
 /** The remote address of offset in peer registration `remote` (its base added where the provider addresses virtually). */
 bool Target(Ep* e, uint32_t remote, double offset, uint64_t* raddr, uint64_t* key) {
   if (remote >= e->remotes.size() || !e->remotes[remote].used) return false;
@@ -262,6 +309,8 @@ void SetFn(napi_env env, napi_value exports, const char* name, napi_callback fn)
 
 void InitOps(napi_env env, napi_value exports) {
   SetFn(env, exports, "send", Send);
+  SetFn(env, exports, "setHead", SetHead);
+  SetFn(env, exports, "sendHead", SendHead);
   SetFn(env, exports, "rma", Rma);
   SetFn(env, exports, "atomic", Atomic);
 }

@@ -138,6 +138,10 @@ struct Ep {
   // Memory registrations (ours) and peers' keys.
   std::vector<fid_mr*> mrs;
   std::vector<Remote> remotes;
+  // The frame JavaScript builds for sendHead (setHead), kept referenced.
+  napi_ref headRef = nullptr;
+  uint8_t* head = nullptr;
+  size_t headCap = 0;
   // Events for JavaScript.
   napi_ref eventsRef = nullptr;
   int32_t* events = nullptr;

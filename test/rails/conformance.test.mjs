@@ -956,14 +956,17 @@ for (const R of RAILS.filter((r) => r.name.startsWith('ofi-'))) {
   // another thread looks it up), seen under load; the peer lives. The provider's
   // answer is injected here (the race cannot be forced): this rail's sends find
   // no connection `refusals` times, then the real send runs.
+  // Both of the binding's send calls: send, and sendHead (small frames built in the rail's head).
   const refuseSends = (rail, refusals) => {
-    const b = rail.b, real = b.send, h = rail.h;
+    const b = rail.b, real = b.send, realHead = b.sendHead, h = rail.h;
     let left = refusals;
-    b.send = function send(handle, ...rest) {
+    const refusing = (fn) => function send(handle, ...rest) {
       if (handle === h && left > 0) { left--; return -2; }
-      return real.call(this, handle, ...rest);
+      return fn.call(this, handle, ...rest);
     };
-    return () => { b.send = real; };
+    b.send = refusing(real);
+    b.sendHead = refusing(realHead);
+    return () => { b.send = real; b.sendHead = realHead; };
   };
   // (The retry is the rail's own logic, the same on every provider: checked on
   // sockets, which answers FI_ENOENT, and on tcp;ofi_rxm.)

@@ -9,7 +9,7 @@ import { TrafficCounters } from '../../core/counters.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { formatId } from '../../core/ids.js';
 import { writeValue, OP_CSWAP } from '../../proto/rma/apply.js';
-import { AM_CONTROL, F_BYE, F_HELLO, F_PING, FRAME_HEAD, MAC_BYTES, encodeHead, helloMac } from './wire.js';
+import { AM_CONTROL, F_BYE, F_HELLO, F_PING, FRAME_HEAD, HEAD_PAYLOAD_MAX, MAC_BYTES, encodeHead, helloMac } from './wire.js';
 import { K_ATOMIC, K_CSWAP, K_FETCH, K_READ, K_WRITE } from './native.js';
 import type { OfiRail, OfiRemoteKey } from './rail.js';
 import { unreachableAtSend } from './peer-errors.js';
@@ -194,7 +194,16 @@ export class OfiEndpoint implements RailRma {
     const payLen = payload === null ? 0 : payload.length;
     encodeHead(rail.headView, am, 0, hdrLen, payLen, rail.rank, rail.job, this.txSeq);
     for (let i = 0; i < hdrLen; i++) head[FRAME_HEAD + i] = hdr[i]!;
-    const r = rail.b.send(rail.h, d, head, FRAME_HEAD + hdrLen, payload, 0);
+    let r: number;
+    if (payLen <= HEAD_PAYLOAD_MAX) {
+      // The whole frame in the head: one binding call with three numbers (the small eager message's path).
+      const at = FRAME_HEAD + hdrLen;
+      if (payLen <= 32) for (let i = 0; i < payLen; i++) head[at + i] = payload![i]!;
+      else head.set(payload!, at);
+      r = rail.b.sendHead(rail.h, d, at + payLen);
+    } else {
+      r = rail.b.send(rail.h, d, head, FRAME_HEAD + hdrLen, payload, 0);
+    }
     if (r === DONE) { this.txSeq = (this.txSeq + 1) >>> 0; this.counters.msgsSent++; this.counters.bytesSent += payLen; this.noConnSince = 0; return DONE; }
     if (r === NO_RESOURCE) return this.blocked();
     if (this.awaitConnection(r)) return this.waiting();

@@ -126,6 +126,10 @@ export interface OfiBinding {
   inFlight(h: number): number;
   /** DONE (0), IN_PROGRESS (1), NO_RESOURCE (2) or a negative libfabric errno. */
   send(h: number, fiAddr: number, head: Uint8Array, headLen: number, payload: Uint8Array | null, jsId: number): number;
+  /** The buffer sendHead sends from (the rail's frame head, with room for a small payload). */
+  setHead(h: number, head: Uint8Array): number;
+  /** send(h, fiAddr, head, len, null, 0) for the setHead buffer: DONE, NO_RESOURCE or a negative libfabric errno. */
+  sendHead(h: number, fiAddr: number, len: number): number;
   /** fast: the provider writes synchronously (shm over CMA), no FI_DELIVERY_COMPLETE needed. */
   rma(h: number, kind: number, fiAddr: number, view: Uint8Array, remote: number, offset: number, jsId: number, fast: boolean): number;
   /** Whether this process may read process pid's memory at address (cross-memory attach). */

@@ -19,7 +19,7 @@ import { OfiEndpoint } from './endpoint.js';
 import { isPeerError } from './peer-errors.js';
 import { OpTable } from './ops.js';
 import {
-  AM_CONTROL, COPY_MAX, F_BYE, F_HELLO, F_PING, FRAME_HEAD, HEADER_MAX, MAC_BYTES, checkMac, decodeAddress, encodeAddress,
+  AM_CONTROL, COPY_MAX, F_BYE, F_HELLO, F_PING, FRAME_HEAD, HEAD_PAYLOAD_MAX, HEADER_MAX, MAC_BYTES, checkMac, decodeAddress, encodeAddress,
   headAm, headFlags, headHdrLen, headJob, headPayLen, headRank, headSeq, helloMac,
 } from './wire.js';
 
@@ -62,8 +62,8 @@ export class OfiRail implements Rail {
   readonly rank: number;
   readonly job: number;
   readonly ops = new OpTable<OfiEndpoint>();
-  /** Frame head and AM header of the send being made. */
-  readonly head = new Uint8Array(FRAME_HEAD + HEADER_MAX);
+  /** Frame head and AM header of the send being made, and a payload of up to HEAD_PAYLOAD_MAX bytes behind them (sendHead). */
+  readonly head = new Uint8Array(FRAME_HEAD + HEADER_MAX + HEAD_PAYLOAD_MAX);
   readonly headView = new DataView(this.head.buffer);
   /** A fetching atomic's operand and compare value. */
   readonly operand = new Uint8Array(16);
@@ -153,6 +153,7 @@ export class OfiRail implements Rail {
     this.opened = opened ?? b.open(options);
     this.h = this.opened.handle;
     b.setEvents(this.h, this.events, this.hold);
+    b.setHead(this.h, this.head);
     this.rxBuf = Buffer.from(this.opened.rx);
     this.rxView = new DataView(this.opened.rx);
     this.rx = { buf: this.rxBuf, view: this.rxView, hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null, words: null };

@@ -33,6 +33,8 @@ export const FRAME_HEAD = 20;
 export const HEADER_MAX = 256;
 /** Largest payload copied at send (a large transmit entry holds head, header and payload). */
 export const COPY_MAX = 65536;
+/** A payload up to this size is copied behind the header in the rail's frame head and sent with sendHead (no typed-array lookups in the binding). */
+export const HEAD_PAYLOAD_MAX = 256;
 export const AM_CONTROL = 0;
 export const F_HELLO = 1;
 export const F_BYE = 2;
