@@ -4,13 +4,12 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { constants as osConstants } from 'node:os';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { newJobKey } from '../core/auth.js';
 import { invalidArg } from '../core/errors.js';
 import { ENV } from '../boot/launch-env.js';
-import { KvServer } from '../boot/kv-server.js';
+import { KvServer, type SpawnListener } from '../boot/kv-server.js';
 import os from 'node:os';
 import { readFileSync } from 'node:fs';
 import { LineCutter, OutputGate } from './line-io.js';
@@ -22,6 +21,7 @@ import { HangBoard } from './hang-board.js';
 import { parseHostfile, parseHosts, placeRanks, remoteCommand, routableAddress, secretInput, type HostSlots } from './hosts.js';
 import { nodeFlags, resolveProgram, SCRIPT_RE, scriptFlags, scriptProblem } from './program.js';
 import { UsageError } from './usage-error.js';
+import { exitVerdict, killGroup, signalNumber, unfinalizedMessage, type ProcState } from './rank-process.js';
 
 export type { HostSlots } from './hosts.js';
 
@@ -150,35 +150,26 @@ on whom, and any cycle of waits (a deadlock). The report never stops the job:
 `;
 }
 
-function signalNumber(sig: NodeJS.Signals): number {
-  return osConstants.signals[sig] ?? 0;
-}
-
-/** Signal a rank's whole process group, so that its children go too; a group already gone is fine. */
-function killGroup(pid: number, sig: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, sig);
-  } catch {
-    // ESRCH: nothing left in the group.
-  }
-}
-
-/** One process of the job: a process rank, or a thread host running `count` ranks from `base`. */
-interface ProcState {
-  base: number;
-  count: number;
-  threads: boolean;
-  /** Its ranks not known to have exited (a thread host reports each thread's exit). */
-  live: Set<number>;
-  child: ChildProcess | undefined;
-  pid: number | undefined;
-  exited: boolean;
-  /** Exit code, or null when killed by a signal or never started. */
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  /** Resolves when both pipes ended (or could not exist). */
-  drained: Promise<void>;
-  flush: () => void;
+/**
+ * The options of a job that rank of this one starts with comm.spawn (req):
+ * this job's rails, hosts, statistics and grace, told the spawning root's
+ * port, its own label (its ranks print as label + rank), and what is left of
+ * this job's --timeout. Thread ranks spawn thread ranks: one more process of them.
+ */
+function spawnedJobOptions(opts: JobOptions, req: Parameters<SpawnListener>[1], label: string, threads: boolean, startedAt: number): JobOptions {
+  return {
+    np: req.n, command: req.command, cwd: req.cwd, label,
+    env: { ...(opts.env ?? {}), [ENV.parentPort]: req.port },
+    forwardSignals: false,
+    ...(opts.graceSec !== undefined ? { graceSec: opts.graceSec } : {}),
+    ...(opts.rails !== undefined ? { rails: opts.rails } : {}),
+    ...(opts.stats !== undefined ? { stats: opts.stats } : {}),
+    ...(opts.hosts !== undefined ? { hosts: opts.hosts } : {}),
+    ...(opts.rsh !== undefined ? { rsh: opts.rsh } : {}),
+    ...(opts.kvHost !== undefined ? { kvHost: opts.kvHost } : {}),
+    ...(threads ? { threadsPerProcess: req.n } : {}),
+    ...(opts.timeoutSec !== undefined ? { timeoutSec: Math.max(1, opts.timeoutSec - (Date.now() - startedAt) / 1000) } : {}),
+  };
 }
 
 export async function startJob(opts: JobOptions): Promise<Job> {
@@ -317,21 +308,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   kv.onSpawn(async (rank, req) => {
     if (failure || finished) throw new Error('the spawning job is stopping');
     const label = `${opts.label ?? ''}${children.length + 1}.`;
-    const copts: JobOptions = {
-      np: req.n, command: req.command, cwd: req.cwd, label,
-      env: { ...(opts.env ?? {}), [ENV.parentPort]: req.port },
-      forwardSignals: false,
-      ...(opts.graceSec !== undefined ? { graceSec: opts.graceSec } : {}),
-      ...(opts.rails !== undefined ? { rails: opts.rails } : {}),
-      ...(opts.stats !== undefined ? { stats: opts.stats } : {}),
-      ...(opts.hosts !== undefined ? { hosts: opts.hosts } : {}),
-      ...(opts.rsh !== undefined ? { rsh: opts.rsh } : {}),
-      ...(opts.kvHost !== undefined ? { kvHost: opts.kvHost } : {}),
-      // Thread ranks spawn thread ranks: one more process of them.
-      ...(threads ? { threadsPerProcess: req.n } : {}),
-      ...(opts.timeoutSec !== undefined ? { timeoutSec: Math.max(1, opts.timeoutSec - (Date.now() - startedAt) / 1000) } : {}),
-    };
-    const child = await startJob(copts);
+    const child = await startJob(spawnedJobOptions(opts, req, label, threads, startedAt));
     children.push(Object.assign(child, { label: `the spawned job ${label.slice(0, -1)} (ranks ${label}0-${label}${req.n - 1}, spawned by rank ${opts.label ?? ''}${rank})` }));
     const end = child.wait();
     childEnds.push(end);
@@ -379,13 +356,6 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     resolveDone(result);
   };
 
-  /** "rank 3", or for a thread process "ranks 4-7 (threads of process 1234)". */
-  const who = (p: ProcState): string => {
-    if (!p.threads) return `rank ${p.base}`;
-    const ranks = p.count === 1 ? `rank ${p.base}` : `ranks ${p.base}-${p.base + p.count - 1}`;
-    return `${ranks} (${p.pid !== undefined ? `threads of process ${p.pid}` : 'worker threads'})`;
-  };
-
   /** A rank is gone; true when it had joined the job and left without finalize() while others still run. */
   const rankGone = (p: ProcState, rank: number, code: number | null): boolean => {
     if (!p.live.delete(rank)) return false;
@@ -394,22 +364,12 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     // Its peers may wait for it forever; MPI launchers treat this as a failure too.
     return code === 0 && ranksAlive > 0 && kv.joined(rank) && !kv.finalized(rank);
   };
-  const unfinalizedMessage = (rank: number): string => `rank ${rank} exited without calling finalize() while other ranks were still running; stopping the job`;
 
   /** A thread host's report that one of its threads exited (the host itself runs on). */
   const threadExited = (p: ProcState, rank: number, code: number): void => {
     if (p.exited || rank < p.base || rank >= p.base + p.count) return;
     // A non-zero code is the host's to act on (it exits with it after its grace time).
     if (rankGone(p, rank, code)) fail(1, unfinalizedMessage(rank));
-  };
-
-  /** Why a process's exit fails the job, or undefined when it does not. Call once its ranks are gone from `ranksAlive`. */
-  const verdict = (p: ProcState, code: number | null, signal: NodeJS.Signals | null, unfinalized: number | undefined, spawnError?: Error): { code: number; message: string } | undefined => {
-    if (spawnError) return { code: 127, message: `cannot start ${who(p)} (${opts.command[0]}): ${spawnError.message}; stopping the job` };
-    if (signal) return { code: 128 + signalNumber(signal), message: `${who(p)} ${p.count > 1 ? 'were' : 'was'} killed by signal ${signal}; stopping the other ranks` };
-    if (code !== 0 && code !== null) return { code, message: `${who(p)} exited with code ${code}; stopping the other ranks` };
-    if (unfinalized !== undefined) return { code: 1, message: unfinalizedMessage(unfinalized) };
-    return undefined;
   };
 
   const procExited = (p: ProcState, code: number | null, signal: NodeJS.Signals | null, spawnError?: Error): void => {
@@ -420,7 +380,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     // Ranks whose own report has not arrived (or a process rank) end with their process.
     let unfinalized: number | undefined;
     for (const r of [...p.live]) if (rankGone(p, r, code) && unfinalized === undefined) unfinalized = r;
-    const v = verdict(p, code, signal, unfinalized, spawnError);
+    const v = exitVerdict(p, opts.command[0]!, code, signal, unfinalized, spawnError);
     // Let the rank's last output (a stack trace, say) print before the launcher's verdict on it.
     let t: NodeJS.Timeout | undefined;
     void Promise.race([p.drained, new Promise<void>((res) => { t = setTimeout(res, LAST_WORDS_MS); })]).then(() => {
