@@ -9,7 +9,10 @@
 // a batch that held a millisecond stall is one slow batch of 200, which the
 // average counts and the median does not).
 // Prints markdown; medians over rounds, ratios as the median of per-round ratios.
-//   flock /tmp/railcomm-bench.lock node bench/compare-sync.mjs [--rounds 5] [--sizes 8] [--spin 1000,20000] [--json out.json]
+// --bind: also the railcomm jobs with RAILCOMM_BIND=core and vader with
+// --bind-to none (mpirun binds 2 ranks to cores by default, railcomm does not:
+// this compares like with like both ways).
+//   flock /tmp/railcomm-bench.lock node bench/compare-sync.mjs [--rounds 5] [--sizes 8] [--spin 1000,20000] [--bind] [--json out.json]
 // Open MPI is included when `mpirun` and bench/mpi/pingpong exist (make -C bench/mpi).
 
 import { execFileSync } from 'node:child_process';
@@ -25,19 +28,26 @@ const haveMpi = existsSync(mpiBin) && (() => { try { execFileSync('which', ['mpi
 
 // --spin 1000,20000: the railcomm jobs once per spin budget (RAILCOMM_SPIN_US), named with it.
 const spins = opt('--spin', '').split(',').filter(Boolean).map(Number);
-const rc = (spin, ...extra) => [process.execPath, [cli, 'bench', 'latency', '--sizes', sizes, '--json', ...extra], spin === undefined ? undefined : { ...process.env, RAILCOMM_SPIN_US: String(spin) }];
-const railcommJobs = (spin) => {
-  const at = spin === undefined ? '' : `, spin ${spin} us`;
+const bind = process.argv.includes('--bind');
+const rc = (spin, bound, ...extra) => {
+  const env = { ...process.env, ...(spin === undefined ? {} : { RAILCOMM_SPIN_US: String(spin) }), ...(bound ? { RAILCOMM_BIND: 'core' } : {}) };
+  return [process.execPath, [cli, 'bench', 'latency', '--sizes', sizes, '--json', ...extra], env];
+};
+const railcommJobs = (spin, bound = false) => {
+  const at = (spin === undefined ? '' : `, spin ${spin} us`) + (bound ? ', bound' : '');
   return {
-    [`shm async${at}`]: rc(spin, '--rails', 'shm'),
-    [`shm sync${at}`]: rc(spin, '--rails', 'shm', '--sync'),
-    [`tbsm async${at}`]: rc(spin, '--threads'),
-    [`tbsm sync${at}`]: rc(spin, '--threads', '--sync'),
+    [`shm async${at}`]: rc(spin, bound, '--rails', 'shm'),
+    [`shm sync${at}`]: rc(spin, bound, '--rails', 'shm', '--sync'),
+    [`tbsm async${at}`]: rc(spin, bound, '--threads'),
+    [`tbsm sync${at}`]: rc(spin, bound, '--threads', '--sync'),
   };
 };
+const vader = (...extra) => ['mpirun', ['--allow-run-as-root', '-np', '2', ...extra, '--mca', 'pml', 'ob1', '--mca', 'btl', 'self,vader', mpiBin, 'latency', '--json', '--label', 'ompi-vader', '--sizes', sizes]];
 const runners = {
-  ...(spins.length === 0 ? railcommJobs(undefined) : Object.assign({}, ...spins.map(railcommJobs))),
-  ...(haveMpi ? { 'ompi-vader': ['mpirun', ['--allow-run-as-root', '-np', '2', '--mca', 'pml', 'ob1', '--mca', 'btl', 'self,vader', mpiBin, 'latency', '--json', '--label', 'ompi-vader', '--sizes', sizes]] } : {}),
+  ...(spins.length === 0 ? railcommJobs(undefined) : Object.assign({}, ...spins.map((s) => railcommJobs(s)))),
+  ...(bind ? (spins.length === 0 ? railcommJobs(undefined, true) : Object.assign({}, ...spins.map((s) => railcommJobs(s, true)))) : {}),
+  ...(haveMpi ? { 'ompi-vader': vader() } : {}),
+  ...(haveMpi && bind ? { 'ompi-vader, unbound': vader('--bind-to', 'none') } : {}),
 };
 
 /** data[who][size] = [{ avg, median, batchAvg } per round] */
