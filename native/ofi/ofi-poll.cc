@@ -133,7 +133,8 @@ void HandleError(Ep* e, uint32_t& n, uint32_t& freed) {
  * unposted, in flight, free small entries, free large entries]). Receive slots delivered by the previous poll are
  * posted again first: JavaScript has handled them by then. reads > 1: a
  * synchronous receive's spin, kept here while the queue is empty (up to that
- * many reads), so each look costs one fi_cq_read and not a call from JavaScript.
+ * many reads), so each look costs one fi_cq_read and not a call from JavaScript;
+ * head word 6: how many times it read the queue (what the caller's budget counts).
  */
 napi_value Poll(napi_env env, napi_callback_info info) {
   napi_value a[2] = {nullptr, nullptr};
@@ -157,7 +158,8 @@ napi_value Poll(napi_env env, napi_callback_info info) {
   if (e->stashHead == e->stash.size()) { e->stash.clear(); e->stashHead = 0; }
   if (e->stashErr && n < e->eventCap && e->stash.empty()) { e->stashErr = false; HandleError(e, n, freed); }
   fi_cq_data_entry c[16];
-  for (uint32_t tried = 1;; tried++) {
+  uint32_t tried = 1;
+  for (;; tried++) {
     while (n < e->eventCap && e->stash.empty()) {
       const size_t want = e->eventCap - n < 16 ? e->eventCap - n : 16;
       const ssize_t got = fi_cq_read(e->cq, c, want);
@@ -183,6 +185,7 @@ napi_value Poll(napi_env env, napi_callback_info info) {
   e->events[3] = static_cast<int32_t>(e->inFlight);
   e->events[4] = static_cast<int32_t>(e->pools[0].free.size());
   e->events[5] = static_cast<int32_t>(e->pools[1].free.size());
+  e->events[6] = static_cast<int32_t>(tried);
   return Ret(env, static_cast<int32_t>(n));
 }
 

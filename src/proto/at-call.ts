@@ -23,8 +23,11 @@ const OFI_READS_PER_CALL = 16;
 /** The empty payload (one, shared with p2p.ts). */
 export const EMPTY_BUF = Buffer.alloc(0);
 
-/** A rail read through a completion queue (ofi): poll(reads) reads it up to reads times while it is empty. */
-export interface QueueRail { poll(reads?: number): boolean }
+/**
+ * A rail read through a completion queue (ofi): poll(reads) reads it up to
+ * reads times while it is empty; readsMade, how many times it did.
+ */
+export interface QueueRail { poll(reads?: number): boolean; readonly readsMade?: number }
 
 /** What the receive at the call needs of the point-to-point layer. */
 export interface AtCallHost {
@@ -135,7 +138,12 @@ export class AtCall {
       // makes up to OFI_READS_PER_CALL of them per call while nothing comes:
       // on libfabric's shm provider a read is ~0.1 us and a call from
       // JavaScript as much again, which delayed noticing a message.
-      for (let i = 0; i < polls && this.buf !== null; i += OFI_READS_PER_CALL) rail.poll(Math.min(OFI_READS_PER_CALL, polls - i));
+      for (let i = 0; i < polls && this.buf !== null;) {
+        const k = Math.min(OFI_READS_PER_CALL, polls - i);
+        rail.poll(k);
+        // What the call read, not what it was allowed: it returns at the first completion (anyone's).
+        i += Math.max(1, rail.readsMade ?? k);
+      }
     } finally {
       this.buf = null;
     }

@@ -186,7 +186,8 @@ export class OfiEndpoint implements RailRma {
   }
 
   sendCopy(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null): RailStatus {
-    if (this.failed) return DONE;
+    // A closed rail's handle may name another rail's endpoint by now (handles are reused): nothing goes out on it.
+    if (this.failed || this.rail.isClosed) return DONE;
     const d = this.helloSent ? this.fiAddr : this.ready();
     if (d < 0) return d === NO_ADDR ? DONE : this.helloBlocked();
     const rail = this.rail;
@@ -216,10 +217,10 @@ export class OfiEndpoint implements RailRma {
     if (payload.length <= ZCOPY_COPY_BELOW || !rail.gathers) {
       const st = this.sendCopy(am, hdr, hdrLen, payload);
       if (st === NO_RESOURCE) return st;
-      done.railComplete(this.failed ? this.gone() : null);
+      done.railComplete(this.failed || rail.isClosed ? this.gone() : null);
       return IN_PROGRESS;
     }
-    if (this.failed) { done.railComplete(this.gone()); return IN_PROGRESS; }
+    if (this.failed || this.rail.isClosed) { done.railComplete(this.gone()); return IN_PROGRESS; }
     const d = this.helloSent ? this.fiAddr : this.ready();
     if (d < 0) {
       if (d === NO_ADDR) { done.railComplete(this.gone()); return IN_PROGRESS; }
@@ -254,7 +255,7 @@ export class OfiEndpoint implements RailRma {
 
   /** The peer's address, or null after failing done (the peer failed). */
   private rmaDest(done: Completion): number | null {
-    if (this.failed) { done.railComplete(this.gone()); return null; }
+    if (this.failed || this.rail.isClosed) { done.railComplete(this.gone()); return null; }
     const d = this.fiAddr !== NO_ADDR ? this.fiAddr : this.dest();
     if (d === NO_ADDR) { done.railComplete(this.gone()); return null; }
     return d;

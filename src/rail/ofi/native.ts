@@ -96,7 +96,7 @@ export interface OfiRegistration {
 
 /** Transmit entry kinds (native/ofi/ofi.h). */
 export const K_SEND = 1, K_SENDV = 2, K_WRITE = 3, K_READ = 4, K_ATOMIC = 5, K_FETCH = 6, K_CSWAP = 7;
-/** Event records (8 int32 words each, after an 8-word head: count, entries freed, unposted, in flight, free small and large entries). */
+/** Event records (8 int32 words each, after an 8-word head: count, entries freed, unposted, in flight, free small and large entries, reads made). */
 export const EV_RECV = 1, EV_DONE = 2, EV_ERROR = 3;
 export const EVENT_WORDS = 8;
 
@@ -185,9 +185,10 @@ export function loadOfi(): OfiBinding | null {
   // In a thread rank this changes only the worker's copy (env-defaults.ts): the binding copies them below.
   setOfiEnvDefaults();
   try {
-    // A copy: the addon's exports object holds its 27 functions in dictionary
-    // mode, where every `b.poll` in optimised code stays a LoadIC call (4% of
-    // a synchronous ping-pong's time in a profile); an object spread is fast.
+    // A copy: V8 keeps the addon's exports object (some thirty functions) in
+    // dictionary mode (%HasFastProperties false), where every `b.poll` in
+    // optimised code stays a LoadIC call (4% of a synchronous ping-pong's time
+    // in a profile); an object spread has fast properties (test/integration/ofi.test.mjs).
     loaded = { ...(requireHere(bin.file) as OfiBinding) };
     // Into the process's real environment, where libfabric reads them when it
     // initializes (at the first fi_getinfo, after this). setenv without

@@ -99,6 +99,10 @@ export class OfiRail implements Rail {
   private idleTicks = 0;
   private polling = false;
   private closed = false;
+  /** close() has closed the native endpoint: its handle is no longer this rail's. */
+  get isClosed(): boolean { return this.closed; }
+  /** How many times the last poll read the queue in its first call (poll(reads) stops early once something came). */
+  readsMade = 0;
   /** close() began: peers going away now is expected (their errors are not worth a warning). */
   closing = false;
   /** finalize() began (beginFinalize): a peer that cannot be reached now finalized first. */
@@ -240,6 +244,7 @@ export class OfiRail implements Rail {
    * it again up to that many times before it returns (a synchronous receive's spin).
    */
   poll(reads = 1): boolean {
+    this.readsMade = reads;
     if (this.closed || this.polling) return false;
     this.polling = true;
     let any = false;
@@ -247,6 +252,7 @@ export class OfiRail implements Rail {
       const b = this.b, ev = this.events;
       for (let round = 0; round < 4; round++) {
         const n = b.poll(this.h, round === 0 ? reads : 1);
+        if (round === 0 && n >= 0) this.readsMade = ev[6]!;
         if (n <= 0) {
           if (ev[1]! > 0) any = true;
           break;
