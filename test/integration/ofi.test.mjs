@@ -211,6 +211,13 @@ test('ofi sockets: processes that disagree on scalable endpoints fail at once, s
   assert.ok(Date.now() - t0 < 45_000, `took ${Date.now() - t0} ms`);
 });
 
+test('the loaded ofi binding has fast properties (the addon\'s own exports object is in dictionary mode: every call through it stayed an inline-cache miss)', need('ofi', loadOfi() === null ? ofiWhy() : null), () => {
+  const probe = `import(${JSON.stringify(new URL('../../dist/rail/ofi/native.js', import.meta.url).href)}).then(({ loadOfi }) => { const b = loadOfi(); console.log(JSON.stringify({ fast: %HasFastProperties(b), poll: typeof b.poll, sendHead: typeof b.sendHead })); })`;
+  const r = spawnSync(process.execPath, ['--allow-natives-syntax', '-e', probe], { encoding: 'utf8', timeout: 30_000 });
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout.trim().split('\n').pop()), { fast: true, poll: 'function', sendHead: 'function' });
+});
+
 test('railcomm info: each ofi provider with caps, MR mode, progress and wait object; refused providers with the reason', needProvider('tcp;ofi_rxm'), () => {
   const r = spawnSync(process.execPath, [CLI, 'info'], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
