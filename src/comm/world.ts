@@ -46,9 +46,12 @@ export class World implements RequestWatcher {
       settledCount: () => ctx.progress.completions,
       waits: () => {
         const out: HangWait[] = [];
+        // The rails' own state first (frames held out of order, transmits in flight): a report
+        // keeps its first MAX_REPORTED_WAITS waits, and a rank with hundreds of posted
+        // receives cut these off (a stalled udp;ofi_rxd job, 2026-11-27).
+        for (const r of ctx.rails) { const s = r.describeState?.() ?? null; if (s !== null) out.push({ peer: null, what: s }); }
         ctx.p2p.waits(out);
         ctx.rma.waits(out);
-        for (const r of ctx.rails) { const s = r.describeState?.() ?? null; if (s !== null) out.push({ peer: null, what: s }); }
         // Another job's rank (ports, spawn) is no rank of this job's picture: named job:rank instead.
         for (const w of out) {
           if (typeof w.peer === 'number' && w.peer >= ctx.launch.size) { w.what += ` [${ctx.nameOf(w.peer)}]`; w.peer = null; }
