@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -20,6 +21,10 @@ namespace {
 
 constexpr int kMaxEps = 256;
 Ep* g_eps[kMaxEps];
+// A handle is its slot plus kMaxEps times the slot's use count: a slot used
+// again gives a new handle, so a closed endpoint's handle names nothing (a
+// rail that kept it gets -FI_EBADF, never another rail's endpoint).
+int g_opened = 0;
 std::mutex g_lock;
 
 /** Names of this process's open endpoints, and of those closed since (per process: all threads' rails). */
@@ -62,8 +67,9 @@ void ReleaseSlab(Slab* s) {
 }
 
 Ep* Lookup(int h) {
-  if (h < 0 || h >= kMaxEps) return nullptr;
-  return g_eps[h];
+  if (h < 0) return nullptr;
+  Ep* e = g_eps[h % kMaxEps];
+  return e != nullptr && e->handle == h ? e : nullptr;
 }
 
 bool LocalPeerClosed(Ep* e, fi_addr_t dest) {
@@ -151,7 +157,7 @@ void EnvGone(napi_async_cleanup_hook_handle hook, void* arg) {
   Ep* e = static_cast<Ep*>(arg);
   {
     std::lock_guard<std::mutex> g(g_lock);
-    if (e->handle >= 0 && g_eps[e->handle] == e) g_eps[e->handle] = nullptr;
+    if (e->handle >= 0 && g_eps[e->handle % kMaxEps] == e) g_eps[e->handle % kMaxEps] = nullptr;
   }
   e->envGone = true;
   e->hook = hook;
@@ -274,7 +280,12 @@ Napi::Value Open(const Napi::CallbackInfo& cb) {
 
   {
     std::lock_guard<std::mutex> g(g_lock);
-    for (int h = 0; h < kMaxEps; h++) if (g_eps[h] == nullptr) { g_eps[h] = e; e->handle = h; break; }
+    for (int h = 0; h < kMaxEps; h++) {
+      if (g_eps[h] != nullptr) continue;
+      g_eps[h] = e;
+      e->handle = h + kMaxEps * (g_opened++ % (INT_MAX / kMaxEps));
+      break;
+    }
     if (e->handle >= 0) {
       e->name = PeerKey(name, nlen, e->ctx);
       g_openNames.insert(e->name);
@@ -327,7 +338,7 @@ Napi::Value Close(const Napi::CallbackInfo& cb) {
   if (h < 0) return cb.Env().Undefined();
   {
     std::lock_guard<std::mutex> g(g_lock);
-    g_eps[h] = nullptr;
+    g_eps[h % kMaxEps] = nullptr;
   }
   Destroy(e);
   return cb.Env().Undefined();

@@ -117,6 +117,37 @@ void PostPending(Ep* e) {
 namespace {
 
 /**
+ * A frame (head, then pay) sent now, for send with jsId 0 and sendHead:
+ * injected where it fits and nothing waits before it, else copied into a
+ * transmit entry (posted now or queued in order). DONE, NO_RESOURCE (no
+ * entry free) or a negative libfabric errno; dest is the peer's handle.
+ */
+int32_t SendNow(Ep* e, fi_addr_t dest, const uint8_t* head, size_t headLen, const uint8_t* pay, size_t payLen) {
+  const size_t total = headLen + payLen;
+  uint8_t buf[4096];
+  if (total <= e->inject && total <= sizeof buf && e->pendingHead == e->pending.size() && e->inFlight < e->txLimit) {
+    const uint8_t* frame = head;
+    if (payLen > 0) {  // one contiguous frame for fi_inject
+      std::memcpy(buf, head, headLen);
+      std::memcpy(buf + headLen, pay, payLen);
+      frame = buf;
+    }
+    const ssize_t r = fi_inject(e->ep, frame, total, Dest(e, dest));
+    if (r == 0) return kDone;
+    if (r != -FI_EAGAIN) return static_cast<int32_t>(r);
+  }
+  Entry* x = Alloc(e, total);
+  if (x == nullptr) return total > e->pools[1].stride - kHead ? -FI_EMSGSIZE : kNoResource;
+  uint8_t* d = reinterpret_cast<uint8_t*>(x) + kHead;
+  std::memcpy(d, head, headLen);
+  if (payLen > 0) std::memcpy(d + headLen, pay, payLen);
+  x->kind = K_SEND; x->dest = dest; x->len = total;
+  const ssize_t r = Submit(e, x);
+  if (r != 0) { Free(e, x); return static_cast<int32_t>(r); }
+  return kDone;
+}
+
+/**
  * send(h, fiAddr, head, headLen, payload | null, jsId) -> DONE | IN_PROGRESS | NO_RESOURCE | -errno.
  * head holds the frame head and the AM header (headLen bytes); payload follows
  * on the wire. jsId 0: copied now (DONE); else the payload is sent from the
@@ -139,28 +170,7 @@ napi_value Send(napi_env env, napi_callback_info info) {
   if (t == napi_object && !ViewData(env, a[4], &pay, &payLen)) return Ret(env, -FI_EINVAL);
   const uint32_t jsId = U32(env, a[5]);
   if (headLen > headCap) return Ret(env, -FI_EINVAL);
-  const size_t total = headLen + payLen;
-  if (jsId == 0) {
-    if (total <= e->inject && e->pendingHead == e->pending.size() && e->inFlight < e->txLimit) {
-      uint8_t buf[4096];
-      if (total <= sizeof buf) {
-        std::memcpy(buf, head, headLen);
-        if (payLen) std::memcpy(buf + headLen, pay, payLen);
-        const ssize_t r = fi_inject(e->ep, buf, total, Dest(e, dest));
-        if (r == 0) return Ret(env, kDone);
-        if (r != -FI_EAGAIN) return Ret(env, static_cast<int32_t>(r));
-      }
-    }
-    Entry* x = Alloc(e, total);
-    if (x == nullptr) return Ret(env, total > e->pools[1].stride - kHead ? -FI_EMSGSIZE : kNoResource);
-    uint8_t* d = reinterpret_cast<uint8_t*>(x) + kHead;
-    std::memcpy(d, head, headLen);
-    if (payLen) std::memcpy(d + headLen, pay, payLen);
-    x->kind = K_SEND; x->dest = dest; x->len = total;
-    const ssize_t r = Submit(e, x);
-    if (r != 0) { Free(e, x); return Ret(env, static_cast<int32_t>(r)); }
-    return Ret(env, kDone);
-  }
+  if (jsId == 0) return Ret(env, SendNow(e, dest, head, headLen, pay, payLen));
   if (payLen == 0) {
     // A frame without payload whose completion someone waits for (a BYE before close): copied, never injected.
     Entry* c = Alloc(e, headLen);
@@ -210,21 +220,8 @@ napi_value SendHead(napi_env env, napi_callback_info info) {
   const fi_addr_t dest = static_cast<fi_addr_t>(Dbl(env, a[1]));
   const size_t len = U32(env, a[2]);
   if (len > e->headCap) return Ret(env, -FI_EINVAL);
-  if (LocalPeerClosed(e, dest)) return Ret(env, -FI_ECONNREFUSED);
-  const fi_addr_t to = Dest(e, dest);
-  if (to == FI_ADDR_NOTAVAIL) return Ret(env, -FI_ECONNREFUSED);
-  if (len <= e->inject && e->pendingHead == e->pending.size() && e->inFlight < e->txLimit) {
-    const ssize_t r = fi_inject(e->ep, e->head, len, to);
-    if (r == 0) return Ret(env, kDone);
-    if (r != -FI_EAGAIN) return Ret(env, static_cast<int32_t>(r));
-  }
-  Entry* x = Alloc(e, len);
-  if (x == nullptr) return Ret(env, len > e->pools[1].stride - kHead ? -FI_EMSGSIZE : kNoResource);
-  std::memcpy(reinterpret_cast<uint8_t*>(x) + kHead, e->head, len);
-  x->kind = K_SEND; x->dest = dest; x->len = len;
-  const ssize_t r = Submit(e, x);
-  if (r != 0) { Free(e, x); return Ret(env, static_cast<int32_t>(r)); }
-  return Ret(env, kDone);
+  if (LocalPeerClosed(e, dest) || Dest(e, dest) == FI_ADDR_NOTAVAIL) return Ret(env, -FI_ECONNREFUSED);
+  return Ret(env, SendNow(e, dest, e->head, len, nullptr, 0));
 }
 
 /** The remote address of offset in peer registration `remote` (its base added where the provider addresses virtually). */

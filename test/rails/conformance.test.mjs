@@ -872,6 +872,24 @@ for (const R of RAILS.filter((r) => r.name.startsWith('ofi-'))) {
     } finally { await pair.close(); }
   });
 
+  test(`${R.name}: a closed rail's native handle names nothing, even once another rail took its slot`, opts, async () => {
+    const first = await R.open(resolveParams());
+    const old = [first.a.rail.h, first.b.rail.h];
+    await first.close();
+    const next = await R.open(resolveParams());
+    try {
+      const b = loadOfi();
+      for (const h of old) {
+        assert.ok(h !== next.a.rail.h && h !== next.b.rail.h, 'a reused slot gives a new handle');
+        assert.throws(() => b.inFlight(h), /no such endpoint/);
+        assert.equal(b.sendHead(h, 0, 8), -9, 'sendHead on it: -FI_EBADF');
+      }
+      const ab = next.epAB();
+      ab.sendCopy(AM_MSG, hdrOf(0), 8, fill(8, 0));
+      await next.b.until(() => next.b.got.length === 1, 'the new rails work');
+    } finally { await next.close(); }
+  });
+
   test(`${R.name}: frames at the edge of the head's payload room (sendHead up to 256 bytes, send past it) arrive whole, with the largest header too`, opts, async () => {
     const pair = await R.open(resolveParams());
     try {

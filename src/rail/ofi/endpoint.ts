@@ -8,6 +8,7 @@ import { DONE, IN_PROGRESS, NO_RESOURCE } from '../api.js';
 import { TrafficCounters } from '../../core/counters.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { formatId } from '../../core/ids.js';
+import { copySmall } from '../../core/word-copy.js';
 import { writeValue, OP_CSWAP } from '../../proto/rma/apply.js';
 import { AM_CONTROL, F_BYE, F_HELLO, F_PING, FRAME_HEAD, HEAD_PAYLOAD_MAX, MAC_BYTES, encodeHead, helloMac } from './wire.js';
 import { K_ATOMIC, K_CSWAP, K_FETCH, K_READ, K_WRITE } from './native.js';
@@ -186,8 +187,7 @@ export class OfiEndpoint implements RailRma {
   }
 
   sendCopy(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null): RailStatus {
-    // A closed rail's handle may name another rail's endpoint by now (handles are reused): nothing goes out on it.
-    if (this.failed || this.rail.isClosed) return DONE;
+    if (this.failed) return DONE;
     const d = this.helloSent ? this.fiAddr : this.ready();
     if (d < 0) return d === NO_ADDR ? DONE : this.helloBlocked();
     const rail = this.rail;
@@ -199,7 +199,7 @@ export class OfiEndpoint implements RailRma {
     if (payLen <= HEAD_PAYLOAD_MAX) {
       // The whole frame in the head: one binding call with three numbers (the small eager message's path).
       const at = FRAME_HEAD + hdrLen;
-      if (payLen <= 32) for (let i = 0; i < payLen; i++) head[at + i] = payload![i]!;
+      if (payLen <= 32) copySmall(head, at, null, payload!, 0, null, payLen);
       else head.set(payload!, at);
       r = rail.b.sendHead(rail.h, d, at + payLen);
     } else {
@@ -217,10 +217,10 @@ export class OfiEndpoint implements RailRma {
     if (payload.length <= ZCOPY_COPY_BELOW || !rail.gathers) {
       const st = this.sendCopy(am, hdr, hdrLen, payload);
       if (st === NO_RESOURCE) return st;
-      done.railComplete(this.failed || rail.isClosed ? this.gone() : null);
+      done.railComplete(this.failed ? this.gone() : null);
       return IN_PROGRESS;
     }
-    if (this.failed || this.rail.isClosed) { done.railComplete(this.gone()); return IN_PROGRESS; }
+    if (this.failed) { done.railComplete(this.gone()); return IN_PROGRESS; }
     const d = this.helloSent ? this.fiAddr : this.ready();
     if (d < 0) {
       if (d === NO_ADDR) { done.railComplete(this.gone()); return IN_PROGRESS; }
@@ -255,7 +255,7 @@ export class OfiEndpoint implements RailRma {
 
   /** The peer's address, or null after failing done (the peer failed). */
   private rmaDest(done: Completion): number | null {
-    if (this.failed || this.rail.isClosed) { done.railComplete(this.gone()); return null; }
+    if (this.failed) { done.railComplete(this.gone()); return null; }
     const d = this.fiAddr !== NO_ADDR ? this.fiAddr : this.dest();
     if (d === NO_ADDR) { done.railComplete(this.gone()); return null; }
     return d;

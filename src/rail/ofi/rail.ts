@@ -99,8 +99,6 @@ export class OfiRail implements Rail {
   private idleTicks = 0;
   private polling = false;
   private closed = false;
-  /** close() has closed the native endpoint: its handle is no longer this rail's. */
-  get isClosed(): boolean { return this.closed; }
   /** How many times the last poll read the queue in its first call (poll(reads) stops early once something came). */
   readsMade = 0;
   /** close() began: peers going away now is expected (their errors are not worth a warning). */
