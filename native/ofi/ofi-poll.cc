@@ -140,10 +140,9 @@ napi_value Poll(napi_env env, napi_callback_info info) {
   napi_value a[2] = {nullptr, nullptr};
   Ep* e = EpArg(env, info, a, 2);
   if (e == nullptr || e->events == nullptr) return Ret(env, -FI_EBADF);
-  uint32_t reads = 1;
-  napi_valuetype t = napi_undefined;
-  if (a[1] != nullptr) napi_typeof(env, a[1], &t);
-  if (t == napi_number) napi_get_value_uint32(env, a[1], &reads);
+  // One Node-API call for the count (every poll makes it): not a number leaves 1.
+  uint32_t reads = 1, asked = 0;
+  if (a[1] != nullptr && napi_get_value_uint32(env, a[1], &asked) == napi_ok && asked > 0) reads = asked;
   Repost(e);
   e->errTexts.clear();
   uint32_t n = 0, freed = 0;

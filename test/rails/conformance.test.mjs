@@ -872,6 +872,28 @@ for (const R of RAILS.filter((r) => r.name.startsWith('ofi-'))) {
     } finally { await pair.close(); }
   });
 
+  test(`${R.name}: poll(reads) reads an empty queue that many times before it returns, and returns at the first frame`, opts, async () => {
+    const pair = await R.open(resolveParams());
+    try {
+      const ab = pair.epAB();
+      ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
+      await pair.b.until(() => pair.b.got.length === 1, 'connected');
+      await pair.a.until(() => pair.a.rail.describeState() === null, 'a settled');
+      // (A liveness PING may land in any poll: the first poll(16) that found nothing counts.)
+      let quiet = false;
+      for (let i = 0; i < 100 && !quiet; i++) quiet = !pair.b.rail.poll(16);
+      assert.ok(quiet, 'the queue goes quiet');
+      assert.equal(pair.b.rail.readsMade, 16, 'an empty queue: all 16 reads');
+      ab.sendCopy(AM_MSG, hdrOf(1), 8, fill(8, 1));
+      let got = false;
+      for (let i = 0; i < 100_000 && !got; i++) {
+        got = pair.b.rail.poll(16);
+        assert.ok(pair.b.rail.readsMade >= 1 && pair.b.rail.readsMade <= 16, `reads made: ${pair.b.rail.readsMade}`);
+      }
+      assert.ok(got && pair.b.got.length === 2, 'the frame, delivered by poll(16)');
+    } finally { await pair.close(); }
+  });
+
   test(`${R.name}: a closed rail's native handle names nothing, even once another rail took its slot`, opts, async () => {
     const first = await R.open(resolveParams());
     const old = [first.a.rail.h, first.b.rail.h];
