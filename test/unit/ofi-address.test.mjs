@@ -53,6 +53,10 @@ test('libfabric env defaults: rxm\'s buffer holds a whole eager frame (payload o
   setOfiEnvDefaults(env);
   assert.equal(env.FI_OFI_RXM_BUFFER_SIZE, '8192');
   assert.equal(env.FI_SOCKETS_PE_WAITTIME, '0');
+  assert.equal(env.FI_OFI_RXD_MAX_UNACKED, '32', 'udp;ofi_rxd: 32 unacknowledged packets per peer (env-defaults.ts)');
+  const mine = { FI_OFI_RXD_MAX_UNACKED: '128' };
+  setOfiEnvDefaults(mine);
+  assert.equal(mine.FI_OFI_RXD_MAX_UNACKED, '128', 'a value the user set is kept');
   const fresh = {};
   setOfiEnvDefaults(fresh);
   assert.equal(fresh.FI_OFI_RXM_BUFFER_SIZE, String(16384 + FRAME_HEAD + HEADER_MAX));
