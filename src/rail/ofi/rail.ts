@@ -303,10 +303,28 @@ export class OfiRail implements Rail {
     if (this.ops.count > 0) parts.push(`${this.ops.count} operations waiting for their completion`);
     if (ev[3]! > 0) parts.push(`${ev[3]} transmits in flight at the last poll`);
     if (ev[2]! > 0) parts.push(`${ev[2]} waiting in the binding for the provider to take them`);
-    if (early > 0) parts.push(`${early} frames kept until the ones before them arrive (${this.heldSlots} receive slots held)`);
+    if (early > 0) parts.push(`${early} frames kept until the ones before them arrive (${this.heldSlots} receive slots held; ${this.describeEarly()})`);
+    if (this.counters.badFrames > 0) parts.push(`${this.counters.badFrames} malformed or stale frames dropped`);
     if (this.blocked.size > 0) parts.push(`senders waiting for room: ${ranks(this.blocked)}`);
     if (this.retrying.size > 0) parts.push(`senders waiting for a connection: ${ranks(this.retrying)}`);
     return parts.length === 0 ? null : `ofi rail ${this.name}: ${parts.join('; ')}`;
+  }
+
+  /** Per sender whose frames wait: the frame it waits for and the range it holds ("rank 2 waits for #331, holds 110 of #387-#496"). */
+  private describeEarly(): string {
+    const from: string[] = [];
+    this.early.forEach((m, rank) => {
+      if (m === undefined || m.size === 0) return;
+      const next = this.rxNext[rank] ?? 0;
+      let lo = 0xffffffff, hi = 0;
+      for (const s of m.keys()) {
+        const d = (s - next) >>> 0;
+        if (d < lo) lo = d;
+        if (d > hi) hi = d;
+      }
+      from.push(`rank ${rank} waits for #${next}, holds ${m.size} of #${(next + lo) >>> 0}-#${(next + hi) >>> 0}`);
+    });
+    return from.join(', ');
   }
 
   /** Senders whose connection retry is due: the layer above tries them again. */
@@ -357,11 +375,22 @@ export class OfiRail implements Rail {
         const held = k % RX_COUNT;
         this.hold[held] = 0;
         this.heldSlots--;
-        this.frame(this.rxBuf, v, held * this.opened.rxSlot, Math.floor(k / RX_COUNT), rank);
+        const at = held * this.opened.rxSlot;
+        // The slot must still hold that frame: a provider that wrote into a slot it did not own is caught here, not delivered.
+        if (headSeq(v, at) !== s || headRank(v, at) !== rank) { this.corruptSlot(rank, held, s); return; }
+        this.frame(this.rxBuf, v, at, Math.floor(k / RX_COUNT), rank);
       } else {
         this.frame(k, new DataView(k.buffer, k.byteOffset, k.byteLength), 0, k.byteLength, rank);
       }
     }
+  }
+
+  /** A kept frame changed in its receive slot: that sender's stream is broken, so the peer fails (never a wrong delivery). */
+  private corruptSlot(rank: number, slot: number, seq: number): void {
+    const ep = this.byRank[rank];
+    const why = `receive slot ${slot} no longer holds its frame #${seq} (the provider wrote into a slot it did not own)`;
+    if (ep !== undefined && ep.heard) ep.abort(why);
+    else this.counters.badFrames++;
   }
 
   /** Deliver one frame (at off of buf: a receive slot, or a copy of an early one), its turn come. */
