@@ -42,13 +42,13 @@ export function ofiEnvDefaults(env: NodeJS.ProcessEnv): Record<string, string> {
     FI_OFI_RXM_BUFFER_SIZE: String(rxmBufferFor(env)),
     // udp;ofi_rxd (libfabric 1.17, Debian 12's) keeps up to 128 unacknowledged
     // packets per peer. With thousands of requests outstanding among 4 ranks it
-    // then wrote packet bytes over the first 16 bytes of a receive it completed,
-    // or lost a message it had taken, in about 1 run in 15 (the rail's frame
-    // checks caught it: a peer failed, or a sender's next frame never came). At
-    // 32: no such run in 160 (bench/ofi/rxd-stress.sh, bench/RESULTS.md). The
-    // udp provider underneath wrote past a full completion queue until
-    // libfabric fixed it after 1.17 (commit 37eb3f5); fewer packets in flight
-    // keep that queue from filling.
+    // then wrote bytes of its own over the first 16 bytes of a receive it
+    // completed, in 6 runs of 60 (the rail's frame checks caught it: a peer
+    // failed, or a sender's next frame never came). At 32: none in 280 (Node 20
+    // and 24; bench/ofi/rxd-stress.sh, bench/RESULTS.md). Likely, not proven:
+    // the udp provider underneath wrote past a full completion queue, which
+    // libfabric fixed in 2.4 (commit 37eb3f5); fewer packets in flight keep it
+    // from filling.
     FI_OFI_RXD_MAX_UNACKED: '32',
   };
 }
