@@ -377,7 +377,10 @@ export class OfiRail implements Rail {
         this.heldSlots--;
         const at = held * this.opened.rxSlot;
         // The slot must still hold that frame: a provider that wrote into a slot it did not own is caught here, not delivered.
-        if (headSeq(v, at) !== s || headRank(v, at) !== rank) { this.corruptSlot(rank, held, s); return; }
+        if (headSeq(v, at) !== s || headRank(v, at) !== rank) {
+          this.broken(rank, `receive slot ${held} no longer holds its frame #${s} (the provider wrote into a slot it did not own)`);
+          return;
+        }
         this.frame(this.rxBuf, v, at, Math.floor(k / RX_COUNT), rank);
       } else {
         this.frame(k, new DataView(k.buffer, k.byteOffset, k.byteLength), 0, k.byteLength, rank);
@@ -385,10 +388,9 @@ export class OfiRail implements Rail {
     }
   }
 
-  /** A kept frame changed in its receive slot: that sender's stream is broken, so the peer fails (never a wrong delivery). */
-  private corruptSlot(rank: number, slot: number, seq: number): void {
+  /** A sender's stream is broken (a malformed frame, a kept frame changed in its slot): the peer fails, never a wrong delivery; from a peer never heard, only counted. */
+  private broken(rank: number, why: string): void {
     const ep = this.byRank[rank];
-    const why = `receive slot ${slot} no longer holds its frame #${seq} (the provider wrote into a slot it did not own)`;
     if (ep !== undefined && ep.heard) ep.abort(why);
     else this.counters.badFrames++;
   }
@@ -398,12 +400,11 @@ export class OfiRail implements Rail {
     const am = headAm(v, off);
     const hdrLen = headHdrLen(v, off);
     const payLen = headPayLen(v, off);
-    const ep = this.byRank[rank];
     if (FRAME_HEAD + hdrLen + payLen !== len || hdrLen > HEADER_MAX) {
-      if (ep !== undefined && ep.heard) ep.abort(`a frame of ${len} bytes says it holds ${hdrLen} header and ${payLen} payload bytes`);
-      else this.counters.badFrames++;
+      this.broken(rank, `a frame of ${len} bytes says it holds ${hdrLen} header and ${payLen} payload bytes`);
       return;
     }
+    const ep = this.byRank[rank];
     if (am === AM_CONTROL) { this.control(ep, rank, buf, headFlags(v, off), off + FRAME_HEAD, hdrLen, payLen); return; }
     if (ep === undefined || !ep.heard || ep.failed) { this.counters.refused++; return; }
     const h = this.env.upcalls.am[am];
