@@ -11,7 +11,11 @@
  *   barrier    no data (S only names the row)
  *
  * Usage: mpirun -n N ./coll allreduce|bcast|allgather|alltoall|barrier [--sizes 8,65536,1M]
- *                           [--label ompi-vader] [--iters N] [--warmup N] [--json]
+ *                           [--label ompi-vader] [--iters N] [--warmup N] [--json] [--per-call]
+ *
+ * --per-call also times each call on its own (the clock read per call, as bench/coll-stalls.mjs
+ * does for railcomm) and adds rank 0's median call and its slow calls (over 3x the median and
+ * 20 us more: count, and the time they lost beyond the median) to each row: the C baseline's own tail.
  */
 #include <limits.h>
 #include <mpi.h>
@@ -19,6 +23,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
 
 
 enum coll { ALLREDUCE, BCAST, ALLGATHER, ALLTOALL, BARRIER };
@@ -34,6 +43,7 @@ struct options {
     int iters;  /* -1 = per-size default */
     int warmup; /* -1 = per-size default */
     int json;
+    int per_call;
 };
 
 static void usage_and_exit(int rank, const char *msg) {
@@ -41,7 +51,7 @@ static void usage_and_exit(int rank, const char *msg) {
         if (msg) fprintf(stderr, "coll: %s\n", msg);
         fprintf(stderr,
                 "usage: coll allreduce|bcast|allgather|alltoall|barrier [--sizes 8,65536,1M] [--label NAME]\n"
-                "            [--iters N] [--warmup N] [--json]\n");
+                "            [--iters N] [--warmup N] [--json] [--per-call]\n");
     }
     MPI_Finalize();
     exit(msg ? 1 : 0);
@@ -65,6 +75,7 @@ static void parse_args(int argc, char **argv, int rank, struct options *o) {
         const char *a = argv[i];
         int has_val = i + 1 < argc;
         if (strcmp(a, "--json") == 0) o->json = 1;
+        else if (strcmp(a, "--per-call") == 0) o->per_call = 1;
         else if (strcmp(a, "--sizes") == 0 && has_val) {
             o->nsizes = parse_size_list(argv[++i], o->sizes);
             if (o->nsizes == -1) usage_and_exit(rank, "bad size in --sizes");
@@ -154,9 +165,34 @@ int main(int argc, char **argv) {
 
         MPI_Barrier(MPI_COMM_WORLD);
         for (int i = 0; i < warmup; i++) do_coll(o.coll, size, sbuf, rbuf);
+        double *each = o.per_call ? malloc(sizeof(double) * (size_t)iters) : NULL;
+        if (o.per_call && !each) usage_and_exit(rank, "out of memory");
         double t0 = MPI_Wtime();
-        for (int i = 0; i < iters; i++) do_coll(o.coll, size, sbuf, rbuf);
+        if (each) {
+            double t = t0;
+            for (int i = 0; i < iters; i++) {
+                do_coll(o.coll, size, sbuf, rbuf);
+                double t1 = MPI_Wtime();
+                each[i] = (t1 - t) * 1e6;
+                t = t1;
+            }
+        } else {
+            for (int i = 0; i < iters; i++) do_coll(o.coll, size, sbuf, rbuf);
+        }
         double mine = (MPI_Wtime() - t0) / iters * 1e6;
+        double med = 0.0, lost_us = 0.0;
+        int slow = 0;
+        if (each) {
+            double *sorted = malloc(sizeof(double) * (size_t)iters);
+            if (!sorted) usage_and_exit(rank, "out of memory");
+            memcpy(sorted, each, sizeof(double) * (size_t)iters);
+            qsort(sorted, (size_t)iters, sizeof(double), cmp_double);
+            med = sorted[iters / 2];
+            for (int i = 0; i < iters; i++)
+                if (each[i] > 3 * med && each[i] > med + 20) { slow++; lost_us += each[i] - med; }
+            free(sorted);
+            free(each);
+        }
 
         double sum = 0.0, lo = 0.0, hi = 0.0;
         MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -164,7 +200,10 @@ int main(int argc, char **argv) {
         MPI_Reduce(&mine, &hi, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         if (rank == 0) {
             double avg = sum / nranks;
-            if (o.json)
+            if (o.json && o.per_call)
+                printf("%s{\"size\":%ld,\"usec\":%.2f,\"iters\":%d,\"usec_median\":%.3f,\"slow\":%d,\"lost_ms\":%.3f}",
+                       s ? "," : "", size, avg, iters, med, slow, lost_us / 1000);
+            else if (o.json)
                 printf("%s{\"size\":%ld,\"usec\":%.2f,\"iters\":%d}", s ? "," : "", size, avg, iters);
             else
                 printf("  %10ld %12.2f %12.2f %12.2f %8d\n", size, avg, lo, hi, iters);

@@ -93,7 +93,9 @@ async function main(): Promise<void> {
     // Timed in batches (the clock read once per batch): the average over all
     // calls is the figure; each rank's median batch beside it tells a uniform
     // slowdown from a few stalled batches (a rank that lost its core).
-    const batches = iters >= 200 ? BATCHES : 1;
+    // At least 5 calls a batch: 64 KiB (100 calls) and 1 MiB (20) get batches too, so that one
+    // stalled batch shows beside the median instead of passing for a uniform slowdown.
+    const batches = Math.max(1, Math.min(BATCHES, Math.floor(iters / 5)));
     const perBatch = new Float64Array(batches);
     let total = 0;
     for (let b = 0; b < batches; b++) {
