@@ -7,17 +7,20 @@ import { createRequire } from 'node:module';
 import { dirname, join as joinPath, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { invalidArg } from '../core/errors.js';
-import { DEFAULT_NODE_FLAGS, THREAD_HOST_NODE_FLAGS } from '../core/params.js';
+import { BUSY_HOST_NODE_FLAGS, DEFAULT_NODE_FLAGS } from '../core/params.js';
 
 /** Scripts this node runs (TypeScript through type stripping or a loader, typeScriptFlags). */
 export const SCRIPT_RE = /\.(m|c)?[jt]s$/i;
 const TS_RE = /\.(m|c)?ts$/i;
 
-/** The program to start and its arguments; scriptAt: where the script is among them (-1: not a script). */
-export function resolveProgram(command: string[], env: NodeJS.ProcessEnv, cwd: string): { file: string; args: string[]; scriptAt: number } {
+/**
+ * The program to start and its arguments; scriptAt: where the script is among
+ * them (-1: not a script). busyHost: the ranks take every CPU of the host (nodeFlags).
+ */
+export function resolveProgram(command: string[], env: NodeJS.ProcessEnv, cwd: string, busyHost = false): { file: string; args: string[]; scriptAt: number } {
   const first = command[0] ?? '';
   if (SCRIPT_RE.test(first)) {
-    const flags = [...nodeFlags(env), ...scriptFlags(first, cwd)];
+    const flags = [...nodeFlags(env, busyHost), ...scriptFlags(first, cwd)];
     return { file: process.execPath, args: [...flags, ...command], scriptAt: flags.length };
   }
   return { file: first, args: command.slice(1), scriptAt: -1 };
@@ -77,13 +80,15 @@ export function typeScriptFlags(script: string, cwd = process.cwd()): string[] |
  * bytecode inlined into one optimized function, so parts of it stayed calls;
  * with these it is compiled whole: 25-30% less CPU per 8-byte round trip
  * over shared memory (bench/hop-cpu.mjs, bench RESULTS "shm runs 15 and 16", item 5). The
- * budget applies to the program's own code too. RAILCOMM_NODE_FLAGS replaces
- * them (empty: none).
+ * budget applies to the program's own code too. A thread host, and a rank
+ * process whose host has no CPU to spare (busyHost), also get
+ * BUSY_HOST_NODE_FLAGS (params.ts says why). RAILCOMM_NODE_FLAGS replaces
+ * them all (empty: none).
  */
 export { DEFAULT_NODE_FLAGS };
 
-export function nodeFlags(env: NodeJS.ProcessEnv, threadHost = false): string[] {
+export function nodeFlags(env: NodeJS.ProcessEnv, busyHost = false): string[] {
   const v = env['RAILCOMM_NODE_FLAGS'];
   if (v !== undefined) return v.split(/\s+/).filter((f) => f !== '');
-  return threadHost ? [...DEFAULT_NODE_FLAGS, ...THREAD_HOST_NODE_FLAGS] : [...DEFAULT_NODE_FLAGS];
+  return busyHost ? [...DEFAULT_NODE_FLAGS, ...BUSY_HOST_NODE_FLAGS] : [...DEFAULT_NODE_FLAGS];
 }

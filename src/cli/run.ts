@@ -218,6 +218,10 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     // Its worker threads inherit the host's node flags (a TypeScript loader's included).
     ? { file: process.execPath, args: [...nodeFlags(baseEnv, true), ...scriptFlags(opts.command[0]!, opts.cwd ?? process.cwd()), THREAD_HOST, `--grace-ms=${graceMs}`, `--report-fd=${REPORT_FD}`, '--', ...opts.command], scriptAt: -1 }
     : resolveProgram(opts.command, baseEnv, opts.cwd ?? process.cwd());
+  // Rank processes that take every CPU of this host start as a thread host does (nodeFlags);
+  // a remote host's CPUs are not known here.
+  const localCpus = Number(opts.env?.[HOST_CPUS_VAR]) || os.availableParallelism();
+  const busyArgs = threads ? args : resolveProgram(opts.command, baseEnv, opts.cwd ?? process.cwd(), true).args;
   // Identity variables inherited from a launcher around this one would mislead a rank that is not given its own.
   for (const k of Object.values(THREAD_ENV)) delete baseEnv[k];
 
@@ -435,7 +439,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
       // Own process group per rank (or thread host): signals reach the rank's children, and a
       // terminal's Ctrl-C reaches only the launcher, which decides what to do.
       if (where.local) {
-        child = spawn(file, args, { env, cwd: opts.cwd, detached: true, stdio: threads ? ['ignore', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'] });
+        child = spawn(file, where.localSize >= localCpus ? busyArgs : args, { env, cwd: opts.cwd, detached: true, stdio: threads ? ['ignore', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'] });
       } else {
         // PREFIX host env NAME=VALUE... program args: the remote side gets the
         // railcomm variables (and -x ones) explicitly, as ssh passes no environment.

@@ -317,15 +317,16 @@ await comm.finalize();
   assert.deepEqual(whole.stdout.split('\n').filter(Boolean).sort(), ['[0] OVERSUBSCRIBED true', '[1] OVERSUBSCRIBED true']);
 });
 
-test('JavaScript ranks and thread hosts run with the inlining flags (thread hosts without concurrent recompilation); RAILCOMM_NODE_FLAGS replaces them', async () => {
+test('JavaScript ranks and thread hosts run with the inlining flags (thread hosts, and processes that fill the host, without concurrent recompilation); RAILCOMM_NODE_FLAGS replaces them', async () => {
   const job = script('argv.mjs', "console.log('FLAGS', process.execArgv.join(' ') || '-');\n");
   const defaults = DEFAULT_NODE_FLAGS.join(' ');
   assert.equal(defaults, '--max-inlined-bytecode-size-cumulative=3000 --max-inlined-bytecode-size=1000');
-  for (const mode of [[], ['--threads']]) {
-    const res = await launch(['-n', '2', ...mode, job]);
+  // The host's CPUs as -x RAILCOMM_HOST_CPUS says: 2 ranks leave CPUs to spare on 64, none on 2.
+  for (const [mode, cpus, busy] of [[[], 64, false], [[], 2, true], [['--threads'], 64, true]]) {
+    const res = await launch(['-n', '2', ...mode, '-x', `RAILCOMM_HOST_CPUS=${cpus}`, job]);
     assert.equal(res.code, 0, res.stderr);
-    const want = mode.length === 0 ? defaults : `${defaults} --no-concurrent-recompilation`;
-    assert.deepEqual(res.stdout.split('\n').filter(Boolean).sort(), [`[0] FLAGS ${want}`, `[1] FLAGS ${want}`], mode.join(' ') || 'processes');
+    const want = busy ? `${defaults} --no-concurrent-recompilation` : defaults;
+    assert.deepEqual(res.stdout.split('\n').filter(Boolean).sort(), [`[0] FLAGS ${want}`, `[1] FLAGS ${want}`], `${mode.join(' ') || 'processes'} on ${cpus} CPUs`);
   }
   const threads = await launch(['-n', '2', '--threads', '-x', 'RAILCOMM_NODE_FLAGS=--max-inlined-bytecode-size-cumulative=2000', job]);
   assert.equal(threads.code, 0, threads.stderr);
