@@ -51,13 +51,18 @@ const loop = sync ? async (count, times) => { loopSync(count, times); } : loopAs
 // rank's core, or on the rank's own thread) is a stall of the warm-up's, not the library's.
 const scratch = new Float64Array(Math.max(N, 2000) + 1);
 const warmMs = Number(process.env.COLL_STALLS_WARM_MS ?? 1000);
-const w0 = performance.now(), more = new Float64Array(1);
+// Rank 0's word to go on travels by broadcast, sync or async as the timed calls: an allreduce
+// of another size and op among them sent the optimized reduction back to the interpreter.
+const w0 = performance.now(), more = new Uint8Array(1);
 for (;;) {
   await loop(size <= 8192 ? 2000 : 200, scratch);
-  await comm.allreduce(new Float64Array([comm.rank === 0 && performance.now() - w0 < warmMs ? 1 : 0]), more, 'max');
+  more[0] = comm.rank === 0 && performance.now() - w0 < warmMs ? 1 : 0;
+  if (sync) comm.bcastSync(more, 0);
+  else await comm.bcast(more, 0);
   if (more[0] === 0) break;
 }
-await comm.barrier();
+if (sync) comm.barrierSync();
+else await comm.barrier();
 const sw0 = switches();
 const gc0 = gcs.length;
 // COLL_STALLS_MARK=1: a line before and after the timed calls, to cut a --trace-opt/--trace-deopt log.
