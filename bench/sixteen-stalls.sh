@@ -3,10 +3,11 @@
 # (per-call times, GC pauses, context switches per rank thread) over 16 processes
 # and 16 thread ranks, async and sync, 8 B and 64 KiB, with the variants that
 # take a suspect away: pinned ranks (RAILCOMM_BIND=core), V8's GC on the main
-# thread only (--single-threaded-gc), no background recompilation. Open MPI's
+# thread only (--single-threaded-gc), no background recompilation, or V8's
+# background recompilation back (concurrent). Open MPI's
 # vader runs the same counts, each call timed as well (--per-call): its own tail. Writes $OUT/ (or
 # stalls-out/): stalls.jsonl (one line per job and round, with the hypervisor's steal time
-# over the job), and the jobs' logs only with KEEP_LOGS=1 (the device tool brings few files
+# over the job), summary.md (medians over rounds), and the jobs' logs only with KEEP_LOGS=1 (the device tool brings few files
 # back). Same preparation and carry as bench/sixteen-ranks.sh; about 30 s a round.
 #   Knobs: N=16, ONLY=regex of job labels, ROUNDS=1 (jobs interleaved round by round),
 #   CALLS8=20000, CALLS64=2000.
@@ -59,10 +60,34 @@ for size in 65536 8; do
     job "threads $mode bind $size" env RAILCOMM_BIND=core "${RC[@]}" --threads bench/coll-stalls.mjs "$size" "$calls" "$mode"
     job "processes $mode stgc $size" env RAILCOMM_NODE_FLAGS="$NODE_FLAGS --single-threaded-gc" "${RC[@]}" bench/coll-stalls.mjs "$size" "$calls" "$mode"
     job "processes $mode norecomp $size" env RAILCOMM_NODE_FLAGS="$NODE_FLAGS --no-concurrent-recompilation" "${RC[@]}" bench/coll-stalls.mjs "$size" "$calls" "$mode"
+    # The inlining flags alone: V8 compiles on its background threads (the default until 16
+    # processes on 16 CPUs started without concurrent recompilation, as thread hosts do).
+    job "processes $mode concurrent $size" env RAILCOMM_NODE_FLAGS="$NODE_FLAGS" "${RC[@]}" bench/coll-stalls.mjs "$size" "$calls" "$mode"
     job "processes $mode single $size" env RAILCOMM_NODE_FLAGS="$NODE_FLAGS --single-threaded" "${RC[@]}" bench/coll-stalls.mjs "$size" "$calls" "$mode"
     job "processes $mode single bind $size" env RAILCOMM_BIND=core RAILCOMM_NODE_FLAGS="$NODE_FLAGS --single-threaded" "${RC[@]}" bench/coll-stalls.mjs "$size" "$calls" "$mode"
   done
 done
 done
 [ "${KEEP_LOGS:-0}" = 1 ] || rm -rf "$LOGS"
+# summary.md: per job, medians over rounds of rank 0's median call and average call, and each
+# round's average, time lost in slow calls, and the rank threads' involuntary switches.
+node - "$OUT/stalls.jsonl" > "$OUT/summary.md" <<'EOF2'
+const rows = require('fs').readFileSync(process.argv[2], 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+const med = (xs) => { const s = xs.filter(Number.isFinite).sort((a, b) => a - b); return s.length === 0 ? NaN : s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
+const by = {};
+for (const j of rows) {
+  const r = j.result;
+  const o = r.benchmark === 'coll-stalls'
+    ? { med: r.rank0.medianUs, avg: r.rank0.averageUs, lost: r.rank0.lostMs, invol: r.allRanks.involuntary, gcs: r.allRanks.gcs }
+    : { med: r.results[0].usec_median, avg: r.results[0].usec, lost: r.results[0].lost_ms, invol: NaN, gcs: NaN };
+  (by[j.label] ??= []).push({ ...o, steal: j.steal_cs });
+}
+const out = ['| job | median call us | average us | averages by round | ms lost in slow calls | involuntary switches | GCs | steal (1/100 s) |', '|---|---|---|---|---|---|---|---|'];
+for (const [label, xs] of Object.entries(by)) {
+  const list = (f, d) => xs.map((x) => (Number.isFinite(f(x)) ? f(x).toFixed(d) : '-')).join(' / ');
+  out.push(`| ${label} | ${med(xs.map((x) => x.med)).toFixed(2)} | ${med(xs.map((x) => x.avg)).toFixed(2)} | ${list((x) => x.avg, 1)} | ${list((x) => x.lost, 0)} | ${list((x) => x.invol, 0)} | ${list((x) => x.gcs, 0)} | ${list((x) => x.steal, 0)} |`);
+}
+console.log(out.join('\n'));
+EOF2
+cat "$OUT/summary.md"
 echo "done in $(( $(date +%s) - T0 )) s"
