@@ -166,7 +166,7 @@ export const DEFAULT_NODE_FLAGS: readonly string[] = ['--max-inlined-bytecode-si
  * from a spinning rank, and every rank of a collective waits for that one:
  * 16 thread ranks took 48 us for an 8-byte allreduce instead of 4.5, and 16
  * processes lost a scheduler tick (4 ms) at a time in 64 KiB allreduceSync
- * (bench RESULTS, "16 ranks on 16 cores" and "Where the 16-rank tails go").
+ * (bench RESULTS, "16 ranks on 16 cores" and "16 ranks on 16 cores again").
  */
 export const BUSY_HOST_NODE_FLAGS: readonly string[] = ['--no-concurrent-recompilation'];
 
