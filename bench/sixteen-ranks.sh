@@ -34,16 +34,8 @@ RUNS="$OUT/runs.jsonl"
 : > "$RUNS"
 note() { echo "$*" | tee -a "$OUT/notes.txt"; }
 
-# Node: the carried copy (xz, else Python's lzma), unless one is on PATH.
-if ! command -v node >/dev/null; then
-  mkdir -p .gpu/bin
-  if [ ! -x .gpu/bin/node ]; then
-    if command -v xz >/dev/null; then xz -d -c .gpu/node.xz > .gpu/bin/node
-    else python3 -c 'import lzma,shutil; shutil.copyfileobj(lzma.open(".gpu/node.xz"), open(".gpu/bin/node","wb"))'; fi
-    chmod +x .gpu/bin/node
-  fi
-  export PATH="$PWD/.gpu/bin:$PATH"
-fi
+# Node: the carried copy, unless one is on PATH.
+. bench/lib/carried-node.sh
 { uname -a; nproc; lscpu | grep -E 'Model name|^CPU\(s\)|Thread|Core|Socket|NUMA'; free -g | head -2; cat /proc/loadavg
   node --version; mpirun --version | head -1; } > "$OUT/env.txt" 2>&1
 note "node $(node --version), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -21,15 +21,7 @@ ROUNDS=${ROUNDS:-1}
 N=${N:-16}
 CALLS8=${CALLS8:-20000}
 CALLS64=${CALLS64:-2000}
-if ! command -v node >/dev/null; then
-  mkdir -p .gpu/bin
-  if [ ! -x .gpu/bin/node ]; then
-    if command -v xz >/dev/null; then xz -d -c .gpu/node.xz > .gpu/bin/node
-    else python3 -c 'import lzma,shutil; shutil.copyfileobj(lzma.open(".gpu/node.xz"), open(".gpu/bin/node","wb"))'; fi
-    chmod +x .gpu/bin/node
-  fi
-  export PATH="$PWD/.gpu/bin:$PATH"
-fi
+. bench/lib/carried-node.sh
 make -C bench/mpi coll > "$LOGS/make.txt" 2>&1 || { echo "make bench/mpi failed:"; tail -5 "$LOGS/make.txt"; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 NODE_FLAGS=$(node -e "import('./dist/core/params.js').then((m) => console.log(m.DEFAULT_NODE_FLAGS.join(' ')))")
