@@ -80,8 +80,8 @@ export function typeScriptFlags(script: string, cwd = process.cwd()): string[] |
  * bytecode inlined into one optimized function, so parts of it stayed calls;
  * with these it is compiled whole: 25-30% less CPU per 8-byte round trip
  * over shared memory (bench/hop-cpu.mjs, bench RESULTS "shm runs 15 and 16", item 5). The
- * budget applies to the program's own code too. A thread host, and a rank
- * process whose host has no CPU to spare (busyHost), also get
+ * budget applies to the program's own code too. Ranks whose host has no CPU
+ * to spare (busyHost: a rank process, or a thread host) also get
  * BUSY_HOST_NODE_FLAGS (params.ts says why). RAILCOMM_NODE_FLAGS replaces
  * them all (empty: none).
  */

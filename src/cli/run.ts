@@ -213,15 +213,16 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     [ENV.jobKey]: jobKey,
     [ENV.jobId]: String(jobId),
   });
-  const { file, args, scriptAt } = threads
+  // The program, for ranks that leave CPUs of their host to spare and for ranks that take them
+  // all (busy: nodeFlags says what differs). A remote host's CPUs are not known here: its
+  // processes start as on a host with CPUs to spare, its thread hosts as on a busy one.
+  const program = (busy: boolean): { file: string; args: string[]; scriptAt: number } => threads
     // The host takes the grace time as an argument, not from the environment its threads inherit.
     // Its worker threads inherit the host's node flags (a TypeScript loader's included).
-    ? { file: process.execPath, args: [...nodeFlags(baseEnv, true), ...scriptFlags(opts.command[0]!, opts.cwd ?? process.cwd()), THREAD_HOST, `--grace-ms=${graceMs}`, `--report-fd=${REPORT_FD}`, '--', ...opts.command], scriptAt: -1 }
-    : resolveProgram(opts.command, baseEnv, opts.cwd ?? process.cwd());
-  // Rank processes that take every CPU of this host start as a thread host does (nodeFlags);
-  // a remote host's CPUs are not known here.
+    ? { file: process.execPath, args: [...nodeFlags(baseEnv, busy), ...scriptFlags(opts.command[0]!, opts.cwd ?? process.cwd()), THREAD_HOST, `--grace-ms=${graceMs}`, `--report-fd=${REPORT_FD}`, '--', ...opts.command], scriptAt: -1 }
+    : resolveProgram(opts.command, baseEnv, opts.cwd ?? process.cwd(), busy);
+  const spare = program(false), busy = program(true);
   const localCpus = Number(opts.env?.[HOST_CPUS_VAR]) || os.availableParallelism();
-  const busyArgs = threads ? args : resolveProgram(opts.command, baseEnv, opts.cwd ?? process.cwd(), true).args;
   // Identity variables inherited from a launcher around this one would mislead a rank that is not given its own.
   for (const k of Object.values(THREAD_ENV)) delete baseEnv[k];
 
@@ -439,11 +440,13 @@ export async function startJob(opts: JobOptions): Promise<Job> {
       // Own process group per rank (or thread host): signals reach the rank's children, and a
       // terminal's Ctrl-C reaches only the launcher, which decides what to do.
       if (where.local) {
-        child = spawn(file, where.localSize >= localCpus ? busyArgs : args, { env, cwd: opts.cwd, detached: true, stdio: threads ? ['ignore', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'] });
+        const { file, args } = where.localSize >= localCpus ? busy : spare;
+        child = spawn(file, args, { env, cwd: opts.cwd, detached: true, stdio: threads ? ['ignore', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'] });
       } else {
         // PREFIX host env NAME=VALUE... program args: the remote side gets the
         // railcomm variables (and -x ones) explicitly, as ssh passes no environment.
         const secrets = secretInput(env);
+        const { file, args, scriptAt } = threads ? busy : spare;
         child = spawn(...remoteCommand(opts, where.host, env, file, args, scriptAt), { env, cwd: opts.cwd, detached: true, stdio: [secrets === '' ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
         child.stdin?.on('error', () => { /* the rank's exit reports what went wrong */ });
         child.stdin?.end(secrets);
