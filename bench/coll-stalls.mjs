@@ -6,7 +6,9 @@
 // in all, how many overlap a GC pause on some rank (absolute times, one
 // clock), and how many context switches the ranks' threads took: preemption
 // of a spinning rank (involuntary switches) stalls every rank, since each
-// call waits for the slowest. Prints one JSON line ({"benchmark":"coll-stalls",...}).
+// call waits for the slowest. Also the host's inter-processor interrupts over the timed calls
+// (TLB shootdowns: thread ranks share one address space, so what one isolate unmaps or
+// protects interrupts the CPUs of the others). Prints one JSON line ({"benchmark":"coll-stalls",...}).
 //   node dist/cli/main.js run -n 16 [--threads] bench/coll-stalls.mjs [size=65536] [calls=2000] [async|sync]
 // COLL_STALLS_WARM_MS: the warm-up (below); COLL_STALLS_MARK=1: lines around the timed calls.
 import { PerformanceObserver } from 'node:perf_hooks';
@@ -25,6 +27,19 @@ function switches() {
   const s = readFileSync('/proc/thread-self/status', 'utf8');
   const v = /^voluntary_ctxt_switches:\s+(\d+)/m.exec(s), nv = /^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(s);
   return [Number(v?.[1] ?? NaN), Number(nv?.[1] ?? NaN)];
+}
+
+/** The host's inter-processor interrupts so far, summed over CPUs: TLB shootdowns, function calls, reschedules. */
+function ipis() {
+  const out = { tlb: NaN, call: NaN, resched: NaN };
+  let text = '';
+  try { text = readFileSync('/proc/interrupts', 'utf8'); } catch { return out; }
+  for (const line of text.split('\n')) {
+    const f = line.trim().split(/\s+/);
+    const key = { 'TLB:': 'tlb', 'CAL:': 'call', 'RES:': 'resched' }[f[0]];
+    if (key !== undefined) out[key] = f.slice(1).filter((x) => /^\d+$/.test(x)).reduce((a, x) => a + Number(x), 0);
+  }
+  return out;
 }
 
 const n = Math.max(1, Math.floor(size / 8));
@@ -64,6 +79,7 @@ for (;;) {
 if (sync) comm.barrierSync();
 else await comm.barrier();
 const sw0 = switches();
+const ipi0 = comm.rank === 0 ? ipis() : null;
 const gc0 = gcs.length;
 // COLL_STALLS_MARK=1: a line before and after the timed calls, to cut a --trace-opt/--trace-deopt log.
 const mark = process.env.COLL_STALLS_MARK === '1';
@@ -72,6 +88,7 @@ t[0] = performance.now();
 await loop(N, t);
 if (mark) process.stdout.write('coll-stalls: timed calls end\n');
 const sw1 = switches();
+const ipi1 = comm.rank === 0 ? ipis() : null;
 const d = new Float64Array(N);
 for (let i = 0; i < N; i++) d[i] = t[i + 1] - t[i];
 const sorted = Float64Array.from(d).sort();
@@ -99,6 +116,8 @@ if (comm.rank === 0) {
   const out = {
     benchmark: 'coll-stalls', size, calls: N, mode: sync ? 'sync' : 'async', ranks: comm.size,
     rank0: { medianUs: +(med * 1000).toFixed(3), averageUs: +mine.averageUs.toFixed(3), slowCalls: slow.length, lostMs: +lost.toFixed(3), slowWithGc: withGc, lostWithGcMs: +lostWithGc.toFixed(3) },
+    // The whole host's, over rank 0's timed calls (other ranks' stragglers and other work included).
+    ipis: { tlb: ipi1.tlb - ipi0.tlb, call: ipi1.call - ipi0.call, resched: ipi1.resched - ipi0.resched },
     allRanks: { gcs: sum((r) => r.gcs), gcMs: +sum((r) => r.gcMs).toFixed(3), involuntary: sum((r) => r.involuntary), voluntary: sum((r) => r.voluntary), maxAverageUs: +Math.max(...all.map((r) => r.averageUs)).toFixed(3) },
     perRank: all.map((r) => [r.rank, +r.averageUs.toFixed(2), r.slow, r.gcs, r.involuntary, r.voluntary]),
     slowest: slow.sort((a, b) => b[2] - a[2]).slice(0, 8).map(([i, , ms]) => [i, +(ms * 1000).toFixed(1)]),
