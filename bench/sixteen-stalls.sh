@@ -1,16 +1,19 @@
 #!/bin/bash
 # Where the 16-rank tails go (issue 18, section 2 at 16 ranks): bench/coll-stalls.mjs
-# (per-call times, GC pauses, context switches per rank thread) over 16 processes
-# and 16 thread ranks, async and sync, 8 B and 64 KiB, with the variants that
-# take a suspect away: pinned ranks (RAILCOMM_BIND=core), V8's GC on the main
-# thread only (--single-threaded-gc), no background recompilation, or V8's
-# background recompilation back (concurrent). Open MPI's
-# vader runs the same counts, each call timed as well (--per-call): its own tail. Writes $OUT/ (or
-# stalls-out/): stalls.jsonl (one line per job and round, with the hypervisor's steal time
-# over the job), summary.md (medians over rounds), and the jobs' logs only with KEEP_LOGS=1 (the device tool brings few files
-# back). Same preparation and carry as bench/sixteen-ranks.sh; about 30 s a round.
-#   Knobs: N=16, ONLY=regex of job labels, ROUNDS=1 (jobs interleaved round by round),
-#   CALLS8=20000, CALLS64=2000.
+# (per-call times, GC pauses, context switches per rank thread, the host's IPIs) over
+# 16 processes and 16 thread ranks, async and sync, 8 B and 64 KiB, with variants that
+# take a suspect away: pinned ranks (RAILCOMM_BIND=core), V8's GC on the main thread
+# only (--single-threaded-gc), no background recompilation (norecomp), V8 with no
+# helper threads at all (single), or background recompilation back (concurrent). Open
+# MPI's vader runs the same counts, each call timed as well (--per-call): its own tail.
+# Writes $OUT/ (or stalls-out/): stalls.jsonl (one line per job and round, with the
+# hypervisor's steal time over the job), summary.md (medians over rounds), and the
+# jobs' logs only with KEEP_LOGS=1 (the device tool brings few files back). Same
+# preparation and carry as bench/sixteen-ranks.sh. Every job takes 2-3 s, all of them
+# about 1.5 minutes a round: pick with ONLY, as RESULTS' runs did, e.g.
+#   ROUNDS=5 ONLY='^(vader|processes (async|sync)( concurrent)?|threads (async|sync)) (8|65536)$'
+# Knobs: N=16, ONLY=regex of job labels, ROUNDS=1 (jobs interleaved round by round),
+# CALLS8=20000, CALLS64=2000; COLL_STALLS_WARM_MS (coll-stalls.mjs) passes through.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/stalls-out}
@@ -52,8 +55,8 @@ for size in 65536 8; do
     job "threads $mode bind $size" env RAILCOMM_BIND=core "${RC[@]}" --threads bench/coll-stalls.mjs "$size" "$calls" "$mode"
     job "processes $mode stgc $size" env RAILCOMM_NODE_FLAGS="$NODE_FLAGS --single-threaded-gc" "${RC[@]}" bench/coll-stalls.mjs "$size" "$calls" "$mode"
     job "processes $mode norecomp $size" env RAILCOMM_NODE_FLAGS="$NODE_FLAGS --no-concurrent-recompilation" "${RC[@]}" bench/coll-stalls.mjs "$size" "$calls" "$mode"
-    # The inlining flags alone: V8 compiles on its background threads (the default until 16
-    # processes on 16 CPUs started without concurrent recompilation, as thread hosts do).
+    # The inlining flags alone: V8 compiles on its background threads (the default for
+    # ranks with CPUs to spare; 16 on 16 CPUs start without, since 924bf40).
     job "processes $mode concurrent $size" env RAILCOMM_NODE_FLAGS="$NODE_FLAGS" "${RC[@]}" bench/coll-stalls.mjs "$size" "$calls" "$mode"
     job "processes $mode single $size" env RAILCOMM_NODE_FLAGS="$NODE_FLAGS --single-threaded" "${RC[@]}" bench/coll-stalls.mjs "$size" "$calls" "$mode"
     job "processes $mode single bind $size" env RAILCOMM_BIND=core RAILCOMM_NODE_FLAGS="$NODE_FLAGS --single-threaded" "${RC[@]}" bench/coll-stalls.mjs "$size" "$calls" "$mode"
