@@ -13,14 +13,11 @@ import { BUSY_HOST_NODE_FLAGS, DEFAULT_NODE_FLAGS } from '../core/params.js';
 export const SCRIPT_RE = /\.(m|c)?[jt]s$/i;
 const TS_RE = /\.(m|c)?ts$/i;
 
-/**
- * The program to start and its arguments; scriptAt: where the script is among
- * them (-1: not a script). busyHost: the ranks take every CPU of the host (nodeFlags).
- */
-export function resolveProgram(command: string[], env: NodeJS.ProcessEnv, cwd: string, busyHost = false): { file: string; args: string[]; scriptAt: number } {
+/** The program to start and its arguments; scriptAt: where the script is among them (-1: not a script). */
+export function resolveProgram(command: string[], env: NodeJS.ProcessEnv, cwd: string): { file: string; args: string[]; scriptAt: number } {
   const first = command[0] ?? '';
   if (SCRIPT_RE.test(first)) {
-    const flags = [...nodeFlags(env, busyHost), ...scriptFlags(first, cwd)];
+    const flags = [...nodeFlags(env), ...scriptFlags(first, cwd)];
     return { file: process.execPath, args: [...flags, ...command], scriptAt: flags.length };
   }
   return { file: first, args: command.slice(1), scriptAt: -1 };
@@ -80,10 +77,10 @@ export function typeScriptFlags(script: string, cwd = process.cwd()): string[] |
  * bytecode inlined into one optimized function, so parts of it stayed calls;
  * with these it is compiled whole: 25-30% less CPU per 8-byte round trip
  * over shared memory (bench/hop-cpu.mjs, bench RESULTS "shm runs 15 and 16", item 5). The
- * budget applies to the program's own code too. Ranks whose host has no CPU
- * to spare (busyHost: a rank process, or a thread host) also get
- * BUSY_HOST_NODE_FLAGS (params.ts says why). RAILCOMM_NODE_FLAGS replaces
- * them all (empty: none).
+ * budget applies to the program's own code too. A thread host whose ranks take
+ * every CPU of the host (busyHost) also gets BUSY_HOST_NODE_FLAGS (params.ts
+ * says why, and why rank processes do not). RAILCOMM_NODE_FLAGS replaces them
+ * all (empty: none).
  */
 export { DEFAULT_NODE_FLAGS };
 

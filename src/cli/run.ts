@@ -214,13 +214,13 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     [ENV.jobId]: String(jobId),
   });
   // The program, for ranks that leave CPUs of their host to spare and for ranks that take them
-  // all (busy: nodeFlags says what differs). A remote host's CPUs are not known here: its
-  // processes start as on a host with CPUs to spare, its thread hosts as on a busy one.
+  // all (busy: a thread host then runs as nodeFlags says; rank processes start the same either
+  // way). A remote host's CPUs are not known here: its thread hosts start as on a busy one.
   const program = (busy: boolean): { file: string; args: string[]; scriptAt: number } => threads
     // The host takes the grace time as an argument, not from the environment its threads inherit.
     // Its worker threads inherit the host's node flags (a TypeScript loader's included).
     ? { file: process.execPath, args: [...nodeFlags(baseEnv, busy), ...scriptFlags(opts.command[0]!, opts.cwd ?? process.cwd()), THREAD_HOST, `--grace-ms=${graceMs}`, `--report-fd=${REPORT_FD}`, '--', ...opts.command], scriptAt: -1 }
-    : resolveProgram(opts.command, baseEnv, opts.cwd ?? process.cwd(), busy);
+    : resolveProgram(opts.command, baseEnv, opts.cwd ?? process.cwd());
   const spare = program(false), busy = program(true);
   const localCpus = Number(opts.env?.[HOST_CPUS_VAR]) || os.availableParallelism();
   // Identity variables inherited from a launcher around this one would mislead a rank that is not given its own.

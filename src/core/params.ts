@@ -159,21 +159,23 @@ export interface EnvSetting {
 export const DEFAULT_NODE_FLAGS: readonly string[] = ['--max-inlined-bytecode-size-cumulative=3000', '--max-inlined-bytecode-size=1000'];
 
 /**
- * What `railcomm run` adds, unless RAILCOMM_NODE_FLAGS is set, for ranks that
- * take every CPU of their host (as many ranks on it as CPUs, or more; thread
- * ranks or processes): no concurrent TurboFan recompilation. With a rank
- * spinning on every core, an optimization job on V8's background threads waits
- * for a core or takes one from a spinning rank, and every rank of a collective
- * waits for that one: 16 thread ranks took 48 us for an 8-byte allreduce
- * instead of 4.5, and 16 processes lost a scheduler tick (4 ms) at a time in
- * 64 KiB allreduceSync (bench RESULTS, "16 ranks on 16 cores" and "16 ranks on
- * 16 cores again"). With CPUs to spare, a compile on the background thread
- * costs the ranks nothing, and one on the rank's own thread stalls it.
+ * What `railcomm run` adds, unless RAILCOMM_NODE_FLAGS is set, for a thread
+ * host whose ranks take every CPU of the host (as many thread ranks on it as
+ * CPUs, or more): no concurrent TurboFan recompilation. The isolates of one
+ * process share V8's few helper threads; with a rank spinning on every core, a
+ * queued optimization waited for a core while the ranks waited for it: 16
+ * thread ranks took 48 us for an 8-byte allreduce instead of 4.5 (bench
+ * RESULTS, "16 ranks on 16 cores"). With CPUs to spare, a compile on the
+ * background thread costs the ranks nothing, and one on the rank's own thread
+ * stalls it. Rank processes never get it by default: 16 processes on 16 cores
+ * gained in allreduceSync with it, but 2 processes on 2 CPUs drained a tcp
+ * flood 1.8x slower, their compiles then on the receiving rank's thread while
+ * the other CPU sat idle (bench RESULTS, "16 ranks on 16 cores again").
  */
 export const BUSY_HOST_NODE_FLAGS: readonly string[] = ['--no-concurrent-recompilation'];
 
 export const ENV_SETTINGS: readonly EnvSetting[] = [
-  { name: 'RAILCOMM_NODE_FLAGS', def: DEFAULT_NODE_FLAGS.join(' '), readBy: 'railcomm run', doc: 'node flags railcomm run starts JavaScript ranks and thread hosts with, replacing the default (a larger V8 inlining budget: 25-30% less CPU per small message over shared memory; ranks that take every CPU of their host, threads or processes, also --no-concurrent-recompilation: 16 thread ranks on 16 cores 10x faster in small collectives); set but empty: none' },
+  { name: 'RAILCOMM_NODE_FLAGS', def: DEFAULT_NODE_FLAGS.join(' '), readBy: 'railcomm run', doc: 'node flags railcomm run starts JavaScript ranks and thread hosts with, replacing the default (a larger V8 inlining budget: 25-30% less CPU per small message over shared memory; thread hosts whose ranks take every CPU of the host also --no-concurrent-recompilation: 16 thread ranks on 16 cores 10x faster in small collectives); set but empty: none' },
   { name: 'RAILCOMM_HOST_CPUS', def: '', readBy: 'init()', doc: 'CPUs the job\'s ranks share on this host; more ranks than that turns spinning off. railcomm run sets it for the ranks on its host to its own CPU count; unset: SLURM_CPUS_ON_NODE, else this process\'s affinity' },
   { name: 'RAILCOMM_PLAIN_SYNC', def: '', readBy: 'railcomm as it loads', doc: 'ring positions: 1 reads and publishes them with plain typed-array accesses, 0 with Atomics; unset: 1 on x86 under Node 20, 22, 24 and 26 (where CI checks it), else 0' },
   { name: 'RAILCOMM_JOB_KEY', def: '', readBy: 'init()', secret: true, doc: 'the job\'s secret (hex, at least 16 digits) every connection proves it knows; railcomm run and PMIx make one; under other launchers set the same value on every rank' },

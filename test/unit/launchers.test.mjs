@@ -87,7 +87,7 @@ test('remote ranks: ssh gets one quoted command line, exec-style agents get argv
   assert.equal(shellQuote("it's"), `'it'\\''s'`);
 });
 
-test('JavaScript ranks start with the inlining flags, a busy host\'s without concurrent recompilation (RAILCOMM_NODE_FLAGS replaces them); a remote rank\'s script is still resolved after them', async () => {
+test('JavaScript ranks start with the inlining flags, a busy thread host without concurrent recompilation (RAILCOMM_NODE_FLAGS replaces them); a remote rank\'s script is still resolved after them', async () => {
   const { nodeFlags, DEFAULT_NODE_FLAGS } = await import('../../dist/cli/program.js');
   const { remoteCommand } = await import('../../dist/cli/hosts.js');
   assert.deepEqual(nodeFlags({}), DEFAULT_NODE_FLAGS);
