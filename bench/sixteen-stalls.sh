@@ -55,8 +55,8 @@ for size in 65536 8; do
     job "threads $mode bind $size" env RAILCOMM_BIND=core "${RC[@]}" --threads bench/coll-stalls.mjs "$size" "$calls" "$mode"
     job "processes $mode stgc $size" env RAILCOMM_NODE_FLAGS="$NODE_FLAGS --single-threaded-gc" "${RC[@]}" bench/coll-stalls.mjs "$size" "$calls" "$mode"
     job "processes $mode norecomp $size" env RAILCOMM_NODE_FLAGS="$NODE_FLAGS --no-concurrent-recompilation" "${RC[@]}" bench/coll-stalls.mjs "$size" "$calls" "$mode"
-    # The inlining flags alone: V8 compiles on its background threads (the default for
-    # ranks with CPUs to spare; 16 on 16 CPUs start without, since 924bf40).
+    # The inlining flags alone, as processes start by default: V8 compiles on its background
+    # threads (probe 5 ran while 924bf40 had 16 processes on 16 CPUs start without them).
     job "processes $mode concurrent $size" env RAILCOMM_NODE_FLAGS="$NODE_FLAGS" "${RC[@]}" bench/coll-stalls.mjs "$size" "$calls" "$mode"
     job "processes $mode single $size" env RAILCOMM_NODE_FLAGS="$NODE_FLAGS --single-threaded" "${RC[@]}" bench/coll-stalls.mjs "$size" "$calls" "$mode"
     job "processes $mode single bind $size" env RAILCOMM_BIND=core RAILCOMM_NODE_FLAGS="$NODE_FLAGS --single-threaded" "${RC[@]}" bench/coll-stalls.mjs "$size" "$calls" "$mode"
