@@ -221,7 +221,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     // Its worker threads inherit the host's node flags (a TypeScript loader's included).
     ? { file: process.execPath, args: [...nodeFlags(baseEnv, busy), ...scriptFlags(opts.command[0]!, opts.cwd ?? process.cwd()), THREAD_HOST, `--grace-ms=${graceMs}`, `--report-fd=${REPORT_FD}`, '--', ...opts.command], scriptAt: -1 }
     : resolveProgram(opts.command, baseEnv, opts.cwd ?? process.cwd());
-  const spare = program(false), busy = program(true);
+  const spare = program(false), busy = threads ? program(true) : spare;
   const localCpus = Number(opts.env?.[HOST_CPUS_VAR]) || os.availableParallelism();
   // Identity variables inherited from a launcher around this one would mislead a rank that is not given its own.
   for (const k of Object.values(THREAD_ENV)) delete baseEnv[k];
