@@ -6,7 +6,7 @@ import os from 'node:os';
 import { resolve as resolvePath } from 'node:path';
 import { invalidArg } from '../core/errors.js';
 import { UsageError } from './usage-error.js';
-import type { JobOptions } from './run.js';
+import type { JobOptions } from './job-options.js';
 
 export interface HostSlots {
   host: string;
