@@ -2,12 +2,12 @@
 // ranks (DESIGN sections 4 and 4b). It checks arguments, translates
 // communicator ranks to world ranks, and hands the work to the protocol layer
 // and the collective algorithms (with RAILCOMM_CHECK, agreed on first).
+// The point-to-point calls it inherits are in p2p-calls.ts.
 
 import { RailcommError, ErrorCode } from '../core/errors.js';
-import type { AbortSignalLike } from '../core/signal.js';
-import { asBytes, DeviceBuffer } from '../core/bytes.js';
+import { DeviceBuffer } from '../core/bytes.js';
 import { ANY_SOURCE, ANY_TAG } from '../proto/matching.js';
-import { Request, KIND_COLL, KIND_PROBE, KIND_RECV, KIND_SEND, statusOf, type Status } from '../proto/request.js';
+import { Request, KIND_COLL, type Status } from '../proto/request.js';
 import { CollectivePlanner, type CollPlan } from './collectives.js';
 import { ScratchPool, type CollComm } from './coll/engine.js';
 import { checkedRun } from './coll/checked.js';
@@ -17,28 +17,15 @@ import * as objects from './objects.js';
 import { CartTopology, checkGrid } from './cart.js';
 import type { CartCommunicator } from './cart-comm.js';
 import { abortJob, checkAbortCode } from './abort.js';
-import type { Unexpected } from '../proto/p2p.js';
-import { checkRank, checkSignal, checkTag } from './checks.js';
-import { Message } from './message.js';
-import { deserialize, serialize, type World } from './world.js';
+import type { World } from './world.js';
 import { allocateWindow, exposeWindow, type Window } from './window.js';
 import { sharedPathFor } from './coll/shared-host.js';
-import { SettledStatus } from './settled-status.js';
 import { DevicePlanner } from '../cuda/coll.js';
-import { deviceIrecv, deviceIsend, type DeviceLink } from '../cuda/p2p.js';
-import type { DeviceArray } from '../cuda/memory.js';
 import { SyncCalls } from './sync-calls.js';
 import type { InterCommunicator } from './inter.js';
+import { EMPTY, PointToPoint, type Mem } from './p2p-calls.js';
 
-/** A buffer in host memory, or a device array (src/cuda): the calls that take both accept either. */
-type Mem = ArrayBufferView | DeviceBuffer;
-
-export interface RequestOptions {
-  /** Cancels a receive not yet matched (an AbortSignal; any object of this shape). */
-  signal?: AbortSignalLike;
-}
-
-const EMPTY = new Uint8Array(0);
+export type { RequestOptions } from './p2p-calls.js';
 
 /** Stands in for a CollComm a shared-memory collective will not use (its segment is attached). */
 const UNUSED_COMM: CollComm = {
@@ -47,158 +34,21 @@ const UNUSED_COMM: CollComm = {
   recv(): Request { throw new RailcommError(ErrorCode.PROTOCOL, 'internal: a shared-memory collective posted a receive after set-up'); },
 };
 
-// (Message checks structurally that a Communicator is its ClaimedReceiver; an implements clause
-// would name an internal method in the public declarations.)
-export class Communicator {
-  readonly rank: number;
-  readonly size: number;
-  /** @internal */ readonly world: World;
-  /** World rank of each rank of this communicator. */
-  private readonly group: readonly number[];
-  private readonly p2pCtx: number;
-  private readonly collCtx: number;
+export class Communicator extends PointToPoint {
   private collSeq = 0;
   /** @internal */ readonly planner: CollectivePlanner;
   private readonly scratch = new ScratchPool();
-  /** The settled results of blocking sends and receives that completed at the call. */
-  private readonly sentAtCall = new SettledStatus();
-  /** Per source: a halo exchange alternates its sources, and one entry for all would miss every time. */
-  private readonly receivedAtCall: SettledStatus[] = [];
   /** RAILCOMM_CHECK: every collective is agreed on first; the number of checked calls so far. */
   private readonly checking: boolean;
   private checkedCalls = 0;
 
   /** @internal */
   constructor(world: World, group: readonly number[], rank: number, p2pCtx: number, collCtx: number) {
-    this.world = world;
-    this.group = group;
-    this.rank = rank;
-    this.size = group.length;
-    this.p2pCtx = p2pCtx;
-    this.collCtx = collCtx;
-    world.ctx.p2p.registerContext(p2pCtx, group, false);
-    world.ctx.p2p.registerContext(collCtx, group, true);
+    super(world, group, rank, p2pCtx, collCtx);
     // Device arrays are staged, or moved and combined on the GPU (src/cuda/coll.ts); host arrays as before.
     this.planner = new DevicePlanner(rank, this.size, world.ctx.params, world.ctx.log, () => this.deviceLink());
     this.planner.shared = sharedPathFor(this, group, collCtx);
     this.checking = this.planner.checking;
-  }
-
-  // ---- point-to-point ----------------------------------------------------
-
-  /** Send buf to dest. Resolves once buf may be reused (eager: at once; large: once the receiver took it). */
-  send(buf: Mem, dest: number, tag = 0): Promise<Status> {
-    this.world.check('send');
-    if (!(buf instanceof Uint8Array) && buf instanceof DeviceBuffer) return this.deviceSend(buf, dest, tag, null).wait();
-    const bytes = asBytes(buf, 'send buffer');
-    checkRank(dest, this.size, 'destination', false);
-    checkTag(tag, false);
-    // Small messages the rail takes at once complete without a Request.
-    if (this.world.ctx.p2p.sendNow(bytes, this.group[dest]!, this.p2pCtx, this.rank, tag)) {
-      this.world.ctx.progress.completedAtOnce();
-      return this.sentAtCall.get(this.rank, tag, bytes.length);
-    }
-    return this.startSend(bytes, dest, tag, this.p2pCtx, null).wait();
-  }
-
-  /** Receive into buf from source (or ANY_SOURCE) with tag (or ANY_TAG). */
-  recv(buf: Mem, source: number = ANY_SOURCE, tag: number = ANY_TAG): Promise<Status> {
-    this.world.check('recv');
-    if (!(buf instanceof Uint8Array) && buf instanceof DeviceBuffer) return this.deviceRecv(buf, source, tag, null).wait();
-    const bytes = asBytes(buf, 'receive buffer');
-    checkRank(source, this.size, 'source', true);
-    checkTag(tag, true);
-    // A small message that is already here completes without a Request.
-    const ctx = this.world.ctx;
-    const p2p = ctx.p2p;
-    let got = p2p.atCall.recvNow(bytes, this.p2pCtx, source, tag);
-    // From a peer on a polled rail (shared memory), wait for it at the call a
-    // moment: in a ping-pong or a halo exchange it is a few hundred ns away.
-    if (got === -1 && source !== ANY_SOURCE) {
-      const lane = ctx.polledLane(this.group[source]!);
-      if (lane !== null) got = p2p.atCall.recvAtCall(bytes, this.p2pCtx, source, tag, lane, ctx.progress);
-    }
-    if (got >= 0) { ctx.progress.completedAtOnce(); return (this.receivedAtCall[p2p.atCall.gotSource] ??= new SettledStatus()).get(p2p.atCall.gotSource, p2p.atCall.gotTag, got); }
-    return this.startRecv(bytes, source, tag, this.p2pCtx, null).wait();
-  }
-
-  isend(buf: Mem, dest: number, tag = 0, opts?: RequestOptions): Request {
-    this.world.check('isend');
-    if (!(buf instanceof Uint8Array) && buf instanceof DeviceBuffer) return this.deviceSend(buf, dest, tag, checkSignal(opts));
-    const bytes = asBytes(buf, 'send buffer');
-    checkRank(dest, this.size, 'destination', false);
-    checkTag(tag, false);
-    const signal = checkSignal(opts);
-    return this.startSend(bytes, dest, tag, this.p2pCtx, signal);
-  }
-
-  irecv(buf: Mem, source: number = ANY_SOURCE, tag: number = ANY_TAG, opts?: RequestOptions): Request {
-    this.world.check('irecv');
-    if (!(buf instanceof Uint8Array) && buf instanceof DeviceBuffer) return this.deviceRecv(buf, source, tag, checkSignal(opts));
-    const bytes = asBytes(buf, 'receive buffer');
-    checkRank(source, this.size, 'source', true);
-    checkTag(tag, true);
-    const signal = checkSignal(opts);
-    return this.startRecv(bytes, source, tag, this.p2pCtx, signal);
-  }
-
-  private startSend(bytes: Uint8Array, dest: number, tag: number, ctx: number, signal: AbortSignal | null): Request {
-    const r = new Request(KIND_SEND, bytes);
-    r.ctx = ctx;
-    r.source = this.rank;
-    r.tag = tag;
-    this.world.track(r);
-    if (signal !== null) r.bindSignal(signal);
-    this.world.ctx.p2p.isend(r, this.group[dest]!);
-    return r;
-  }
-
-  private startRecv(bytes: Uint8Array, source: number, tag: number, ctx: number, signal: AbortSignal | null): Request {
-    const r = new Request(KIND_RECV, bytes);
-    r.ctx = ctx;
-    r.matchSrc = source;
-    r.matchTag = tag;
-    this.world.track(r);
-    this.world.ctx.p2p.irecv(r, source === ANY_SOURCE ? -1 : this.group[source]!);
-    if (signal !== null) r.bindSignal(signal);
-    return r;
-  }
-
-  /** A device array (src/cuda/p2p.ts): the same argument checks, then the device datapaths. */
-  private deviceSend(buf: DeviceBuffer, dest: number, tag: number, signal: AbortSignal | null): Request {
-    checkRank(dest, this.size, 'destination', false);
-    checkTag(tag, false);
-    return deviceIsend(this.deviceLink(), buf as DeviceArray, dest, tag, this.p2pCtx, signal);
-  }
-
-  private deviceRecv(buf: DeviceBuffer, source: number, tag: number, signal: AbortSignal | null): Request {
-    checkRank(source, this.size, 'source', true);
-    checkTag(tag, true);
-    return deviceIrecv(this.deviceLink(), buf as DeviceArray, source, tag, this.p2pCtx, signal);
-  }
-
-  /** @internal What the device datapaths need of this communicator. */
-  deviceLink(): DeviceLink {
-    return (this.link ??= { world: this.world, rank: this.rank, worldRankOf: (r) => this.group[r]!, p2pCtx: this.p2pCtx, collCtx: this.collCtx });
-  }
-  private link: DeviceLink | null = null;
-
-  /**
-   * MPI_Sendrecv: send sbuf to dest while receiving into rbuf from source;
-   * resolves with the receive's Status once both completed (a halo
-   * exchange's step, with no deadlock however large the messages).
-   */
-  sendrecv(sbuf: ArrayBufferView, dest: number, sendTag: number, rbuf: ArrayBufferView, source: number = ANY_SOURCE, recvTag: number = ANY_TAG): Promise<Status> {
-    this.world.check('sendrecv');
-    const sb = asBytes(sbuf, 'send buffer');
-    checkRank(dest, this.size, 'destination', false);
-    checkTag(sendTag, false);
-    const rb = asBytes(rbuf, 'receive buffer');
-    checkRank(source, this.size, 'source', true);
-    checkTag(recvTag, true);
-    const r = this.startRecv(rb, source, recvTag, this.p2pCtx, null);
-    const s = this.startSend(sb, dest, sendTag, this.p2pCtx, null);
-    return bothDone(s, r);
   }
 
   // ---- synchronous calls (DESIGN 4b): complete at the call, on lanes that progress without the event loop ----
@@ -233,98 +83,6 @@ export class Communicator {
       nextCheckedCall: () => ++this.checkedCalls,
       collsInFlight: () => this.collsInFlight,
     }));
-  }
-
-  /** Wait until a message matching (source, tag) is queued; it stays queued. */
-  async probe(source: number = ANY_SOURCE, tag: number = ANY_TAG): Promise<Status> {
-    const p = this.startProbe(source, tag, false, 'probe');
-    return p.wait();
-  }
-
-  /** The Status of a queued message matching (source, tag), or undefined. */
-  iprobe(source: number = ANY_SOURCE, tag: number = ANY_TAG): Status | undefined {
-    this.world.check('iprobe');
-    checkRank(source, this.size, 'source', true);
-    checkTag(tag, true);
-    const u = this.world.ctx.p2p.peek(this.p2pCtx, source, tag);
-    return u === null ? undefined : statusOf(u.src, u.tag, u.size);
-  }
-
-  /** Matched probe: wait for a message and take it out of matching; receive it with msg.recv(buf). */
-  async mprobe(source: number = ANY_SOURCE, tag: number = ANY_TAG): Promise<Message> {
-    const p = this.startProbe(source, tag, true, 'mprobe');
-    await p.wait();
-    const u = p.found as Unexpected;
-    return new Message(this, u.src, u.tag, u.size, u);
-  }
-
-  /** Matched probe without waiting: a Message, or undefined when nothing matches now. */
-  improbe(source: number = ANY_SOURCE, tag: number = ANY_TAG): Message | undefined {
-    this.world.check('improbe');
-    checkRank(source, this.size, 'source', true);
-    checkTag(tag, true);
-    const p2p = this.world.ctx.p2p;
-    const u = p2p.peek(this.p2pCtx, source, tag);
-    if (u === null) return undefined;
-    p2p.claim(this.p2pCtx, u);
-    return new Message(this, u.src, u.tag, u.size, u);
-  }
-
-  private startProbe(source: number, tag: number, claim: boolean, what: string): Request {
-    this.world.check(what);
-    checkRank(source, this.size, 'source', true);
-    checkTag(tag, true);
-    const p = new Request(KIND_PROBE, EMPTY);
-    p.ctx = this.p2pCtx;
-    p.matchSrc = source;
-    p.matchTag = tag;
-    p.claim = claim;
-    this.world.track(p);
-    this.world.ctx.p2p.waitProbe(p);
-    return p;
-  }
-
-  /** @internal Receive a message claimed by mprobe/improbe. */
-  receiveClaimed(buf: Uint8Array, token: unknown): Promise<Status> {
-    this.world.check('Message.recv');
-    const r = new Request(KIND_RECV, buf);
-    r.ctx = this.p2pCtx;
-    this.world.track(r);
-    this.world.ctx.p2p.recvClaimed(r, token as Unexpected);
-    return r.wait();
-  }
-
-  /** Receive a message of any size: railcomm allocates the buffer. */
-  async recvBytes(source: number = ANY_SOURCE, tag: number = ANY_TAG): Promise<{ data: Uint8Array; source: number; tag: number }> {
-    const msg = await this.mprobe(source, tag);
-    const data = new Uint8Array(msg.bytes);
-    const st = await msg.recv(data);
-    return { data, source: st.source, tag: st.tag };
-  }
-
-  /** Send any structured-cloneable value (v8 serialisation). */
-  sendObject(value: unknown, dest: number, tag = 0): Promise<Status> {
-    this.world.check('sendObject');
-    let bytes: Uint8Array;
-    try {
-      bytes = serialize(value);
-    } catch (e) {
-      throw new RailcommError(ErrorCode.INVALID_ARG, `sendObject: the value cannot be serialised (${(e as Error).message}); send plain data, typed arrays, Maps, Sets, Dates`, { cause: e });
-    }
-    return this.send(bytes, dest, tag);
-  }
-
-  async recvObject(source: number = ANY_SOURCE, tag: number = ANY_TAG): Promise<{ value: unknown; source: number; tag: number }> {
-    const m = await this.recvBytes(source, tag);
-    return { value: deserialize(m.data), source: m.source, tag: m.tag };
-  }
-
-  /** A buffer in railcomm's shared pool; large sends from it need no staging copy. */
-  alloc(bytes: number): Uint8Array {
-    this.world.check('alloc');
-    if (!Number.isSafeInteger(bytes) || bytes < 0) throw new RailcommError(ErrorCode.INVALID_ARG, `alloc(${String(bytes)}): expected a byte count >= 0`);
-    // Large ones live in a segment peers on this host map (shm): their large sends are read once, no handshake.
-    return this.world.ctx.allocShared(bytes) ?? new Uint8Array(new SharedArrayBuffer(bytes));
   }
 
   // ---- collectives ---------------------------------------------------------
@@ -656,17 +414,4 @@ export class Communicator {
   get parent(): InterCommunicator | null {
     return this.world.parent;
   }
-}
-
-
-
-/** sendrecv's completion: the send's failure cancels the receive (it must not fill rbuf later). */
-async function bothDone(s: Request, r: Request): Promise<Status> {
-  try {
-    await s.wait();
-  } catch (e) {
-    r.cancel();
-    throw e;
-  }
-  return r.wait();
 }
