@@ -5,28 +5,29 @@
 // Lanes are ordered, so a FLUSH answered by the target covers everything sent
 // to it before; completion is counted per target endpoint. Where the lane's
 // rail runs one-sided operations natively (ofi), native.ts issues them.
+// The operation itself is op.ts, the replies that complete it pending.ts, and
+// the target's side of every operation target.ts.
 
-import type { AmHandler, Rail, RailEndpoint, ValueCompletion } from '../../rail/api.js';
-import { NO_RESOURCE } from '../../rail/api.js';
+import type { Rail } from '../../rail/api.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
-import { pendingPromise, takeReject, takeResolve } from '../../core/settlers.js';
-import { ProtoEndpoint } from '../endpoint.js';
+import type { ProtoEndpoint } from '../endpoint.js';
 import type { AmRegistry } from '../am.js';
 import type { Progress } from '../progress.js';
 import type { HangWait } from '../hang.js';
-import { LockTable, type LockRequest } from './locks.js';
+import { LockTable } from './locks.js';
 import { RegionTable, type Region, type RemoteRegion, type SharedSegments } from './region.js';
 import { NativeRma } from './native.js';
 import type { ThreadShare } from './thread-share.js';
 import { copyElements } from '../../native/copy.js';
-import { accumulateElements, applyAccumulate, applyAtomic, readValue, writeValue, TYPE_SIZE, OP_CSWAP, OP_NO_OP, type AnyArray } from './apply.js';
+import { accumulateElements, applyAtomic, writeValue, TYPE_SIZE, type AnyArray } from './apply.js';
 import {
   AM_RMA_ACC, AM_RMA_ATOMIC, AM_RMA_FLUSH, AM_RMA_GET, AM_RMA_GET_DATA, AM_RMA_LOCK, AM_RMA_PUT, AM_RMA_REPLY, AM_RMA_UNLOCK,
-  ACC_HDR, ATOMIC_COMPARE, ATOMIC_HDR, ATOMIC_OPERAND, CTRL_HDR, GET_HDR, PUT_HDR, REPLY_HDR,
-  RMA_ERR_OP, RMA_ERR_RANGE, RMA_ERR_REGION, RMA_OK,
-  accOp, accType, atomicOp, atomicOpId, atomicType, ctrlMode, ctrlOpId, ctrlRegion, encodeAcc, encodeAtomic, encodeCtrl,
-  encodeGet, encodeReply, encodeTarget, getLength, getOpId, replyOffset, replyOpId, replyStatus, tgtOffset, tgtRegion,
+  ACC_HDR, ATOMIC_COMPARE, ATOMIC_HDR, ATOMIC_OPERAND, CTRL_HDR, GET_HDR, PUT_HDR,
+  encodeAcc, encodeAtomic, encodeCtrl, encodeGet, encodeTarget,
 } from './wire.js';
+import { emitAm, K_ACC, K_ATOMIC, K_FLUSH, K_GET, K_LOCK, K_PUT, K_UNLOCK, KIND_NAMES, RmaOp } from './op.js';
+import { PendingOps } from './pending.js';
+import { RmaTarget } from './target.js';
 
 export interface RmaHost {
   readonly worldRank: number;
@@ -36,90 +37,9 @@ export interface RmaHost {
   existingEndpoint(world: number): ProtoEndpoint | undefined;
 }
 
-const K_PUT = 0, K_GET = 1, K_ACC = 2, K_ATOMIC = 3, K_FLUSH = 4, K_LOCK = 5, K_UNLOCK = 6;
-const KIND_NAMES = ['put', 'get', 'accumulate', 'atomic', 'flush', 'lock', 'unlock'];
-const STATUS_TEXT = ['', 'the target region is not registered (window freed?)', 'the range is outside the target region', 'the target refused the operation or element type'];
-
-/** Ignores completions nobody waits for (replies sent from window memory). */
-const NOOP: ValueCompletion = { railComplete(): void { /* nothing waits */ }, railValue(): void { /* nothing waits */ } };
 /** Marks a rejection handled: the next flush of that target reports the failure too (failedUnflushed). */
 const ignore = (): void => { /* reported by the next flush */ };
 const RESOLVED: Promise<void> = Promise.resolve();
-
-/** One operation in flight: its parameters (it may wait for the lane) and what it still waits for. */
-class RmaOp implements ValueCompletion {
-  id = 0;
-  /** The target's region as this rank knows it (native operations use its rail keys); null for control operations. */
-  rr: RemoteRegion | null = null;
-  /** A native operation of the lane's rail in flight (native.ts). */
-  native = false;
-  /** FLUSH/UNLOCK: the emulated accumulates it covers (native.ts). */
-  accMark = 0;
-  /** Local completions outstanding: rail operations queued or in flight. */
-  pieces = 0;
-  /** Reply bytes (get) or replies (atomic, control) still expected. */
-  awaiting = 0;
-  issued = false;
-  result: number | bigint = 0;
-  /** FLUSH: the count of operations it covers. */
-  mark = 0;
-  settled = false;
-  private resolveFn: ((v: number | bigint) => void) | null = null;
-  private rejectFn: ((e: RailcommError) => void) | null = null;
-  readonly promise: Promise<number | bigint>;
-
-  constructor(
-    readonly engine: RmaEngine,
-    readonly kind: number,
-    readonly target: number,
-    readonly region: number,
-    readonly offset: number,
-    readonly bytes: Uint8Array,
-    readonly type: number,
-    readonly code: number,
-    readonly operand: number | bigint,
-    readonly compare: number | bigint,
-  ) {
-    this.promise = pendingPromise<number | bigint>();
-    this.resolveFn = takeResolve<number | bigint>();
-    this.rejectFn = takeReject();
-  }
-
-  railComplete(err: RailcommError | null): void {
-    if (err !== null) this.fail(err);
-    else { this.pieces--; this.check(); }
-    if (this.native) { this.native = false; this.engine.native.done(this, err); }
-  }
-
-  /** A native fetching atomic's old value (before railComplete). */
-  railValue(v: number | bigint): void {
-    this.result = v;
-  }
-
-  check(): void {
-    if (this.issued && this.pieces <= 0 && this.awaiting <= 0) this.finish();
-  }
-
-  finish(): void {
-    if (this.settled) return;
-    this.settled = true;
-    if (this.kind === K_FLUSH || this.kind === K_UNLOCK) this.engine.flushFinished(this);
-    this.engine.settled(this);
-    this.resolveFn!(this.kind === K_ATOMIC ? this.result : 0);
-  }
-
-  fail(err: RailcommError): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.engine.settled(this);
-    // An operation need not be awaited (MPI_Put's shape: the next flush
-    // completes it): when its target failed, that flush rejects too, so the
-    // operation's own rejection must not count as unhandled and end the
-    // process. Other failures stay the operation's own to report.
-    if (this.kind <= K_ATOMIC && err.code === ErrorCode.PEER_FAILED) this.engine.failedQuietly(this.target, this.promise);
-    this.rejectFn!(err);
-  }
-}
 
 /** Per target: operations sent that only a FLUSH can confirm, and operations waiting for the lane. */
 interface TargetState {
@@ -144,15 +64,15 @@ export class RmaEngine {
   emulatedOps = -0;
   private readonly host: RmaHost;
   readonly progress: Progress;
-  private readonly ops = new Map<number, RmaOp>();
+  /** Operations waiting for replies, by id. */
+  private readonly pending = new PendingOps(this);
   private readonly targets = new Map<number, TargetState>();
-  private nextOpId = 1;
   private readonly hdr = new Uint8Array(64);
   private readonly hv = new DataView(this.hdr.buffer);
-  private readonly val = new DataView(new ArrayBuffer(8));
-  private readonly valBytes = new Uint8Array(this.val.buffer);
   /** Operations the lane's rail runs natively (ofi), and the order rules beside emulation. */
   readonly native: NativeRma;
+  /** Applies and answers the operations other ranks send here. */
+  private readonly target: RmaTarget;
 
   constructor(host: RmaHost, am: AmRegistry, progress: Progress) {
     this.host = host;
@@ -163,15 +83,17 @@ export class RmaEngine {
       else this.issue(ep, op as RmaOp);
     }, () => { this.nativeOps++; });
     this.regions.onRegister = (r) => NativeRma.register(r, this.host.rails ?? []);
-    am.register(AM_RMA_PUT, 'rma-put', this.putHandler);
-    am.register(AM_RMA_ACC, 'rma-acc', this.accHandler);
-    am.register(AM_RMA_GET, 'rma-get', this.getHandler);
-    am.register(AM_RMA_ATOMIC, 'rma-atomic', this.atomicHandler);
-    am.register(AM_RMA_FLUSH, 'rma-flush', this.ctrlHandler(AM_RMA_FLUSH));
-    am.register(AM_RMA_LOCK, 'rma-lock', this.ctrlHandler(AM_RMA_LOCK));
-    am.register(AM_RMA_UNLOCK, 'rma-unlock', this.ctrlHandler(AM_RMA_UNLOCK));
-    am.register(AM_RMA_REPLY, 'rma-reply', this.replyHandler);
-    am.register(AM_RMA_GET_DATA, 'rma-get-data', this.getDataHandler);
+    this.target = new RmaTarget(host, this.regions, this.locks, this);
+    const t = this.target;
+    am.register(AM_RMA_PUT, 'rma-put', t.putHandler);
+    am.register(AM_RMA_ACC, 'rma-acc', t.accHandler);
+    am.register(AM_RMA_GET, 'rma-get', t.getHandler);
+    am.register(AM_RMA_ATOMIC, 'rma-atomic', t.atomicHandler);
+    am.register(AM_RMA_FLUSH, 'rma-flush', t.ctrlHandler(AM_RMA_FLUSH));
+    am.register(AM_RMA_LOCK, 'rma-lock', t.ctrlHandler(AM_RMA_LOCK));
+    am.register(AM_RMA_UNLOCK, 'rma-unlock', t.ctrlHandler(AM_RMA_UNLOCK));
+    am.register(AM_RMA_REPLY, 'rma-reply', this.pending.replyHandler);
+    am.register(AM_RMA_GET_DATA, 'rma-get-data', this.pending.getDataHandler);
   }
 
   // ---- origin side -------------------------------------------------------
@@ -409,7 +331,7 @@ export class RmaEngine {
           const n = Math.min(piece, src.byteLength - off);
           if (op.kind === K_PUT) { encodeTarget(v, op.region, op.offset + off); v.setUint32(12, 0, true); }
           else encodeAcc(v, op.region, op.offset + off, op.code, op.type);
-          this.emit(ep, op.kind === K_PUT ? AM_RMA_PUT : AM_RMA_ACC, op.kind === K_PUT ? PUT_HDR : ACC_HDR,
+          emitAm(ep, op.kind === K_PUT ? AM_RMA_PUT : AM_RMA_ACC, this.hdr, op.kind === K_PUT ? PUT_HDR : ACC_HDR,
             n > 0 ? src.subarray(off, off + n) : null, op, op.kind === K_ACC || n <= Math.min(caps.amCopyMax, 65536));
           off += n;
           if (op.settled) return;
@@ -417,51 +339,27 @@ export class RmaEngine {
         break;
       }
       case K_GET:
-        op.id = this.track(op);
+        op.id = this.pending.track(op);
         op.awaiting = op.bytes.byteLength;
         encodeGet(v, op.region, op.offset, op.id, op.bytes.byteLength);
-        this.emit(ep, AM_RMA_GET, GET_HDR, null, op, true);
+        emitAm(ep, AM_RMA_GET, this.hdr, GET_HDR, null, op, true);
         break;
       case K_ATOMIC:
-        op.id = this.track(op);
+        op.id = this.pending.track(op);
         op.awaiting = 1;
         encodeAtomic(v, op.region, op.offset, op.id, op.code, op.type);
         writeValue(v, ATOMIC_OPERAND, op.type, op.operand);
         writeValue(v, ATOMIC_COMPARE, op.type, op.compare);
-        this.emit(ep, AM_RMA_ATOMIC, ATOMIC_HDR, null, op, true);
+        emitAm(ep, AM_RMA_ATOMIC, this.hdr, ATOMIC_HDR, null, op, true);
         break;
       default:
-        op.id = this.track(op);
+        op.id = this.pending.track(op);
         op.awaiting = 1;
         encodeCtrl(v, op.region, op.id, op.code);
-        this.emit(ep, op.kind === K_FLUSH ? AM_RMA_FLUSH : op.kind === K_LOCK ? AM_RMA_LOCK : AM_RMA_UNLOCK, CTRL_HDR, null, op, true);
+        emitAm(ep, op.kind === K_FLUSH ? AM_RMA_FLUSH : op.kind === K_LOCK ? AM_RMA_LOCK : AM_RMA_UNLOCK, this.hdr, CTRL_HDR, null, op, true);
     }
     op.issued = true;
     op.check();
-  }
-
-  private track(op: RmaOp): number {
-    let id = this.nextOpId;
-    this.nextOpId = id >= 0xfffffffe ? 1 : id + 1;
-    while (this.ops.has(id)) id = id >= 0xfffffffe ? 1 : id + 1;
-    this.ops.set(id, op);
-    return id;
-  }
-
-  /** Hand one AM (header in this.hdr) to the lane, or queue it behind what waits; counted on op. */
-  private emit(ep: ProtoEndpoint, am: number, hdrLen: number, payload: Uint8Array | null, op: RmaOp | null, copy: boolean): void {
-    const lane = ep.lane!;
-    if (op !== null) op.pieces++;
-    if (!ep.hasPending) {
-      if (copy || payload === null) {
-        if (lane.sendCopy(am, this.hdr, hdrLen, payload) !== NO_RESOURCE) { if (op !== null) op.pieces--; return; }
-      } else if (lane.sendZcopy(am, this.hdr, hdrLen, payload, op ?? NOOP) !== NO_RESOURCE) {
-        return;
-      }
-    }
-    // A queued reply keeps a copy: its payload may be scratch (an atomic's old value) or window memory that changes.
-    const keep = copy && op === null && payload !== null ? payload.slice() : payload;
-    ep.pushOp(ProtoEndpoint.op(am, this.hdr, hdrLen, keep, !copy && payload !== null, null, op ?? NOOP));
   }
 
   /** A FLUSH or UNLOCK finished: everything issued to its target before it is complete there. */
@@ -473,109 +371,8 @@ export class RmaEngine {
 
   /** Called by an op once it settled. */
   settled(op: RmaOp): void {
-    if (op.id !== 0 && this.ops.get(op.id) === op) this.ops.delete(op.id);
+    this.pending.drop(op);
     this.progress.release();
-  }
-
-  // ---- target side -------------------------------------------------------
-
-  private originOf(rep: RailEndpoint): ProtoEndpoint | null {
-    return rep.owner as ProtoEndpoint | null;
-  }
-
-  /** The region and a checked range, or an RMA_ERR_* status. */
-  private lookup(id: number, offset: number, len: number): Region | number {
-    const r = this.regions.get(id);
-    if (r === undefined) return RMA_ERR_REGION;
-    if (offset + len > r.bytes.byteLength) return RMA_ERR_RANGE;
-    return r;
-  }
-
-  private readonly putHandler: AmHandler = {
-    place: (_rep, rx) => {
-      const r = this.lookup(tgtRegion(rx.view, rx.hdrOff), tgtOffset(rx.view, rx.hdrOff), rx.payLen);
-      if (typeof r === 'number') { this.protocolErrors++; return null; }
-      const off = tgtOffset(rx.view, rx.hdrOff);
-      return r.bytes.subarray(off, off + rx.payLen);
-    },
-    recv: (_rep, rx) => {
-      if (rx.placed !== null || rx.payLen === 0) return;
-      const off = tgtOffset(rx.view, rx.hdrOff);
-      const r = this.lookup(tgtRegion(rx.view, rx.hdrOff), off, rx.payLen);
-      if (typeof r === 'number') { this.protocolErrors++; return; }
-      r.bytes.set(rx.buf.subarray(rx.payOff, rx.payOff + rx.payLen), off);
-    },
-  };
-
-  private readonly accHandler: AmHandler = {
-    recv: (_rep, rx) => {
-      const off = tgtOffset(rx.view, rx.hdrOff);
-      const type = accType(rx.view, rx.hdrOff);
-      const op = accOp(rx.view, rx.hdrOff);
-      const r = this.lookup(tgtRegion(rx.view, rx.hdrOff), off, rx.payLen);
-      if (typeof r === 'number' || type >= TYPE_SIZE.length || op > OP_NO_OP || (r.bytes.byteOffset + off) % TYPE_SIZE[type]! !== 0 || rx.payLen % TYPE_SIZE[type]! !== 0) {
-        this.protocolErrors++;
-        return;
-      }
-      applyAccumulate(r.bytes, off, rx.buf.subarray(rx.payOff, rx.payOff + rx.payLen), type, op);
-    },
-  };
-
-  private readonly getHandler: AmHandler = {
-    recv: (rep, rx) => {
-      const origin = this.originOf(rep);
-      if (origin === null || origin.lane === null) { this.protocolErrors++; return; }
-      const off = tgtOffset(rx.view, rx.hdrOff);
-      const len = getLength(rx.view, rx.hdrOff);
-      const opId = getOpId(rx.view, rx.hdrOff);
-      const r = this.lookup(tgtRegion(rx.view, rx.hdrOff), off, len);
-      if (typeof r === 'number') { this.reply(origin, opId, 0, r, null); return; }
-      const caps = origin.lane.rail.caps;
-      const piece = Math.max(1, Math.min(caps.amZcopyMax, 1 << 20));
-      for (let done = 0; done < len; done += piece) {
-        const n = Math.min(piece, len - done);
-        this.reply(origin, opId, done, RMA_OK, r.bytes.subarray(off + done, off + done + n), AM_RMA_GET_DATA);
-      }
-    },
-  };
-
-  private readonly atomicHandler: AmHandler = {
-    recv: (rep, rx) => {
-      const origin = this.originOf(rep);
-      if (origin === null || origin.lane === null) { this.protocolErrors++; return; }
-      const v = rx.view, o = rx.hdrOff;
-      const off = tgtOffset(v, o);
-      const type = atomicType(v, o);
-      const op = atomicOp(v, o);
-      const opId = atomicOpId(v, o);
-      const size = type < TYPE_SIZE.length ? TYPE_SIZE[type]! : 0;
-      const r = this.lookup(tgtRegion(v, o), off, size);
-      if (typeof r === 'number') { this.reply(origin, opId, 0, r, null); return; }
-      if (size < 4 || op > OP_CSWAP || (r.bytes.byteOffset + off) % size !== 0) { this.reply(origin, opId, 0, RMA_ERR_OP, null); return; }
-      const old = applyAtomic(r.bytes, off, type, op, readValue(v, o + ATOMIC_OPERAND, type), readValue(v, o + ATOMIC_COMPARE, type));
-      writeValue(this.val, 0, type, old);
-      this.reply(origin, opId, 0, RMA_OK, this.valBytes);
-    },
-  };
-
-  private ctrlHandler(am: number): AmHandler {
-    return {
-      recv: (rep, rx) => {
-        const origin = this.originOf(rep);
-        if (origin === null || origin.lane === null) { this.protocolErrors++; return; }
-        const region = ctrlRegion(rx.view, rx.hdrOff);
-        const opId = ctrlOpId(rx.view, rx.hdrOff);
-        if (am === AM_RMA_FLUSH) { this.reply(origin, opId, 0, RMA_OK, null); return; }
-        if (this.regions.get(region) === undefined) { this.reply(origin, opId, 0, RMA_ERR_REGION, null); return; }
-        if (am === AM_RMA_LOCK) {
-          this.sendGrants(this.locks.request(region, { rank: origin.rank, mode: ctrlMode(rx.view, rx.hdrOff), opId }));
-          return;
-        }
-        const granted = this.locks.release(region, origin.rank);
-        this.reply(origin, opId, 0, granted === null ? RMA_ERR_OP : RMA_OK, null);
-        if (granted !== null) this.sendGrants(granted);
-      },
-    };
   }
 
   /**
@@ -583,72 +380,8 @@ export class RmaEngine {
    * on it are answered with an error rather than left waiting forever.
    */
   deregister(region: Region): void {
-    this.regions.deregister(region);
-    for (const q of this.locks.dropRegion(region.id)) {
-      const ep = this.host.endpointFor(q.rank);
-      this.reply(ep, q.opId, 0, RMA_ERR_REGION, null);
-    }
+    this.target.deregister(region);
   }
-
-  private sendGrants(granted: LockRequest[]): void {
-    for (const g of granted) {
-      const ep = this.host.endpointFor(g.rank);
-      if (ep.failure === null && ep.lane !== null) this.reply(ep, g.opId, 0, RMA_OK, null);
-    }
-  }
-
-  private reply(ep: ProtoEndpoint, opId: number, offset: number, status: number, payload: Uint8Array | null, am = AM_RMA_REPLY): void {
-    if (ep.failure !== null || ep.lane === null) return;
-    encodeReply(this.hv, opId, offset, status);
-    const big = payload !== null && payload.byteLength > Math.min(ep.lane.rail.caps.amCopyMax, 65536);
-    this.emit(ep, am, REPLY_HDR, payload, null, !big);
-  }
-
-  private readonly getDataHandler: AmHandler = {
-    place: (_rep, rx) => {
-      const op = this.ops.get(replyOpId(rx.view, rx.hdrOff));
-      if (op === undefined || op.kind !== K_GET) { this.protocolErrors++; return null; }
-      const off = replyOffset(rx.view, rx.hdrOff);
-      if (off + rx.payLen > op.bytes.byteLength) { this.protocolErrors++; return null; }
-      return op.bytes.subarray(off, off + rx.payLen);
-    },
-    recv: (rep, rx) => this.replyHandler.recv(rep, rx),
-  };
-
-  private readonly replyHandler: AmHandler = {
-    recv: (_rep, rx) => {
-      const op = this.ops.get(replyOpId(rx.view, rx.hdrOff));
-      if (op === undefined) { this.protocolErrors++; return; }
-      const status = replyStatus(rx.view, rx.hdrOff);
-      if (status !== RMA_OK) {
-        op.fail(new RailcommError(ErrorCode.INVALID_ARG, `${KIND_NAMES[op.kind]} on rank ${op.target}: ${STATUS_TEXT[status] ?? `status ${status}`}`));
-        return;
-      }
-      switch (op.kind) {
-        case K_GET: {
-          const off = replyOffset(rx.view, rx.hdrOff);
-          if (off + rx.payLen > op.bytes.byteLength) { this.protocolErrors++; return; }
-          if (rx.placed === null) op.bytes.set(rx.buf.subarray(rx.payOff, rx.payOff + rx.payLen), off);
-          op.awaiting -= rx.payLen;
-          break;
-        }
-        case K_ATOMIC:
-          if (rx.payLen !== 8) { this.protocolErrors++; return; }
-          this.valBytes.set(rx.buf.subarray(rx.payOff, rx.payOff + 8));
-          op.result = readValue(this.val, 0, op.type);
-          op.awaiting = 0;
-          break;
-        case K_FLUSH:
-        case K_UNLOCK:
-          // (What it covers counts as flushed once it finishes: a flush may also wait for native operations.)
-          op.awaiting = 0;
-          break;
-        default:
-          op.awaiting = 0;
-      }
-      op.check();
-    },
-  };
 
   // ---- failures ----------------------------------------------------------
 
@@ -663,22 +396,22 @@ export class RmaEngine {
       for (const op of t.waitingLane) op.fail(err);
       t.waitingLane = [];
     }
-    for (const op of [...this.ops.values()]) if (op.target === ep.rank) op.fail(err);
+    for (const op of [...this.pending.values()]) if (op.target === ep.rank) op.fail(err);
     this.native.peerFailed(ep.rank, err);
-    for (const { granted } of this.locks.dropRank(ep.rank)) this.sendGrants(granted);
+    this.target.peerFailed(ep.rank);
   }
 
   /** Whether an operation to the peer waits (rails' keepalive checks; rare). */
   waitsOn(ep: ProtoEndpoint): boolean {
     const t = this.targets.get(ep.rank);
     if (t !== undefined && t.waitingLane.length > 0) return true;
-    for (const op of this.ops.values()) if (op.target === ep.rank) return true;
+    for (const op of this.pending.values()) if (op.target === ep.rank) return true;
     return this.native.waitsOn(ep.rank);
   }
 
   /** Operations still waiting, with their target's world rank (hang report). */
   waits(out: HangWait[]): void {
-    for (const op of this.ops.values()) out.push({ peer: op.target, what: `one-sided ${KIND_NAMES[op.kind]} to world rank ${op.target} (op ${op.id}, awaiting ${op.awaiting})` });
+    for (const op of this.pending.values()) out.push({ peer: op.target, what: `one-sided ${KIND_NAMES[op.kind]} to world rank ${op.target} (op ${op.id}, awaiting ${op.awaiting})` });
     for (const what of this.native.describe()) {
       const m = /to rank (\d+)/.exec(what);
       out.push({ peer: m === null ? null : Number(m[1]), what });
@@ -687,7 +420,7 @@ export class RmaEngine {
 
   /** Operations still waiting (for the hang report). */
   describePending(): string[] {
-    return [...this.ops.values()].map((op) => `${KIND_NAMES[op.kind]} to rank ${op.target} (op ${op.id}, awaiting ${op.awaiting})`).concat(this.native.describe());
+    return [...this.pending.values()].map((op) => `${KIND_NAMES[op.kind]} to rank ${op.target} (op ${op.id}, awaiting ${op.awaiting})`).concat(this.native.describe());
   }
 }
 

@@ -11,7 +11,7 @@ import { NO_RESOURCE } from '../../rail/api.js';
 import type { RailcommError } from '../../core/errors.js';
 import type { Region, RemoteRegion } from './region.js';
 
-/** What native.ts needs of an operation (engine.ts's RmaOp). */
+/** What native.ts needs of an operation (op.ts's RmaOp). */
 export interface NativeOp {
   readonly kind: number;
   readonly target: number;
@@ -35,7 +35,7 @@ export interface NativeOp {
   railValue(v: number | bigint): void;
 }
 
-/** The engine's operation kinds (engine.ts K_*). */
+/** The engine's operation kinds (op.ts K_*). */
 export const K_PUT = 0, K_GET = 1, K_ACC = 2, K_ATOMIC = 3, K_FLUSH = 4, K_LOCK = 5, K_UNLOCK = 6;
 
 interface NativeTarget {
