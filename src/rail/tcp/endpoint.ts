@@ -46,6 +46,8 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
   /** The other end of the open connection, for messages. */
   private remote = '';
   private outgoing: net.Socket | null = null;
+  /** Handshakes of the peer's connections to us under way: our own attempt waits for them (tryConnect). */
+  private accepting = 0;
   private connectDeadline = 0;
   private connectTries = 0;
   private lastConnectError = '';
@@ -240,6 +242,10 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
       return;
     }
     if (this.state !== State.CONNECTING || this.sock !== null) return;
+    // The peer's connection is being proven: it becomes the one (or, refused,
+    // its finish connects us). Dialling now could leave each side keeping the
+    // connection the other dropped, and what was written on it lost.
+    if (this.accepting > 0) return;
     const [host, portText] = splitAddress(this.peerAddress);
     if (this.outgoing !== null) return;
     const reader = new FrameReader(this.rail.env.params.tcpRecvBuffer, this.rail.caps.amHeaderMax, this.rail.env.params.tcpMaxFrame, this.rail.upcalls.activity);
@@ -315,9 +321,11 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     const from = `${s.remoteAddress}:${s.remotePort}`;
     const timer = setTimeout(() => { this.rail.counters.refused++; finish(false, 'handshake timed out'); }, env.params.handshakeTimeout);
     let done = false;
+    this.accepting++;
     const finish = (ok: boolean, why: string): void => {
       if (done) return;
       done = true;
+      this.accepting--;
       clearTimeout(timer);
       if (ok) {
         // Proven: the peer's connection wins over ours (it has the lower id, or we had none).
