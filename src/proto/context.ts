@@ -482,9 +482,15 @@ export class Context {
     if (ep.lane instanceof MultiLane) {
       const m = ep.lane;
       if (m.indexOf(lane) < 0) return;
-      // A lane closed by the peer on purpose: it finalized, and closes them all.
-      // One that failed: the others carry on, unless it was the last.
+      // A lane that failed, or that the peer closed on purpose before its BYE
+      // came (it gave up on that lane: no heartbeat answer in time), is lost
+      // alone while others live: its traffic moves to them. A peer that
+      // finalized closes them all, after its BYE.
       if (!graceful && m.laneFailed(lane, err.message)) return;
+      if (graceful && !ep.peerFinalized && m.laneFailed(lane, `closed by the peer (${err.message})`, true)) {
+        void lane.close().catch(() => undefined); // our half of the close: the rail forgets it, a rejoin starts afresh
+        return;
+      }
       if (graceful) m.laneClosed(lane);
       this.lanes.forget(m);
       m.shutdown();

@@ -4,7 +4,9 @@
 // on while one link is cut (an nftables rule that silently drops, the link
 // set down, a connection reset), and with tcp and udp lanes on one link while
 // all tcp is dropped: every message arrives once, in order, intact; the pause
-// is bounded by RAILCOMM_LANE_TIMEOUT; a healed link rejoins.
+// is bounded by RAILCOMM_LANE_TIMEOUT; a healed link rejoins. A lane one side
+// gives up on and closes is a lost lane on the other side too, not a peer
+// that finalized.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -88,3 +90,19 @@ test('tcp and udp lanes on one link while all tcp is dropped: the stream goes on
   assert.equal(r.lanes['tcp:l1'].failures, 1, JSON.stringify(r.lanes));
   assert.ok(r.lanes['udp:l1'].bytes > 0, JSON.stringify(r.lanes));
 });
+
+test('a lane the peer gives up on and closes is failed over, not taken for the peer finalizing', twoLinks, async () => {
+  // Rank 0 drops what comes from rank 1 over udp: its heartbeats on the udp lane go unanswered, it gives up on the lane and closes it.
+  // (First the rule an earlier test left, which drops tcp.)
+  const cut = `nft flush chain inet rclanes out && nft add chain inet rclanes in '{ type filter hook input priority 0; }' && nft add rule inet rclanes in ip saddr ${peerOn(1)} meta l4proto udp drop`;
+  const job = await railcomm(across('lane-given-up.mjs', [], ['--rails', 'tcp,udp']),
+    { limitMs: 90_000, env: { RAILCOMM_TCP_DEVICES: 'l1', LANE_TIMEOUT_0: '1000', LANE_CUT: cut, LANE_HEAL: 'nft flush chain inet rclanes in' } });
+  assert.deepEqual(linesWith(job.stdout, 'RESULT').map((l) => `${l.rank} ${l.rest}`).sort(), ['0 ok', '1 ok'], job.stdout + job.stderr);
+  assert.equal(job.code, 0, job.stderr);
+  assert.match(job.stderr, /\[0\].*lane udp:\S+ to peer failed \(no answer on it/);
+  const lanes1 = JSON.parse(linesWith(job.stdout, 'LANES').find((l) => l.rank === 1).rest);
+  const udp1 = Object.entries(lanes1).find(([name]) => name.startsWith('udp'))[1];
+  assert.equal(udp1.failures, 1, JSON.stringify(lanes1));
+  assert.match(udp1.lastFailure, /closed by the peer/);
+});
+

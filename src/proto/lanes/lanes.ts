@@ -88,7 +88,7 @@ export class Lanes {
         this.host.drain(ep);
       },
       ready: (m) => this.host.drain(m.owner as ProtoEndpoint),
-      log: (msg) => this.log.warn(msg),
+      log: (msg, quiet) => { if (quiet === true) this.log.debug(msg); else this.log.warn(msg); },
     };
     am.register(AM_LANE_ENV, 'lane-envelope', this.envHandler);
     am.register(AM_LANE_ACK, 'lane-ack', this.ackHandler);

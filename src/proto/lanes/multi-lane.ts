@@ -61,7 +61,8 @@ export interface LaneHost {
   laneJoined(multi: MultiLane, lane: Lane): void;
   /** The lanes can take sends again. */
   ready(multi: MultiLane): void;
-  log(msg: string): void;
+  /** A lane's fate; quiet ones at debug level. */
+  log(msg: string, quiet?: boolean): void;
 }
 
 /** A message kept until the peer acknowledged it: its envelope and inner header, and its payload. */
@@ -236,10 +237,12 @@ export class MultiLane implements RailEndpoint {
   }
 
   /**
-   * A lane's rail endpoint failed (or we gave up on it). Returns whether
+   * A lane's rail endpoint failed (or we gave up on it, or the peer closed
+   * it: `byPeer`, said at debug level only, since the peer that finalizes
+   * may close one lane before its BYE arrives on another). Returns whether
    * other lanes live: then what it may have lost is sent again on them.
    */
-  laneFailed(rep: RailEndpoint, why: string): boolean {
+  laneFailed(rep: RailEndpoint, why: string, byPeer = false): boolean {
     const i = this.indexOf(rep);
     if (i < 0) return this.liveCount > 0;
     const lane = this.lanes[i]!;
@@ -250,7 +253,7 @@ export class MultiLane implements RailEndpoint {
       lane.why = why;
       lane.outstanding = 0;
       if (this.liveCount > 0) {
-        this.host.log(`lane ${lane.rail.name} to peer failed (${why}); traffic moves to ${this.lanes.filter((l) => l.live).map((l) => l.rail.name).join(', ')}`);
+        this.host.log(`lane ${lane.rail.name} to peer failed (${why}); traffic moves to ${this.lanes.filter((l) => l.live).map((l) => l.rail.name).join(', ')}`, byPeer);
         this.resendFrom = this.keptHead < this.kept.length ? this.keptHead : -1;
         this.resendKept();
         this.host.laneFailed(this, lane);
