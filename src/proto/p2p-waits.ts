@@ -6,7 +6,7 @@
 import type { HangWait } from './hang.js';
 import { ANY_SOURCE } from './matching.js';
 import type { ProtoEndpoint } from './endpoint.js';
-import type { Rendezvous } from './rndv/rendezvous.js';
+import { largeSendText, type Rendezvous } from './rndv/rendezvous.js';
 import type { ContextState } from './context-state.js';
 import type { P2pHost } from './p2p.js';
 
@@ -20,7 +20,35 @@ const srcText = (src: number): string => (src === ANY_SOURCE ? 'ANY_SOURCE' : `r
 const tagText = (t: number): string => (t < 0 ? 'ANY_TAG' : String(t));
 const queuedText = (ep: ProtoEndpoint): string => `sends to world rank ${ep.rank} queued (${ep.lane === null ? 'peer address not resolved yet' : 'rail has no resources'})`;
 
-/** What this rank waits for, one line each (hang report). */
+/** Unexpected messages from one source shown one by one; more are summed up in one line. */
+const UNEXPECTED_SHOWN = 3;
+
+/**
+ * A context's unexpected messages, per source: a few one line each, more as
+ * one line that counts them (a rank with hundreds of them must not push what
+ * it waits for out of a report that is cut).
+ */
+function unexpectedLines(on: string, st: ContextState): string[] {
+  const bySrc = new Map<number, Array<{ tag: number; size: number }>>();
+  for (const u of st.queues.allArrived()) {
+    let l = bySrc.get(u.src);
+    if (l === undefined) bySrc.set(u.src, (l = []));
+    l.push({ tag: u.tag, size: u.size });
+  }
+  const out: string[] = [];
+  for (const [src, l] of bySrc) {
+    if (l.length <= UNEXPECTED_SHOWN) {
+      for (const u of l) out.push(`unexpected message on ${on} from rank ${src} tag ${u.tag}, ${u.size} B, not received yet`);
+      continue;
+    }
+    const tags = [...new Set(l.map((u) => u.tag))].sort((a, b) => a - b);
+    const bytes = l.reduce((n, u) => n + u.size, 0);
+    out.push(`${l.length} unexpected messages on ${on} from rank ${src} (tags ${tags.length > 8 ? `${tags.slice(0, 8).join(', ')}, ...` : tags.join(', ')}; ${bytes} B in all; the first tag ${l[0]!.tag}, ${l[0]!.size} B), not received yet`);
+  }
+  return out;
+}
+
+/** What this rank waits for, one line each (hang report): its own waits first, then what waits for it. */
 export function describePending(v: P2pWaitsView): string[] {
   const out: string[] = [];
   for (const [ctx, st] of v.contexts) {
@@ -28,10 +56,10 @@ export function describePending(v: P2pWaitsView): string[] {
       out.push(`receive on context ${ctx} from ${srcText(r.matchSrc)} tag ${tagText(r.matchTag)} (${r.buf.byteLength} B buffer), no matching message yet`);
     }
     for (const p of st.probes) out.push(`probe on context ${ctx} from ${srcText(p.matchSrc)} tag ${tagText(p.matchTag)}`);
-    for (const u of st.queues.allArrived()) out.push(`unexpected message on context ${ctx} from rank ${u.src} tag ${u.tag}, ${u.size} B, not received yet`);
   }
   v.rndv.describe(out);
   for (const ep of v.host.allEndpoints()) if (ep.hasPending) out.push(queuedText(ep));
+  for (const [ctx, st] of v.contexts) out.push(...unexpectedLines(`context ${ctx}`, st));
   return out.length > 0 ? out : ['nothing visible in the protocol layer (a request waits on the application)'];
 }
 
@@ -48,11 +76,15 @@ export function collectWaits(v: P2pWaitsView, out: HangWait[]): void {
       const any = p.matchSrc === ANY_SOURCE;
       out.push({ peer: any ? 'any' : world(p.matchSrc), what: `probe on ${on} from ${srcText(p.matchSrc)} tag ${tagText(p.matchTag)}` });
     }
-    for (const u of st.queues.allArrived()) out.push({ peer: null, what: `unexpected message on ${on} from rank ${u.src} tag ${u.tag}, ${u.size} B, not received yet` });
   }
-  for (const r of v.rndv.sends.values()) out.push({ peer: r.peerWorld, what: `large send (${r.buf.byteLength} B, tag ${r.tag}) to world rank ${r.peerWorld}: waiting for the receiver to post a matching receive` });
+  // Rendezvous in flight before the sends the peer has not matched: the former are this rank's own waits.
   for (const r of v.rndv.recvs.values()) out.push({ peer: r.peerWorld, what: `large receive from world rank ${r.peerWorld}: ${r.progressBytes} of ${r.bytes} B arrived` });
+  for (const r of v.rndv.sends.values()) out.push({ peer: r.peerWorld, what: largeSendText(r) });
   for (const ep of v.host.allEndpoints()) if (ep.hasPending) out.push({ peer: ep.rank, what: queuedText(ep) });
+  // Last: what waits for this rank (it names no peer this rank depends on).
+  for (const [ctx, st] of v.contexts) {
+    for (const what of unexpectedLines(`context ${ctx}${st.collective ? ' (collectives)' : ''}`, st)) out.push({ peer: null, what });
+  }
 }
 
 /**

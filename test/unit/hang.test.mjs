@@ -155,3 +155,30 @@ test('a rank that left: the board waits the reports\' timeout for a waiting rank
     if (!moves) assert.match(printed[0].join('\n'), /rank 0 waits on rank 1, which has finalized/);
   }
 });
+
+test('the waits list a rank\'s own waits first; hundreds of unexpected messages from one sender make one line', async () => {
+  const { collectWaits, describePending } = await import('../../dist/proto/p2p-waits.js');
+  const { newContextState } = await import('../../dist/proto/context-state.js');
+  const st = newContextState();
+  st.group = [0, 1, 2];
+  for (let i = 0; i < 500; i++) st.queues.pushArrived({ src: 1, tag: i % 3, size: i === 0 ? 20000 : 8 });
+  st.queues.pushArrived({ src: 2, tag: 5, size: 4 });
+  const view = {
+    host: { allEndpoints: () => [] },
+    contexts: new Map([[0, st]]),
+    rndv: {
+      sends: new Map(),
+      recvs: new Map([[1, { peerWorld: 1, progressBytes: 100, bytes: 70000 }]]),
+      describe: (out) => out.push('large receive from world rank 1: 100 of 70000 B arrived'),
+    },
+  };
+  const waits = [];
+  collectWaits(view, waits);
+  assert.deepEqual(waits.map((w) => w.what), [
+    'large receive from world rank 1: 100 of 70000 B arrived',
+    '500 unexpected messages on context 0 from rank 1 (tags 0, 1, 2; 23992 B in all; the first tag 0, 20000 B), not received yet',
+    'unexpected message on context 0 from rank 2 tag 5, 4 B, not received yet',
+  ]);
+  assert.equal(waits[0].peer, 1);
+  assert.deepEqual(describePending(view), waits.map((w) => w.what));
+});

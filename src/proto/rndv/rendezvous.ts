@@ -305,9 +305,14 @@ export class Rendezvous {
   }
 
   describe(out: string[]): void {
-    for (const r of this.sends.values()) out.push(`large send (${r.buf.byteLength} B, tag ${r.tag}) to world rank ${r.peerWorld}: waiting for the receiver to post a matching receive`);
+    for (const r of this.sends.values()) out.push(largeSendText(r));
     for (const r of this.recvs.values()) out.push(`large receive from world rank ${r.peerWorld}: ${r.progressBytes} of ${r.bytes} B arrived`);
   }
+}
+
+/** A large send that waits for its receiver, in the hang report's words. */
+export function largeSendText(r: Request): string {
+  return `large send (${r.buf.byteLength} B, tag ${r.tag}) to world rank ${r.peerWorld}: waiting for the receiver ${r.progressBytes > 0 ? `to confirm its data (${r.progressBytes} B sent)` : 'to match it (a receive posted there), or to finish taking its data'}`;
 }
 
 export function truncated(size: number, room: number, src: number, tag: number): RailcommError {
