@@ -52,6 +52,7 @@ export class World implements RequestWatcher {
         for (const r of ctx.rails) { const s = r.describeState?.() ?? null; if (s !== null) out.push({ peer: null, what: s }); }
         ctx.p2p.waits(out);
         ctx.rma.waits(out);
+        ctx.p2p.unexpectedWaits(out);
         // Another job's rank (ports, spawn) is no rank of this job's picture: named job:rank instead.
         for (const w of out) {
           if (typeof w.peer === 'number' && w.peer >= ctx.launch.size) { w.what += ` [${ctx.nameOf(w.peer)}]`; w.peer = null; }

@@ -81,7 +81,10 @@ export function collectWaits(v: P2pWaitsView, out: HangWait[]): void {
   for (const r of v.rndv.recvs.values()) out.push({ peer: r.peerWorld, what: `large receive from world rank ${r.peerWorld}: ${r.progressBytes} of ${r.bytes} B arrived` });
   for (const r of v.rndv.sends.values()) out.push({ peer: r.peerWorld, what: largeSendText(r) });
   for (const ep of v.host.allEndpoints()) if (ep.hasPending) out.push({ peer: ep.rank, what: queuedText(ep) });
-  // Last: what waits for this rank (it names no peer this rank depends on).
+}
+
+/** What waits for this rank: messages no receive took yet (they name no peer it depends on; listed after every wait). */
+export function collectUnexpected(v: P2pWaitsView, out: HangWait[]): void {
   for (const [ctx, st] of v.contexts) {
     for (const what of unexpectedLines(`context ${ctx}${st.collective ? ' (collectives)' : ''}`, st)) out.push({ peer: null, what });
   }

@@ -34,7 +34,7 @@ import {
 import { newContextState, type ContextState } from './context-state.js';
 import { Leaving, finalizedBeforeSending } from './leaving.js';
 import { AtCall, copyOut, EMPTY_BUF } from './at-call.js';
-import { collectWaits, describePending as describeWaits, waitsOn as waitsOnPeer, type P2pWaitsView } from './p2p-waits.js';
+import { collectUnexpected, collectWaits, describePending as describeWaits, waitsOn as waitsOnPeer, type P2pWaitsView } from './p2p-waits.js';
 
 export { Unexpected };
 
@@ -564,6 +564,11 @@ export class PointToPoint implements Canceller {
   /** What this rank waits for, each with the world rank it depends on (hang report; rare). */
   waits(out: HangWait[]): void {
     collectWaits(this.waitsView, out);
+  }
+
+  /** Messages that arrived and wait for a receive (hang report, after every rank's own waits; rare). */
+  unexpectedWaits(out: HangWait[]): void {
+    collectUnexpected(this.waitsView, out);
   }
 
   /** Whether this rank waits on the peer (rails' keepalive checks; rare). */

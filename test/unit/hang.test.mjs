@@ -157,7 +157,7 @@ test('a rank that left: the board waits the reports\' timeout for a waiting rank
 });
 
 test('the waits list a rank\'s own waits first; hundreds of unexpected messages from one sender make one line', async () => {
-  const { collectWaits, describePending } = await import('../../dist/proto/p2p-waits.js');
+  const { collectWaits, collectUnexpected, describePending } = await import('../../dist/proto/p2p-waits.js');
   const { newContextState } = await import('../../dist/proto/context-state.js');
   const st = newContextState();
   st.group = [0, 1, 2];
@@ -174,6 +174,8 @@ test('the waits list a rank\'s own waits first; hundreds of unexpected messages 
   };
   const waits = [];
   collectWaits(view, waits);
+  assert.equal(waits.length, 1);
+  collectUnexpected(view, waits);
   assert.deepEqual(waits.map((w) => w.what), [
     'large receive from world rank 1: 100 of 70000 B arrived',
     '500 unexpected messages on context 0 from rank 1 (tags 0, 1, 2; 23992 B in all; the first tag 0, 20000 B), not received yet',
