@@ -73,3 +73,34 @@ test('tcp: a rank proving the peer\'s connection does not dial the peer meanwhil
     bListener.close();
   }
 });
+
+test('tcp: a HELLO that never proves the key holds our own connection attempt back only a moment', async () => {
+  const jobId = 78, jobKey = newJobKey();
+  const A = (BigInt(jobId) << 32n) | 0n, B = (BigInt(jobId) << 32n) | 1n;
+  const rail = await TcpRail.open({ component: 'tcp', name: 'lo', kind: 'loopback', address: '127.0.0.1' }, {
+    self: A, jobId, jobKey, params: resolveParams({}, { RAILCOMM_CONNECT_TIMEOUT: '1500' }), log: quiet,
+    upcalls: { am: [], ready() {}, failed() {}, accepted() {}, activity() {} },
+  });
+  let dialledAt = 0;
+  const held = [];
+  const bListener = net.createServer((s) => { dialledAt ||= performance.now(); held.push(s); });
+  await new Promise((r) => bListener.listen(0, '127.0.0.1', r));
+  const [host, port] = splitAddress(rail.address());
+  const stranger = net.connect({ host, port: Number(port) });
+  try {
+    await once(stranger, 'connect');
+    // Someone who claims to be B but will never prove it.
+    stranger.write(encodeHello({ jobId, from: B, to: A, nonce: nonce() }));
+    await readBytes(stranger, CHALLENGE_BYTES);
+    const t0 = performance.now();
+    rail.endpoint(B, `127.0.0.1:${bListener.address().port}`).sendCopy(9, new Uint8Array(4), 4, null);
+    while (dialledAt === 0 && performance.now() - t0 < 3000) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(dialledAt > 0, 'A never dialled B while a stranger\'s handshake was pending');
+    assert.ok(dialledAt - t0 < 1500, `A dialled B only after ${Math.round(dialledAt - t0)} ms`);
+  } finally {
+    stranger.destroy();
+    for (const s of held) s.destroy();
+    bListener.close();
+    await rail.close();
+  }
+});

@@ -46,8 +46,9 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
   /** The other end of the open connection, for messages. */
   private remote = '';
   private outgoing: net.Socket | null = null;
-  /** Handshakes of the peer's connections to us under way: our own attempt waits for them (tryConnect). */
+  /** Handshakes of the peer's connections to us under way, and since when (ms): our own attempt waits for them a moment (tryConnect). */
   private accepting = 0;
+  private acceptingSince = 0;
   private connectDeadline = 0;
   private connectTries = 0;
   private lastConnectError = '';
@@ -244,8 +245,13 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     if (this.state !== State.CONNECTING || this.sock !== null) return;
     // The peer's connection is being proven: it becomes the one (or, refused,
     // its finish connects us). Dialling now could leave each side keeping the
-    // connection the other dropped, and what was written on it lost.
-    if (this.accepting > 0) return;
+    // connection the other dropped, and what was written on it lost. Only for
+    // ACCEPT_GRACE_MS: a HELLO is a mere claim, and a stranger sending them
+    // must not keep us from the real peer.
+    if (this.accepting > 0) {
+      const wait = this.acceptingSince + ACCEPT_GRACE_MS - Date.now();
+      if (wait > 0) { if (this.retryTimer === null) this.retryIn(wait); return; }
+    }
     const [host, portText] = splitAddress(this.peerAddress);
     if (this.outgoing !== null) return;
     const reader = new FrameReader(this.rail.env.params.tcpRecvBuffer, this.rail.caps.amHeaderMax, this.rail.env.params.tcpMaxFrame, this.rail.upcalls.activity);
@@ -321,7 +327,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     const from = `${s.remoteAddress}:${s.remotePort}`;
     const timer = setTimeout(() => { this.rail.counters.refused++; finish(false, 'handshake timed out'); }, env.params.handshakeTimeout);
     let done = false;
-    this.accepting++;
+    if (this.accepting++ === 0) this.acceptingSince = Date.now();
     const finish = (ok: boolean, why: string): void => {
       if (done) return;
       done = true;
@@ -339,7 +345,11 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
       this.rail.handshakeDone(s);
       // If we still have something to say to this peer, connect ourselves.
       if (this.state === State.IDLE && (this.staged.length > 0 || this.batchLen > 0)) this.startConnect();
-      else if (this.state === State.CONNECTING && this.outgoing === null && this.retryTimer === null) this.tryConnect();
+      else if (this.state === State.CONNECTING && this.outgoing === null && this.accepting === 0) {
+        // (A retry due later was ours waiting for this handshake, or for the peer's connection that lost: dial now.)
+        if (this.retryTimer !== null) { clearTimeout(this.retryTimer); this.retryTimer = null; }
+        this.tryConnect();
+      }
       else if (this.state === State.IDLE && this.closeWhenOpen) { this.state = State.CLOSING; this.finishClose(); }
     };
     s.write(encodeChallenge(HS_CHALLENGE, 0, myNonce, mac(this.pairKey(), 'railcomm-tcp-A', peerNonce, myNonce, ids)));
@@ -542,6 +552,9 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     for (const f of w) f();
   }
 }
+
+/** How long our own connection attempt waits while the peer's connection to us is being proven (ms). */
+const ACCEPT_GRACE_MS = 500;
 
 export function splitAddress(a: string): [string, string] {
   const i = a.lastIndexOf(':');
