@@ -8,27 +8,22 @@
 import type { Device, Rail, RailCaps, RailEnv, RailMemory, RailRemoteKey, RxFrame } from '../api.js';
 import { SummedTrafficCounters } from '../../core/counters.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
-import { endpointId, formatId, jobOf, rankOf } from '../../core/ids.js';
+import { jobOf, rankOf } from '../../core/ids.js';
 import { hostKey } from '../../core/host.js';
 import { cleanupOnSignal } from '../../core/signal-cleanup.js';
-import { shmJobPrefix } from '../../native/addon.js';
 import { readValue } from '../../proto/rma/apply.js';
-import { FI_OP, FI_TYPE, estimates, nativeAtomicCount, packKey, unpackKey, type OfiRemoteKey } from './rma.js';
+import { FI_OP, FI_TYPE, nativeAtomicCount, packKey, unpackKey, type OfiRemoteKey } from './rma.js';
 import { EV_DONE, EV_ERROR, EV_RECV, EVENT_WORDS, type OfiBinding, type OfiInfo, type OfiOpened } from './native.js';
 import { OfiEndpoint } from './endpoint.js';
-import { isPeerError } from './peer-errors.js';
 import { OpTable } from './ops.js';
+import { RX_COUNT, nativeAtomicsOff, ofiCaps, openEndpoint, whyNotReach } from './open.js';
+import { describeOfiRail } from './describe.js';
+import { completionError, controlFrame } from './peers.js';
 import {
-  AM_CONTROL, COPY_MAX, F_BYE, F_HELLO, F_PING, FRAME_HEAD, HEAD_PAYLOAD_MAX, HEADER_MAX, MAC_BYTES, checkMac, decodeAddress, encodeAddress,
-  headAm, headFlags, headHdrLen, headJob, headPayLen, headRank, headSeq, helloMac,
+  AM_CONTROL, FRAME_HEAD, HEAD_PAYLOAD_MAX, HEADER_MAX, decodeAddress, encodeAddress,
+  headAm, headFlags, headHdrLen, headJob, headPayLen, headRank, headSeq,
 } from './wire.js';
 
-/** Largest frame payload: what one receive slot holds past the head and header. */
-const ZCOPY_MAX = 131072;
-const RX_SLOT = FRAME_HEAD + HEADER_MAX + ZCOPY_MAX;
-const RX_COUNT = 32;
-const SMALL_ENTRIES = 4096;
-const LARGE_ENTRIES = 32;
 const EVENTS = 256;
 /** How often peers on this host are checked for life (ms). */
 const LIVENESS_MS = 500;
@@ -105,20 +100,7 @@ export class OfiRail implements Rail {
   closing = false;
   /** finalize() began (beginFinalize): a peer that cannot be reached now finalized first. */
   finalizing = false;
-  /**
-   * Native atomics refused on this provider (emulated there), from what
-   * libfabric 1.17 did here: shm frees an atomic's command slot before it
-   * reads the operation from it, so atomics from two origins at once to one
-   * target land on the wrong elements (sums and maxima wrong with 3 ranks,
-   * right with 2); udp;ofi_rxd crashes in progress with two fetching atomics
-   * to one peer in flight. And on a provider with automatic data progress
-   * (sockets): its own thread applies native atomics while the target's
-   * JavaScript applies emulated ones (an origin emulates an atomic that found
-   * the transmit queue full), and the two read-modify-writes interleave: CI
-   * saw a fetch-and-add total of 79 for 80 from 4 ranks. Where the provider
-   * applies them in our own poll (manual progress) they cannot interleave.
-   * RAILCOMM_OFI_NATIVE_ATOMICS=1 forces them on.
-   */
+  /** Native atomics refused on this provider, emulated there (open.ts nativeAtomicsOff says which and why). */
   private readonly atomicsOff: boolean;
   private readonly valueWords = new Int32Array(2);
   private readonly valueView = new DataView(this.valueWords.buffer);
@@ -133,26 +115,7 @@ export class OfiRail implements Rail {
     this.rank = rankOf(env.self);
     this.job = jobOf(env.self);
     this.host = hostKey();
-    const options = {
-      provider: info.provider, domain: info.domain, addrFormat: info.addrFormat,
-      rxSlot: RX_SLOT, rxCount: RX_COUNT, smallCount: SMALL_ENTRIES, largeBytes: FRAME_HEAD + HEADER_MAX + COPY_MAX, largeCount: LARGE_ENTRIES,
-      // udp;ofi_rxd takes injects past its transmit queue and then stalls (1.17): every frame gets a completion there.
-      inject: !info.provider.startsWith('udp;ofi_rxd'),
-      waitFd: env.params.ofiWaitFd,
-      // shm names its /dev/shm file after the endpoint: under the job's prefix, railcomm run removes what a killed rank left.
-      ...(info.provider === 'shm' ? { node: `${shmJobPrefix(env.jobId, env.jobKey)}ofi${this.rank}-${process.pid}` } : {}),
-    };
-    const contexts = sepContexts(env.params, info, env.threadRanks ?? 1);
-    let opened: OfiOpened | null = null;
-    if (contexts > 1) {
-      try {
-        opened = b.open({ ...options, contexts });
-      } catch (e) {
-        // A provider that lists contexts but will not share a domain this way: an endpoint of this rank's own.
-        env.log.warn(`ofi (${info.provider}): no scalable endpoint of ${contexts} contexts (${(e as Error).message}); this rank opens an endpoint of its own (RAILCOMM_OFI_SEP=0 says so up front)`);
-      }
-    }
-    this.opened = opened ?? b.open(options);
+    this.opened = openEndpoint(env, b, info, this.rank);
     this.h = this.opened.handle;
     b.setEvents(this.h, this.events, this.hold);
     b.setHead(this.h, this.head);
@@ -160,15 +123,8 @@ export class OfiRail implements Rail {
     this.rxView = new DataView(this.opened.rx);
     this.rx = { buf: this.rxBuf, view: this.rxView, hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null, words: null };
     this.gathers = this.opened.iovLimit >= 2;
-    this.atomicsOff = (info.provider === 'shm' || info.provider.startsWith('udp;ofi_rxd') || this.opened.dataProgress === 'auto') && process.env['RAILCOMM_OFI_NATIVE_ATOMICS'] !== '1';
-    const zcopy = this.gathers ? Math.min(ZCOPY_MAX, this.opened.rxSlot - FRAME_HEAD - HEADER_MAX) : COPY_MAX;
-    this.caps = {
-      reliable: true, ordered: true,
-      amHeaderMax: HEADER_MAX, amShortMax: 1024,
-      amCopyMax: COPY_MAX, amZcopyMax: zcopy,
-      put: true, get: true, atomics: true, syncWait: 'queue',
-      ...estimates(info.provider, device.kind),
-    };
+    this.atomicsOff = nativeAtomicsOff(info.provider, this.opened);
+    this.caps = ofiCaps(this.opened, info, device, this.gathers);
     this.myAddress = encodeAddress({ provider: info.provider, domain: info.domain, host: this.host, pid: process.pid, name: this.opened.name, ctx: this.opened.context });
     if (this.opened.contexts > 1) env.log.debug(`ofi (${this.provider}): context ${this.opened.context} of a scalable endpoint of ${this.opened.contexts}, shared with this process's other thread ranks`);
     this.waits = b.watch(this.h, this.onReadable);
@@ -194,25 +150,9 @@ export class OfiRail implements Rail {
     return this.myAddress;
   }
 
-  /**
-   * Same provider and domain kind; shm and loopback domains only on this host;
-   * a context other than the first of a peer's scalable endpoint only from a
-   * scalable endpoint (a plain endpoint's address vector cannot name contexts).
-   */
+  /** Why this rank's endpoint cannot reach a peer's address (open.ts whyNotReach), or null. */
   whyNot(address: string): string | null {
-    const a = decodeAddress(address);
-    if (a === null) return 'its address is not an ofi address';
-    if (a.provider !== this.provider) return `it uses provider ${a.provider}, this rank ${this.provider}`;
-    if (a.ctx > 0 && this.opened.contexts === 0) {
-      return `its address is context ${a.ctx} of a scalable endpoint, which this rank's plain endpoint cannot name (the job's processes must agree on RAILCOMM_OFI_SEP and RAILCOMM_OFI_CONTEXTS; a warning says where a scalable endpoint could not open)`;
-    }
-    if (a.ctx > 0 && a.ctx >= contextSpan(this.opened.contexts)) {
-      return `its address is context ${a.ctx} of a scalable endpoint, past the ${contextSpan(this.opened.contexts)} this rank's can name (the job's processes must agree on RAILCOMM_OFI_CONTEXTS)`;
-    }
-    if ((this.provider === 'shm' || this.device.kind === 'loopback') && a.host !== this.host) {
-      return `it is on host ${a.host}, and ${this.provider === 'shm' ? 'the shm provider' : 'a loopback device'} reaches this host (${this.host}) only`;
-    }
-    return null;
+    return whyNotReach(decodeAddress(address), this.provider, this.opened.contexts, this.host, this.device.kind);
   }
 
   /** fi_getname bytes of a peer's address and its context (-1: a plain endpoint), if it is one of this provider's. */
@@ -262,7 +202,7 @@ export class OfiRail implements Rail {
           const type = ev[o]!;
           if (type === EV_RECV) this.received(ev[o + 1]!, ev[o + 2]!);
           else if (type === EV_DONE) this.ops.complete(ev[o + 1]! >>> 0, ev[o + 4] === 6 || ev[o + 4] === 7 ? this.decode(o) : null);
-          else if (type === EV_ERROR) this.errored(o);
+          else if (type === EV_ERROR) completionError(this, ev, o, this.endpoints);
         }
         if (freed > 0 && this.blocked.size > 0 && this.roomy()) this.redrive();
         if (n < EVENTS) break;
@@ -295,36 +235,10 @@ export class OfiRail implements Rail {
    * rank), as of the last poll; null when there is none of these.
    */
   describeState(): string | null {
-    const ev = this.events;
-    let early = 0;
-    for (const m of this.early) if (m !== undefined) early += m.size;
-    const ranks = (eps: Iterable<OfiEndpoint>): string => [...eps].map((e) => formatId(e.peer)).join(' ');
-    const parts: string[] = [];
-    if (this.ops.count > 0) parts.push(`${this.ops.count} operations waiting for their completion`);
-    if (ev[3]! > 0) parts.push(`${ev[3]} transmits in flight at the last poll`);
-    if (ev[2]! > 0) parts.push(`${ev[2]} waiting in the binding for the provider to take them`);
-    if (early > 0) parts.push(`${early} frames kept until the ones before them arrive (${this.heldSlots} receive slots held; ${this.describeEarly()})`);
-    if (this.counters.badFrames > 0) parts.push(`${this.counters.badFrames} malformed or stale frames dropped`);
-    if (this.blocked.size > 0) parts.push(`senders waiting for room: ${ranks(this.blocked)}`);
-    if (this.retrying.size > 0) parts.push(`senders waiting for a connection: ${ranks(this.retrying)}`);
-    return parts.length === 0 ? null : `ofi rail ${this.name}: ${parts.join('; ')}`;
-  }
-
-  /** Per sender whose frames wait: the frame it waits for and the range it holds ("rank 2 waits for #331, holds 110 of #387-#496"). */
-  private describeEarly(): string {
-    const from: string[] = [];
-    this.early.forEach((m, rank) => {
-      if (m === undefined || m.size === 0) return;
-      const next = this.rxNext[rank] ?? 0;
-      let lo = 0xffffffff, hi = 0;
-      for (const s of m.keys()) {
-        const d = (s - next) >>> 0;
-        if (d < lo) lo = d;
-        if (d > hi) hi = d;
-      }
-      from.push(`rank ${rank} waits for #${next}, holds ${m.size} of #${(next + lo) >>> 0}-#${(next + hi) >>> 0}`);
+    return describeOfiRail({
+      name: this.name, events: this.events, opsWaiting: this.ops.count, badFrames: this.counters.badFrames,
+      early: this.early, rxNext: this.rxNext, heldSlots: this.heldSlots, blocked: this.blocked, retrying: this.retrying,
     });
-    return from.join(', ');
   }
 
   /** Senders whose connection retry is due: the layer above tries them again. */
@@ -405,7 +319,7 @@ export class OfiRail implements Rail {
       return;
     }
     const ep = this.byRank[rank];
-    if (am === AM_CONTROL) { this.control(ep, rank, buf, headFlags(v, off), off + FRAME_HEAD, hdrLen, payLen); return; }
+    if (am === AM_CONTROL) { controlFrame(this, this.host, ep, rank, buf, headFlags(v, off), off + FRAME_HEAD, hdrLen, payLen); return; }
     if (ep === undefined || !ep.heard || ep.failed) { this.counters.refused++; return; }
     const h = this.env.upcalls.am[am];
     if (h === undefined) { ep.abort(`unknown active message id ${am}`); return; }
@@ -422,58 +336,6 @@ export class OfiRail implements Rail {
       rx.placed = target;
     }
     h.recv(ep, rx);
-  }
-
-  /** The rail's own frames: a peer's HELLO (it may send now) and BYE (it finalized). */
-  private control(ep: OfiEndpoint | undefined, rank: number, buf: Buffer, flags: number, hdrOff: number, hdrLen: number, payLen: number): void {
-    if (flags === F_PING) return;
-    if (flags === F_BYE) {
-      if (ep !== undefined && ep.heard) ep.peerClosed();
-      return;
-    }
-    if (flags !== F_HELLO || hdrLen !== MAC_BYTES) { this.counters.badFrames++; return; }
-    const address = buf.toString('utf8', hdrOff + hdrLen, hdrOff + hdrLen + payLen);
-    const from = endpointId(this.job, rank);
-    const mac = buf.subarray(hdrOff, hdrOff + MAC_BYTES);
-    if (!checkMac(helloMac(this.env.jobKey, from, this.env.self, address), mac)) {
-      this.counters.refused++;
-      this.env.log.warnEvery('ofi-bad-hello', `ofi: refused a HELLO claiming to be ${formatId(from)}: it does not prove this job's key`);
-      return;
-    }
-    if (ep !== undefined && ep.failed) return; // dropped: it stays dropped
-    const e = ep ?? this.endpoint(from, address);
-    if (e.address === '') e.address = address;
-    const a = decodeAddress(address);
-    if (e.pid === 0 && a !== null && a.host === this.host && a.pid !== process.pid) e.pid = a.pid;
-    e.heard = true;
-    this.newPeer();
-    this.env.upcalls.accepted(e);
-  }
-
-  private errored(o: number): void {
-    const ev = this.events;
-    const id = ev[o + 1]! >>> 0;
-    const err = ev[o + 5]!;
-    const text = this.b.errText(this.h, ev[o + 7]!);
-    const kind = ev[o + 2]!;
-    const ep = id !== 0 ? this.ops.ownerOf(id) : this.epOfAddr(ev[o + 3]!);
-    // One-sided operations fail alone (a bad key, a range); a failed send means the peer cannot be reached.
-    if (kind >= 3 && id !== 0) {
-      this.ops.fail(id, new RailcommError(ErrorCode.PEER_FAILED, `ofi (${this.provider}): a one-sided operation${ep !== null ? ` to ${formatId(ep.peer)}` : ''} failed: ${text}`));
-      if (!isPeerError(err)) return;
-    }
-    if (id !== 0) this.ops.fail(id, new RailcommError(ErrorCode.PEER_FAILED, `ofi (${this.provider}): a send failed: ${text}`));
-    // (Finalizing, a peer the provider cannot reach finalized first, as at a send: endpoint.ts sendFailed.)
-    if (ep !== null && this.finalizing && isPeerError(err)) { this.env.log.debug(`ofi (${this.provider}): ${formatId(ep.peer)} unreachable while finalizing: ${text}`); ep.peerClosed(); }
-    else if (ep !== null) ep.fail(`the provider reports: ${text}`, false);
-    else if (this.closing) this.env.log.debug(`ofi (${this.provider}): completion error while closing: ${text}`);
-    else this.env.log.warnEvery('ofi-cq-error', `ofi (${this.provider}): completion error: ${text}`);
-  }
-
-  private epOfAddr(fiAddr: number): OfiEndpoint | null {
-    if (fiAddr < 0) return null;
-    for (const ep of this.endpoints.values()) if (ep.fiAddrIs(fiAddr)) return ep;
-    return null;
   }
 
   /** Progress polled us and found nothing: hand nothing back (no rings here). */
@@ -629,27 +491,5 @@ export class OfiRail implements Rail {
   }
 }
 
-/**
- * Contexts of the scalable endpoint this rank's rail shares with its process's
- * other thread ranks, or 0 for a plain endpoint of its own: where the provider
- * offers several contexts, RAILCOMM_OFI_SEP is on, and the process runs
- * several thread ranks (RailEnv.threadRanks) or RAILCOMM_OFI_CONTEXTS asks for
- * at least 2; at most the provider's maximum.
- */
-export function sepContexts(params: { ofiSep: boolean; ofiContexts: number }, info: Pick<OfiInfo, 'maxTxContexts' | 'maxRxContexts'>, threads: number): number {
-  const most = Math.min(info.maxTxContexts, info.maxRxContexts, 256);
-  if (!params.ofiSep || most < 2) return 0;
-  const want = params.ofiContexts > 0 ? params.ofiContexts : threads;
-  return want < 2 ? 0 : Math.min(want, most);
-}
-
-/** Receive contexts an address vector made for a scalable endpoint of n contexts can name (2^ceil(log2 n): its rx_ctx_bits). */
-function contextSpan(n: number): number {
-  let s = 1;
-  while (s < n) s <<= 1;
-  return s;
-}
-
-
-
+export { sepContexts } from './open.js';
 export type { OfiRemoteKey } from './rma.js';
