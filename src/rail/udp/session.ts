@@ -2,14 +2,14 @@
 // sequence numbers, the send window paced by the peer's credits and a
 // congestion window, cumulative ACKs (piggy-backed or explicit), retransmission
 // through the hotel and the retransmit list, the receive window (then
-// reassembly.ts). The rail supplies the
-// sockets and clocks through SessionHost, so tests can drive it over a fake link.
+// reassembly.ts). The rail supplies the sockets and clocks through
+// SessionHost (session-host.ts), so tests can drive it over a fake link.
 
-import type { Checkout, Guest, GuestList, Hotel } from '../../core/hotel.js';
-import type { TrafficCounters } from '../../core/counters.js';
-import type { AmHandler, Completion, RailEndpoint } from '../api.js';
+import type { Checkout, Guest } from '../../core/hotel.js';
+import type { Completion } from '../api.js';
 import type { RailcommError } from '../../core/errors.js';
-import type { UdpCounters } from './counters.js';
+import type { SessionHost, SessionOwner } from './session-host.js';
+import { Congestion, countStall } from './congestion.js';
 import { Frag, SEG_OVERHEAD, Segment } from './segment.js';
 import { RttEstimator } from './rtt.js';
 import { datagramSum } from './checksum.js';
@@ -25,71 +25,7 @@ import {
 /** Datagrams at least this long carry CRC32C when this process has it in hardware. */
 const CRC_FROM_BYTES = 512;
 
-export interface SessionLimits {
-  /** Largest AM header. */
-  readonly hdrMax: number;
-  /** Largest fragment payload (reassembly bound). */
-  readonly fragMax: number;
-  /** Largest datagram on the priority channel, and on the data channel. */
-  readonly tinyMax: number;
-  readonly dataMax: number;
-  /** Send and receive window in segments (a power of two). */
-  readonly window: number;
-  /** Initial retransmission timeout and its floor (ms). */
-  readonly rtoMs: number;
-  readonly rtoFloorMs: number;
-  /** Queued bytes past which sendCopy answers no-resource. */
-  readonly highWater: number;
-  /** Checksum only the headers (RAILCOMM_UDP_CHECKSUM=0). */
-  readonly headerSumOnly?: boolean;
-  /** Checksum with CRC32C (this process has it in hardware). */
-  readonly crc32c?: boolean;
-}
-
-export interface SessionHost {
-  readonly hotel: Hotel;
-  /** The rail's retransmit list (segments whose timer fired, or fast retransmits). */
-  readonly retx: GuestList;
-  readonly counters: UdpCounters;
-  readonly handlers: ReadonlyArray<AmHandler | undefined>;
-  readonly limits: SessionLimits;
-  now(): number;
-  segment(tiny: boolean): Segment;
-  frag(): Frag;
-  release(seg: Segment): void;
-  releaseFrag(f: Frag): void;
-  /** Put one datagram on the wire to the session's peer. */
-  transmit(s: Session, buf: Buffer, len: number, prio: boolean): void;
-  /** Whether a tiny segment may go out on the priority channel right now (it is idle). */
-  prioIdle(): boolean;
-  /** The session has queued segments that progress should post. */
-  wantPass(s: Session): void;
-  /**
-   * A segment waits in the hotel: keep the timer that advances it running.
-   * A segment sent outside the host's own passes (a send from the rank's code)
-   * and then lost draws no ACK and no later datagram, so only this timer can
-   * ever retransmit it.
-   */
-  armTimer(): void;
-  /** The session owes its peer an ACK (urgent: a duplicate or out-of-order arrival). */
-  wantAck(s: Session, urgent: boolean): void;
-  /** Credit to grant the peer (bytes it may have in flight to us). */
-  grant(s: Session): number;
-}
-
-/** What the session tells the endpoint that owns it. */
-export interface SessionOwner {
-  readonly endpoint: RailEndpoint;
-  readonly counters: TrafficCounters;
-  /** The peer's BYE arrived (it closed in order). */
-  bye(): void;
-  /** The peer sent something that cannot be true. */
-  protocolError(why: string): void;
-  /** Nothing queued and nothing unacknowledged. */
-  drained(): void;
-  /** Queued bytes fell back under the high-water mark after a no-resource answer. */
-  roomAgain(): void;
-}
+export type { SessionHost, SessionLimits, SessionOwner } from './session-host.js';
 
 /** From this send of a segment on (its second retransmission), it goes out in two copies. */
 export const TWO_COPIES_FROM = 3;
@@ -130,11 +66,8 @@ export class Session {
    * credit is sized to its socket buffer and bounds the flight anyway.
    */
   cwnd = 1 << 30;
-  private ssthresh = 1 << 30;
-  /** Loss episode: losses before recoverEnd (txNext when it began) belong to it. */
-  private inEpisode = false;
-  private recoverEnd = 0;
-  private episodeLosses = 0;
+  /** What halves and regrows cwnd (congestion.ts). */
+  private readonly cc = new Congestion();
   /** Transmissions so far (orders them per channel for loss evidence; a double from the start: it passes 2^31 in a long job). */
   private txCount = -0;
   private queue: Array<Segment | Frag> = [];
@@ -274,42 +207,6 @@ export class Session {
     return seqDiff(this.txNext, this.txBase) < this.host.limits.window && (this.flight === 0 || this.flight + weight <= Math.min(this.credit, this.cwnd));
   }
 
-  /** Count why pump stopped with segments left to post (--stats). */
-  private stalled(weight: number): false {
-    const c = this.host.counters;
-    if (seqDiff(this.txNext, this.txBase) >= this.host.limits.window) c.stallsWindow++;
-    else if (this.flight + weight > this.credit) c.stallsCredit++;
-    else c.stallsCwnd++;
-    return false;
-  }
-
-  /**
-   * Segment `seq` was lost. The first loss opens an episode that lasts until
-   * everything in flight then is acknowledged; a second loss inside it halves
-   * the congestion window, once per episode.
-   */
-  private lost(seq: number): void {
-    if (!this.inEpisode || !seqLt(seq, this.recoverEnd)) {
-      this.inEpisode = true;
-      this.recoverEnd = this.txNext;
-      this.episodeLosses = 1;
-      return;
-    }
-    if (++this.episodeLosses !== 2) return;
-    const floor = 4 * (this.host.limits.dataMax + SEG_OVERHEAD);
-    this.ssthresh = Math.max(floor, Math.min(this.flight, this.credit) / 2);
-    this.cwnd = this.ssthresh;
-    this.host.counters.windowCuts++;
-  }
-
-  /** `w` weighted bytes were acknowledged: grow the window (fast below ssthresh, then by about a segment per window). */
-  private grow(w: number): void {
-    if (this.cwnd >= 1 << 30) return;
-    if (this.cwnd < this.ssthresh) this.cwnd += w;
-    else this.cwnd += Math.max(1, (w * (this.host.limits.dataMax + SEG_OVERHEAD)) / this.cwnd);
-    if (this.cwnd > 4 * this.credit) this.cwnd = 1 << 30; // no loss for long: back to credits alone
-  }
-
   /** Post what the window and credits allow, in order. True when this pass emptied the queue (sends made in roomAgain may have queued more). */
   pump(): boolean {
     const lim = this.host.limits;
@@ -353,7 +250,7 @@ export class Session {
     }
     this.compact();
     // Counted before roomAgain, whose sends may pump again.
-    if (stall > 0) this.stalled(stall);
+    if (stall > 0) countStall(this, stall);
     const empty = this.qHead === this.queue.length;
     // At a stall too: a queue that drains ACK by ACK gives room back at half the mark.
     if (this.wantRoom && this.queuedBytes <= this.host.limits.highWater / 2) {
@@ -444,7 +341,7 @@ export class Session {
       // Not a timeout: the peer reported this hole, and the copy we waited for did not fill it.
       this.holeArmed = false;
       this.toRetransmit(seg);
-      this.lost(seg.seq);
+      this.cc.lost(this, seg.seq);
       this.host.counters.fastRetransmits++;
       return;
     }
@@ -553,7 +450,7 @@ export class Session {
       }
       if (clean) this.rtt.sample(this.host.now() - newestSent);
       this.rtt.progress();
-      this.grow(before - this.flight);
+      this.cc.grow(this, before - this.flight);
       this.holeArmed = false;
       this.txBase = seqAdd(ack, 1);
       if (this.qHead < this.queue.length) this.host.wantPass(this);
@@ -587,7 +484,7 @@ export class Session {
     const wait = Math.max(1, Math.min(this.rtt.rto / 2, this.rtt.srtt * 2));
     if (proof || this.host.now() - seg.sentAt >= wait) {
       this.toRetransmit(seg);
-      this.lost(seg.seq);
+      this.cc.lost(this, seg.seq);
       this.host.counters.fastRetransmits++;
     } else if (seg.gList !== this.host.retx) {
       // Look again when that wait is over: no further ACK may come to say so
