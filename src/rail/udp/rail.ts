@@ -4,7 +4,7 @@
 // sends retransmissions, then posts for ready endpoints, then explicit ACKs;
 // a coarse timer backs the hotel and delayed ACKs up while anything is pending.
 
-import dgram from 'node:dgram';
+import type dgram from 'node:dgram';
 import { randomInt } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { AmHandler, Device, Rail, RailCaps, RailEnv, RailUpcalls } from '../api.js';
@@ -18,45 +18,25 @@ import { Session, expireToSession, type SessionHost, type SessionLimits } from '
 import { UdpEndpoint } from './endpoint.js';
 import { Handshakes, type HandshakeHost } from './handshake.js';
 import { Keepalive, type KeepaliveHost } from './keepalive.js';
-import { crcInHardware, datagramSum } from './checksum.js';
+import { datagramSum } from './checksum.js';
 import { datagramMac } from './mac.js';
 import { nonce } from '../../core/auth.js';
 import { FaultInjector, parseFaults, type FaultWire } from './faults.js';
 import { loadNative, type NativeAddon } from '../../native/addon.js';
 import { seqAdd } from '../../core/seq.js';
 import {
-  ACK_BYTES, Bad, COMMON_BYTES, FRAG_BYTES, HS_AUTH, T_HELLO, T_PROOF, T_RESET,
+  ACK_BYTES, Bad, COMMON_BYTES, HS_AUTH, T_HELLO, T_PROOF, T_RESET,
   checkDatagram, getSeq, getSum, getToken, getType, isMac,
 } from './wire.js';
 import { Tombstones } from './tombs.js';
+import { FRAG_MAX, HDR_MAX, sessionLimits, udpCaps } from './limits.js';
+import { bindSocket, socketFd, udpSocket } from './sockets.js';
 
-/** Largest AM header carried. */
-const HDR_MAX = 256;
-/** Largest fragment: one sendZcopy / sendCopy (rendezvous chunks are 1 MiB by default). */
-const FRAG_MAX = 4 << 20;
-const COPY_MAX = 1 << 20;
-/** Queued bytes per peer before sendCopy answers no-resource. */
-const HIGH_WATER = 16 << 20;
 /** The backstop timer's period (ms); the hotel's resolution is 1 ms. */
 const TICK_MS = 2;
-/** Lowest retransmission timeout (ms): Node's timers and pauses are millisecond-grained. */
-const RTO_FLOOR_MS = 5;
 const EMPTY = Buffer.alloc(0);
 /** Data segments a pass posts with one sendmmsg (the addon's limit). */
 const BATCH_MAX = 256;
-/**
- * The fd of a bound dgram socket, for the addon's sendmmsg; -1 where it
- * cannot be found. Node keeps the handle behind an internal symbol: should
- * that change, batching is simply off and dgram.send serves.
- */
-function socketFd(s: dgram.Socket): number {
-  for (const sym of Object.getOwnPropertySymbols(s)) {
-    if (sym.description !== 'state symbol') continue;
-    const fd = (s as unknown as Record<symbol, { handle?: { fd?: unknown } } | undefined>)[sym]?.handle?.fd;
-    if (typeof fd === 'number' && Number.isInteger(fd) && fd >= 0) return fd;
-  }
-  return -1;
-}
 
 export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, KeepaliveHost {
   readonly name: string;
@@ -139,26 +119,9 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, Kee
     this.name = `udp:${device.name}`;
     this.ip = device.address ?? '127.0.0.1';
     const p = env.params;
-    let w = 16;
-    while (w < p.udpWindow) w *= 2;
-    const tinyMax = Math.min(mtu, FRAG_BYTES + p.udpTinyMtu);
-    this.limits = {
-      hdrMax: HDR_MAX, fragMax: FRAG_MAX, tinyMax, dataMax: mtu, window: w,
-      rtoMs: p.udpRtoMs, rtoFloorMs: RTO_FLOOR_MS, highWater: HIGH_WATER, headerSumOnly: !p.udpChecksum, crc32c: p.udpChecksum && crcInHardware,
-    };
-    this.caps = {
-      reliable: true,
-      ordered: true,
-      amHeaderMax: HDR_MAX,
-      amShortMax: Math.max(0, Math.min(1024, mtu - FRAG_BYTES - HDR_MAX)),
-      amCopyMax: COPY_MAX,
-      amZcopyMax: FRAG_MAX,
-      put: false,
-      get: false,
-      atomics: false,
-      latencyUs: device.kind === 'loopback' ? 40 : 60,
-      bandwidthMBps: device.kind === 'loopback' ? 1500 : 1000,
-    };
+    this.limits = sessionLimits(p, mtu);
+    const tinyMax = this.limits.tinyMax;
+    this.caps = udpCaps(device, mtu);
     this.hotel = new Hotel(performance.now(), 1, 4096);
     this.dataSegs = new FreeList(() => new Segment(mtu, false), 4096);
     this.tinySegs = new FreeList(() => new Segment(tinyMax, true), 4096);
@@ -171,11 +134,8 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, Kee
     this.ackDelay = p.udpAckDelay;
     const f = parseFaults(p.udpFaults);
     this.faults = f === null ? null : new FaultInjector(f, this, this.counters);
-    // IP literals only: answer the lookup synchronously (dns.lookup would defer every send by a tick).
-    const lookup = (address: string, _o: unknown, cb: (err: Error | null, a: string, family: number) => void): void => cb(null, address, 4);
-    const opts = { type: 'udp4' as const, lookup: lookup as never, recvBufferSize: p.udpSocketBuffer, sendBufferSize: p.udpSocketBuffer };
-    this.data = dgram.createSocket(opts);
-    this.prio = dgram.createSocket(opts);
+    this.data = udpSocket(p.udpSocketBuffer);
+    this.prio = udpSocket(p.udpSocketBuffer);
     this.tombs = new Tombstones((b, port, ip) => {
       if (this.closed) return;
       if (this.faults !== null) this.faults.send(b, b.length, port, ip, true);
@@ -189,13 +149,9 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, Kee
 
   static async open(device: Device, env: RailEnv, mtu: number): Promise<UdpRail> {
     const rail = new UdpRail(device, env, mtu);
-    const bind = (s: dgram.Socket): Promise<number> => new Promise<number>((resolve, reject) => {
-      s.once('error', reject);
-      s.bind({ address: rail.ip, port: 0, exclusive: true }, () => { s.off('error', reject); resolve(s.address().port); });
-    });
     try {
-      rail.dataPort = await bind(rail.data);
-      rail.prioPort = await bind(rail.prio);
+      rail.dataPort = await bindSocket(rail.data, rail.ip);
+      rail.prioPort = await bindSocket(rail.prio, rail.ip);
     } catch (err) {
       rail.data.close();
       rail.prio.close();
