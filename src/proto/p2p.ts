@@ -4,12 +4,11 @@
 // everything that waits on a dead peer. Rendezvous (and its single-copy
 // variants) lives in rndv/; the blocking receive's fast paths in at-call.ts;
 // finalize, a peer's BYE and broken collectives in leaving.ts; what waits,
-// for the hang report, in p2p-waits.ts.
+// for the hang report, in p2p-waits.ts; a failed peer's waits in p2p-failed.ts.
 
 import type { AmHandler, RailEndpoint, RxFrame } from '../rail/api.js';
 import { NO_RESOURCE } from '../rail/api.js';
 import { RailcommError, ErrorCode } from '../core/errors.js';
-import type { Logger } from '../core/log.js';
 import type { HangWait } from './hang.js';
 import { copySmall } from '../core/word-copy.js';
 import { ANY_SOURCE } from './matching.js';
@@ -24,7 +23,6 @@ import { SingleCopy } from './rndv/single-copy.js';
 import { Prefetch } from './rndv/prefetch.js';
 import { DeviceRndv } from './rndv/device.js';
 import { AM_RTS_DEV } from './cuda-wire.js';
-import type { Params } from '../core/params.js';
 import { AM_RTS_RDMA, AM_RTS_RGET, AM_RTS_SEG, rgetAddress, rtsSegmentId, rtsSegmentOffset } from './ipc-wire.js';
 import { RdmaRndv } from './rndv/rdma.js';
 import {
@@ -35,26 +33,13 @@ import { newContextState, type ContextState } from './context-state.js';
 import { Leaving, finalizedBeforeSending } from './leaving.js';
 import { AtCall, copyOut, EMPTY_BUF } from './at-call.js';
 import { collectUnexpected, collectWaits, describePending as describeWaits, waitsOn as waitsOnPeer, type P2pWaitsView } from './p2p-waits.js';
+import type { P2pHost } from './p2p-host.js';
+import { failPeer } from './p2p-failed.js';
+import { p2pSnapshot, type P2pSnapshot } from './p2p-stats.js';
 
 export { Unexpected };
 
-/** What the protocol needs from its owner (the Context). */
-export interface P2pHost {
-  readonly worldRank: number;
-  readonly worldSize: number;
-  readonly log: Logger;
-  /** Sends up to this size complete at once, never waiting for the receiver. */
-  readonly eagerLimit: number;
-  /** Large messages may be read by the receiver straight from the sender's memory where a lane can. */
-  readonly singleCopy?: boolean;
-  endpointFor(world: number): ProtoEndpoint;
-  /** The endpoint if this rank ever used that peer (no lookup started). */
-  existingEndpoint(world: number): ProtoEndpoint | undefined;
-  allEndpoints(): Iterable<ProtoEndpoint>;
-  /** The parameters (the device datapaths read theirs), and a hook run when the context closes. */
-  readonly params?: Params;
-  atClose?(fn: () => void): void;
-}
+export type { P2pHost } from './p2p-host.js';
 
 const KEEP_FOR_CREDIT = 4; // explicit CREDIT once a quarter of the window is owed
 
@@ -493,26 +478,7 @@ export class PointToPoint implements Canceller {
    * contain it fail too.
    */
   peerFailed(ep: ProtoEndpoint, err: RailcommError, graceful: boolean): void {
-    for (const op of ep.takePending()) { (op.start ?? op.req)?.fail(err); op.done?.railComplete(err); }
-    this.rndv.peerFailed(ep, err);
-    this.device.peerFailed(ep);
-    this.rdma.peerFailed(ep);
-    for (const [ctx, st] of this.contexts) {
-      if (st.group === null) continue;
-      const commRank = st.group.indexOf(ep.rank);
-      if (commRank < 0) continue;
-      if (st.collective && !graceful) {
-        // A collective cannot finish without every member: fail it here, and
-        // tell the other members, who may never have talked to the dead rank.
-        if (this.leaving.breakContext(st, err)) this.leaving.revoke(ctx, st, ep.rank);
-        continue;
-      }
-      for (const r of st.queues.postedFor(commRank, !graceful)) { st.queues.removePosted(r); r.fail(err); }
-      st.probes = st.probes.filter((p) => {
-        if (p.matchSrc === commRank || (!graceful && p.matchSrc === ANY_SOURCE)) { p.fail(err); return false; }
-        return true;
-      });
-    }
+    failPeer(this, this.contexts, this.leaving, ep, err, graceful);
   }
 
   // ---- leaving: finalize, a peer's BYE, broken collectives (leaving.ts) ----
@@ -577,14 +543,8 @@ export class PointToPoint implements Canceller {
   }
 
   /** Counts for `railcomm info`, stats and hang reports. */
-  snapshot(): { posted: number; unexpected: number; unexpectedBytes: number; rndvSends: number; rndvRecvs: number; rndvRestarts: number; protocolErrors: number; rgetMsgs: number; rgetBytes: number; rdmaReads: number; rdmaReadBytes: number; rdmaFellBack: number; recvsAtCall: number } {
-    let posted = 0, unexpected = 0, unexpectedBytes = 0;
-    for (const st of this.contexts.values()) {
-      posted += st.queues.postedCount;
-      unexpected += st.queues.arrivedCount;
-      for (const u of st.queues.allArrived()) if (u.data !== null) unexpectedBytes += u.size;
-    }
-    return { posted, unexpected, unexpectedBytes, rndvSends: this.rndv.sends.size, rndvRecvs: this.rndv.recvs.size, rndvRestarts: this.rndv.restarts, protocolErrors: this.protocolErrors, rgetMsgs: this.singleCopy.rgetMsgs + 0, rgetBytes: this.singleCopy.rgetBytes + 0, rdmaReads: this.rdma.reads + 0, rdmaReadBytes: this.rdma.readBytes + 0, rdmaFellBack: this.rdma.fellBack + 0, recvsAtCall: this.atCall.recvsAtCall + 0 };
+  snapshot(): P2pSnapshot {
+    return p2pSnapshot(this, this.contexts, this.singleCopy);
   }
 }
 
