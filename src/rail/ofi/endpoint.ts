@@ -20,7 +20,7 @@ const ZCOPY_COPY_BELOW = 16384;
 const NO_ADDR = -1;
 /** The BYE's completion: nothing waits for it but the rail's close (which counts operations in flight). */
 const BYE_SENT: Completion = { railComplete(): void { /* sent, or its peer is gone */ } };
-/** A PING's completion: an error fails the peer (rail.errored), nothing else waits. */
+/** A PING's completion: an error fails the peer (peers.ts completionError), nothing else waits. */
 const PING_SENT: Completion = { railComplete(): void { /* sent, or the peer failed */ } };
 /**
  * FI_ENOENT from a send: the provider has no connection to the peer now. The
