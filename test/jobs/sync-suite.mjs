@@ -175,10 +175,13 @@ const cases = [
     assert.throws(() => comm.bcastSync(new Uint8Array(2), p), (e) => e.code === 'ERR_RANK');
   }],
   ['barrierSync: no rank leaves before the last arrives', async () => {
-    // The last rank enters 30 ms late in some rounds; every rank notes (wall clock, one host) when it
+    // The last rank enters 30 ms late in some rounds; every rank notes (one clock for the host) when it
     // entered and left. Nobody may leave before the late rank entered. Checked after all rounds, so
-    // that a failure does not leave the ranks in different collectives.
-    const wall = () => performance.timeOrigin + performance.now();
+    // that a failure does not leave the ranks in different collectives. The clock is CLOCK_MONOTONIC
+    // (process.hrtime), the same in every process of a host: performance.timeOrigin + now() is not,
+    // since Node reads the wall clock and the monotonic one separately at a process's start, and a
+    // process preempted between the two carries that gap (1.03 ms once under load, 2026-11-28).
+    const wall = () => Number(process.hrtime.bigint()) / 1e6;
     const times = new Float64Array(2 * 20);
     for (let round = 0; round < 20; round++) {
       if (me === p - 1 && round % 5 === 0) await new Promise((r) => setTimeout(r, 30));
