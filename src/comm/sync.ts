@@ -326,8 +326,7 @@ export class SyncEngine {
     const ctx = this.ctx;
     const from = w >= 0 ? `rank ${src} (world rank ${w})` : group !== null ? 'ANY_SOURCE' : 'its peers';
     const mine = `${what} from ${from}${tag >= 0 ? ` tag ${tag}` : tag === -1 ? '' : ' tag ANY_TAG'}: waiting at the call (a synchronous call: this rank runs no timers or I/O until it returns)`;
-    const others = [...ctx.p2p.describePending(), ...ctx.rma.describePending()].filter((l) => !l.startsWith('nothing visible'));
-    const pending = [mine, ...others];
+    const pending = [mine, ...this.world.hangWaits().map((x) => x.what)];
     ctx.log.warn(`rank ${ctx.worldRank}: no operation completed for ${Math.round(forMs)} ms (RAILCOMM_HANG_TIMEOUT=${t}; the job goes on); waiting on:\n  ${pending.join('\n  ')}`);
     // Under railcomm run the launcher gathers reports into one picture; the socket write goes out at once.
     const kv = this.world.kv as { hangReport?(report: string): void } | null;

@@ -44,22 +44,30 @@ export class World implements RequestWatcher {
     this.hangWatch = t > 0 ? new HangWatch({
       outstanding: () => ctx.progress.waiting,
       settledCount: () => ctx.progress.completions,
-      waits: () => {
-        const out: HangWait[] = [];
-        // The rails' own state first (frames held out of order, transmits in flight): a report
-        // keeps its first MAX_REPORTED_WAITS waits, and a rank with hundreds of posted
-        // receives cut these off (a stalled udp;ofi_rxd job, 2026-11-27).
-        for (const r of ctx.rails) { const s = r.describeState?.() ?? null; if (s !== null) out.push({ peer: null, what: s }); }
-        ctx.p2p.waits(out);
-        ctx.rma.waits(out);
-        ctx.p2p.unexpectedWaits(out);
-        // Another job's rank (ports, spawn) is no rank of this job's picture: named job:rank instead.
-        for (const w of out) {
-          if (typeof w.peer === 'number' && w.peer >= ctx.launch.size) { w.what += ` [${ctx.nameOf(w.peer)}]`; w.peer = null; }
-        }
-        return out;
-      },
+      waits: () => this.hangWaits(),
     }, t, ctx.log, ctx.worldRank, sink) : null;
+  }
+
+  /**
+   * What this rank waits for, for a hang report (the timer's, and a
+   * synchronous call's): the rails' own state first (frames held out of
+   * order, transmits in flight: a report keeps its first MAX_REPORTED_WAITS
+   * waits, and a rank with hundreds of posted receives cut these off, a
+   * stalled udp;ofi_rxd job, 2026-11-27), then its point-to-point and
+   * one-sided waits, and last the messages that wait for a receive.
+   */
+  hangWaits(): HangWait[] {
+    const ctx = this.ctx;
+    const out: HangWait[] = [];
+    for (const r of ctx.rails) { const s = r.describeState?.() ?? null; if (s !== null) out.push({ peer: null, what: s }); }
+    ctx.p2p.waits(out);
+    ctx.rma.waits(out);
+    ctx.p2p.unexpectedWaits(out);
+    // Another job's rank (ports, spawn) is no rank of this job's picture: named job:rank instead.
+    for (const w of out) {
+      if (typeof w.peer === 'number' && w.peer >= ctx.launch.size) { w.what += ` [${ctx.nameOf(w.peer)}]`; w.peer = null; }
+    }
+    return out;
   }
 
   /** Called for every request this rank starts. */

@@ -48,21 +48,6 @@ function unexpectedLines(on: string, st: ContextState): string[] {
   return out;
 }
 
-/** What this rank waits for, one line each (hang report): its own waits first, then what waits for it. */
-export function describePending(v: P2pWaitsView): string[] {
-  const out: string[] = [];
-  for (const [ctx, st] of v.contexts) {
-    for (const r of st.queues.allPosted()) {
-      out.push(`receive on context ${ctx} from ${srcText(r.matchSrc)} tag ${tagText(r.matchTag)} (${r.buf.byteLength} B buffer), no matching message yet`);
-    }
-    for (const p of st.probes) out.push(`probe on context ${ctx} from ${srcText(p.matchSrc)} tag ${tagText(p.matchTag)}`);
-  }
-  v.rndv.describe(out);
-  for (const ep of v.host.allEndpoints()) if (ep.hasPending) out.push(queuedText(ep));
-  for (const [ctx, st] of v.contexts) out.push(...unexpectedLines(`context ${ctx}`, st));
-  return out.length > 0 ? out : ['nothing visible in the protocol layer (a request waits on the application)'];
-}
-
 /** What this rank waits for, each with the world rank it depends on (hang report; rare). */
 export function collectWaits(v: P2pWaitsView, out: HangWait[]): void {
   for (const [ctx, st] of v.contexts) {

@@ -32,7 +32,7 @@ import {
 import { newContextState, type ContextState } from './context-state.js';
 import { Leaving, finalizedBeforeSending } from './leaving.js';
 import { AtCall, copyOut, EMPTY_BUF } from './at-call.js';
-import { collectUnexpected, collectWaits, describePending as describeWaits, waitsOn as waitsOnPeer, type P2pWaitsView } from './p2p-waits.js';
+import { collectUnexpected, collectWaits, waitsOn as waitsOnPeer, type P2pWaitsView } from './p2p-waits.js';
 import type { P2pHost } from './p2p-host.js';
 import { failPeer } from './p2p-failed.js';
 import { p2pSnapshot, type P2pSnapshot } from './p2p-stats.js';
@@ -521,11 +521,6 @@ export class PointToPoint implements Canceller {
 
   // ---- what waits (p2p-waits.ts) ---------------------------------------------
 
-
-  /** What this rank waits for, one line each (hang report). */
-  describePending(): string[] {
-    return describeWaits(this.waitsView);
-  }
 
   /** What this rank waits for, each with the world rank it depends on (hang report; rare). */
   waits(out: HangWait[]): void {

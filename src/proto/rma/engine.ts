@@ -417,11 +417,6 @@ export class RmaEngine {
       out.push({ peer: m === null ? null : Number(m[1]), what });
     }
   }
-
-  /** Operations still waiting (for the hang report). */
-  describePending(): string[] {
-    return [...this.pending.values()].map((op) => `${KIND_NAMES[op.kind]} to rank ${op.target} (op ${op.id}, awaiting ${op.awaiting})`).concat(this.native.describe());
-  }
 }
 
 const EMPTY = new Uint8Array(0);

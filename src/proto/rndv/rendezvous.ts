@@ -304,10 +304,6 @@ export class Rendezvous {
     return false;
   }
 
-  describe(out: string[]): void {
-    for (const r of this.sends.values()) out.push(largeSendText(r));
-    for (const r of this.recvs.values()) out.push(`large receive from world rank ${r.peerWorld}: ${r.progressBytes} of ${r.bytes} B arrived`);
-  }
 }
 
 /** A large send that waits for its receiver, in the hang report's words. */
