@@ -130,15 +130,36 @@ test('heartbeat: a lane silent past the lane timeout while another answers is gi
   const host = { laneTimeoutMs: 1000, now: () => now, ackFor: () => 0, ackSent: () => {}, laneFailed: (_m, l) => failed.push(l.rail.name), laneJoined: () => {}, ready: () => {}, log: () => {} };
   const reps = [fakeLane('a'), fakeLane('b')];
   const m = new MultiLane(host, 1n, reps.map((r) => new Lane(r, true, true, 'x')), 1);
-  now = 1500;
-  m.heartbeat(); // nobody answered: the peer is busy or gone, not a lane
+  // The timer's cadence: a quarter of the timeout. Nobody answers: the peer is busy or gone, not a lane.
+  for (now = 250; now <= 2000; now += 250) m.heartbeat();
   assert.deepEqual(failed, []);
   const pings = reps[0].queue.filter((f) => f.am === AM_LANE_PING);
-  assert.equal(pings.length, 1);
-  m.pong(reps[0], 0);
-  now = 1600;
-  m.heartbeat();
+  assert.equal(pings.length, 8);
+  // From now on lane a answers every ping, b none: b goes once it has been silent a whole timeout while a answers.
+  for (now = 2250; now <= 3000; now += 250) { m.heartbeat(); m.pong(reps[0], 0); }
   assert.deepEqual(failed, ['b']);
   assert.equal(m.liveCount, 1);
   assert.ok(reps.every((r) => r.queue.every((f) => f.am !== AM_LANE_ACK)));
+});
+
+test('heartbeat after a pause (nothing outstanding, or the event loop held): each lane gets the whole timeout from the first ping', () => {
+  let now = 0;
+  const failed = [];
+  const host = { laneTimeoutMs: 1000, now: () => now, ackFor: () => 0, ackSent: () => {}, laneFailed: (_m, l) => failed.push(l.rail.name), laneJoined: () => {}, ready: () => {}, log: () => {} };
+  const reps = [fakeLane('a'), fakeLane('b')];
+  const m = new MultiLane(host, 1n, reps.map((r) => new Lane(r, true, true, 'x')), 1);
+  for (now = 250; now <= 1000; now += 250) { m.heartbeat(); m.pong(reps[0], 0); m.pong(reps[1], 1); }
+  // Ten seconds without a heartbeat; then a answers at once and b's answer takes 600 ms (it queued behind data).
+  now = 11_000; m.heartbeat(); m.pong(reps[0], 0);
+  now = 11_250; m.heartbeat(); m.pong(reps[0], 0);
+  now = 11_500; m.heartbeat(); m.pong(reps[0], 0);
+  now = 11_600; m.pong(reps[1], 1);
+  for (now = 11_750; now <= 13_000; now += 250) { m.heartbeat(); m.pong(reps[0], 0); m.pong(reps[1], 1); }
+  assert.deepEqual(failed, []);
+  // Paused again; this time b stays silent: given up a whole timeout after the first ping, not before.
+  now = 20_000; m.heartbeat(); m.pong(reps[0], 0);
+  for (now = 20_250; now < 21_000; now += 250) { m.heartbeat(); m.pong(reps[0], 0); }
+  assert.deepEqual(failed, []);
+  now = 21_000; m.heartbeat();
+  assert.deepEqual(failed, ['b']);
 });

@@ -11,7 +11,7 @@ import type { ProtoEndpoint } from '../endpoint.js';
 import type { Logger } from '../../core/log.js';
 import type { Params } from '../../core/params.js';
 import { channels } from '../observe.js';
-import { Lane, MultiLane, type LaneHost } from './multi-lane.js';
+import { Lane, MultiLane, heartbeatEvery, type LaneHost } from './multi-lane.js';
 import { LaneReceiver } from './receiver.js';
 import { planLanes, sameSubnet, type LanePlan, type RailChoice } from './select.js';
 import { AM_LANE_ACK, AM_LANE_ENV, AM_LANE_PING, AM_LANE_PONG, PING_HDR, encodePing, pingLane, pingNum } from './wire.js';
@@ -181,8 +181,7 @@ export class Lanes {
   /** One timer for every multi-lane peer: a heartbeat a quarter of the lane timeout apart while a peer has work outstanding. */
   private arm(): void {
     if (this.timer !== null || this.multis.size === 0) return;
-    const every = Math.max(50, Math.floor(this.params.laneTimeout / 4));
-    this.timer = setInterval(this.tick, every);
+    this.timer = setInterval(this.tick, heartbeatEvery(this.params.laneTimeout));
     this.timer.unref();
   }
 

@@ -25,7 +25,7 @@ export class Lane {
   readonly rndv: boolean;
   readonly weight: number;
   live = true;
-  /** When the peer last answered a heartbeat on it (ms), or when it became live. */
+  /** When the peer last answered a heartbeat on it (ms), or when it became live, or heartbeats resumed after a pause. */
   lastPong = 0;
   /** Rendezvous bytes handed to it whose send has not completed (striping prefers the emptier lane). */
   outstanding = 0;
@@ -47,6 +47,11 @@ export class Lane {
     this.rndv = rndv;
     this.weight = rep.rail.caps.bandwidthMBps;
   }
+}
+
+/** How often the heartbeat of a peer with work outstanding runs (ms): a quarter of the lane timeout. */
+export function heartbeatEvery(laneTimeoutMs: number): number {
+  return Math.max(50, Math.floor(laneTimeoutMs / 4));
 }
 
 /** What the lanes need from the protocol layer. */
@@ -332,10 +337,20 @@ export class MultiLane implements RailEndpoint {
 
   // ---- heartbeat ---------------------------------------------------------------
 
+  /** When heartbeat() last ran (ms): a longer gap than two beats restarts every lane's clock. */
+  private lastBeat = -Infinity;
+
   /** Ask every lane (live, or trying to rejoin) for an answer. */
   heartbeat(): void {
+    const now = this.host.now();
+    const resumed = now - this.lastBeat > 2 * heartbeatEvery(this.host.laneTimeoutMs);
+    this.lastBeat = now;
+    // Heartbeats paused (nothing was outstanding to the peer, or this rank's
+    // event loop was held and the answers that came meanwhile are still
+    // unread): each lane gets the whole timeout from this ping, not one beat.
+    if (resumed) for (const l of this.lanes) if (l.live) l.lastPong = now;
     for (let i = 0; i < this.lanes.length; i++) if (this.lanes[i]!.live) this.ping(i);
-    this.judge();
+    this.judge(now);
   }
 
   private ping(i: number): void {
@@ -356,8 +371,7 @@ export class MultiLane implements RailEndpoint {
    * is given up on: a silent drop (a firewall, a dead link) reports nothing.
    * When no lane answers, the peer is busy or gone, and that is not a lane's fault.
    */
-  private judge(): void {
-    const now = this.host.now();
+  private judge(now: number): void {
     const limit = this.host.laneTimeoutMs;
     let someoneAnswers = false;
     for (const l of this.lanes) if (l.live && now - l.lastPong < limit) someoneAnswers = true;
