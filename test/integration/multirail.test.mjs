@@ -93,7 +93,9 @@ test('tcp and udp lanes on one link while all tcp is dropped: the stream goes on
 
 test('a lane the peer gives up on and closes is failed over, not taken for the peer finalizing', twoLinks, async () => {
   // Rank 0 drops what comes from rank 1 over udp: its heartbeats on the udp lane go unanswered, it gives up on the lane and closes it.
-  // (First the rule an earlier test left, which drops tcp.)
+  // Both lanes must connect first: the rule the test before left (all tcp dropped) goes. With it, rank 1's
+  // answer to the first large send sat on a tcp lane that never connected until its 60 s lane timeout.
+  spawnSync('ip', ['netns', 'exec', A, 'nft', 'flush', 'chain', 'inet', 'rclanes', 'out']);
   const cut = `nft flush chain inet rclanes out && nft add chain inet rclanes in '{ type filter hook input priority 0; }' && nft add rule inet rclanes in ip saddr ${peerOn(1)} meta l4proto udp drop`;
   const job = await railcomm(across('lane-given-up.mjs', [], ['--rails', 'tcp,udp']),
     { limitMs: 90_000, env: { RAILCOMM_TCP_DEVICES: 'l1', LANE_TIMEOUT_0: '1000', LANE_CUT: cut, LANE_HEAL: 'nft flush chain inet rclanes in' } });
