@@ -35,7 +35,7 @@ export const PARAMS = {
   tcpRecvBuffer: spec({ name: 'TCP_RECV_BUFFER', kind: 'size', def: 262144, min: 4096, doc: 'per-connection staging buffer that socket reads land in' }),
   tcpSendHighWater: spec({ name: 'TCP_SEND_HIGH_WATER', kind: 'size', def: 16777216, min: 65536, doc: 'bytes queued on a socket before sends answer no-resource and wait' }),
   connectTimeout: spec({ name: 'CONNECT_TIMEOUT', kind: 'ms', def: 30000, min: 1, doc: 'how long to try to reach a peer before its requests fail' }),
-  handshakeTimeout: spec({ name: 'HANDSHAKE_TIMEOUT', kind: 'ms', def: 5000, min: 1, doc: 'an incoming connection that has not proven the job key by then is closed' }),
+  handshakeTimeout: spec({ name: 'HANDSHAKE_TIMEOUT', kind: 'ms', def: 5000, min: 1, doc: 'an incoming connection that has not proven the job key by then is closed; a tcp dial whose connection the peer\'s host has not taken by then is made again (a dropped SYN), until RAILCOMM_CONNECT_TIMEOUT' }),
   udpMtu: spec({ name: 'UDP_MTU', kind: 'size', def: 0, min: 0, doc: 'udp: largest datagram on the data channel (0: from the device MTU minus 28 bytes of IP/UDP headers, at most 65507: about 64 KiB on loopback, 1472 on Ethernet)' }),
   udpTinyMtu: spec({ name: 'UDP_TINY_MTU', kind: 'size', def: 768, min: 64, doc: 'udp: fragments whose AM header and payload fit in this many bytes travel on the priority channel, and go out at once when it is idle' }),
   udpWindow: spec({ name: 'UDP_WINDOW', kind: 'int', def: 4096, min: 16, doc: 'udp: send and receive window in segments per peer (rounded up to a power of two); bytes in flight are further bounded by the socket buffers (credits)' }),

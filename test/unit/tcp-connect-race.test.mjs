@@ -1,16 +1,18 @@
-// The tcp rail when both ranks want a connection at once: a rank proving the
-// peer's connection to it must not dial the peer meanwhile (each side could
-// then keep the connection the other dropped, and what was written on it be
-// lost). A real TcpRail on loopback; the peer is this test speaking the
-// handshake by hand, so the moment the rank wants to send is exact.
+// The tcp rail's dial: when both ranks want a connection at once, a rank
+// proving the peer's connection to it must not dial the peer meanwhile (each
+// side could then keep the connection the other dropped, and what was
+// written on it be lost); a dial nothing answers ends at the connect timeout;
+// a peer that answers late is waited for. A real TcpRail on loopback; the
+// peer is this test speaking the handshake by hand, so the moments are exact.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { once } from 'node:events';
+import { spawn } from 'node:child_process';
 import { TcpRail } from '../../dist/rail/tcp/rail.js';
 import { splitAddress } from '../../dist/rail/tcp/endpoint.js';
-import { CHALLENGE_BYTES, FRAME_HEADER, decodeChallenge, encodeHello, encodeProof, idBytes } from '../../dist/rail/tcp/wire.js';
+import { CHALLENGE_BYTES, FRAME_HEADER, HELLO_BYTES, HS_CHALLENGE, PROOF_BYTES, decodeChallenge, decodeHello, decodeProof, encodeChallenge, encodeHello, encodeProof, idBytes } from '../../dist/rail/tcp/wire.js';
 import { mac, newJobKey, nonce } from '../../dist/core/auth.js';
 import { resolveParams } from '../../dist/core/params.js';
 
@@ -101,6 +103,90 @@ test('tcp: a HELLO that never proves the key holds our own connection attempt ba
     stranger.destroy();
     for (const s of held) s.destroy();
     bListener.close();
+    await rail.close();
+  }
+});
+
+/** A listener whose accept queue is full and whose process never accepts: the kernel drops further SYNs, as a firewall would. */
+async function blackHole() {
+  const code = `const s = require('node:net').createServer();
+s.listen({ port: 0, host: '127.0.0.1', backlog: 1 }, () => {
+  process.stdout.write(s.address().port + '\\n');
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 30000);
+  process.exit(0);
+});`;
+  const child = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const [line] = await once(child.stdout, 'data');
+  const port = Number(String(line).trim());
+  const fillers = [];
+  for (let i = 0; i < 16; i++) {
+    const s = net.connect({ host: '127.0.0.1', port });
+    s.on('error', () => {});
+    fillers.push(s);
+    const made = await Promise.race([once(s, 'connect').then(() => true), new Promise((r) => setTimeout(() => r(false), 300))]);
+    if (!made) break; // this SYN went unanswered: the queue is full
+  }
+  return { port, close() { for (const s of fillers) s.destroy(); child.kill('SIGKILL'); } };
+}
+
+test('tcp: a dial whose SYN is dropped fails at RAILCOMM_CONNECT_TIMEOUT with the reason, not after the kernel\'s minutes of retries', async () => {
+  const jobId = 79;
+  const A = (BigInt(jobId) << 32n) | 0n, B = (BigInt(jobId) << 32n) | 1n;
+  const failures = [];
+  const rail = await TcpRail.open({ component: 'tcp', name: 'lo', kind: 'loopback', address: '127.0.0.1' }, {
+    self: A, jobId, jobKey: newJobKey(), params: resolveParams({}, { RAILCOMM_CONNECT_TIMEOUT: '2000', RAILCOMM_HANDSHAKE_TIMEOUT: '500' }), log: quiet,
+    upcalls: { am: [], ready() {}, failed(_ep, err) { failures.push({ at: performance.now(), err }); }, accepted() {}, activity() {} },
+  });
+  const hole = await blackHole();
+  try {
+    const t0 = performance.now();
+    rail.endpoint(B, `127.0.0.1:${hole.port}`).sendCopy(9, new Uint8Array(4), 4, null);
+    while (failures.length === 0 && performance.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(failures.length, 1, 'the send to an unreachable peer never failed');
+    const ms = failures[0].at - t0;
+    assert.ok(ms >= 1900 && ms < 4000, `failed after ${Math.round(ms)} ms (connect timeout 2000)`);
+    assert.match(failures[0].err.message, /cannot connect to 127\.0\.0\.1:\d+ .* tries: the connection request got no answer within \d+ ms/);
+  } finally {
+    hole.close();
+    await rail.close();
+  }
+});
+
+test('tcp: a peer whose kernel took the connection but whose rank answers late (a long computation) is waited for', async () => {
+  const jobId = 80, jobKey = newJobKey();
+  const A = (BigInt(jobId) << 32n) | 0n, B = (BigInt(jobId) << 32n) | 1n;
+  const failures = [];
+  const rail = await TcpRail.open({ component: 'tcp', name: 'lo', kind: 'loopback', address: '127.0.0.1' }, {
+    self: A, jobId, jobKey, params: resolveParams({}, { RAILCOMM_CONNECT_TIMEOUT: '5000', RAILCOMM_HANDSHAKE_TIMEOUT: '300' }), log: quiet,
+    upcalls: { am: [], ready() {}, failed(_ep, err) { failures.push(err.message); }, accepted() {}, activity() {} },
+  });
+  // B: takes the connection, says nothing for 1.5 s (five handshake timeouts), then answers as a rank does.
+  let conns = 0;
+  const got = new Promise((resolve, reject) => {
+    const b = net.createServer(async (s) => {
+      conns++;
+      try {
+        const hello = decodeHello(await readBytes(s, HELLO_BYTES));
+        await new Promise((r) => setTimeout(r, 1500));
+        const bNonce = nonce();
+        const ids = idBytes(A, B);
+        s.write(encodeChallenge(HS_CHALLENGE, 0, bNonce, mac(jobKey, 'railcomm-tcp-A', hello.nonce, bNonce, ids)));
+        const proof = decodeProof(await readBytes(s, PROOF_BYTES));
+        assert.ok(Buffer.isBuffer(proof) && proof.equals(mac(jobKey, 'railcomm-tcp-C', bNonce, hello.nonce, ids)));
+        resolve({ frame: await readBytes(s, FRAME_HEADER + 4), s, b });
+      } catch (e) { reject(e); }
+    });
+    b.listen(0, '127.0.0.1', () => rail.endpoint(B, `127.0.0.1:${b.address().port}`).sendCopy(9, new Uint8Array([5, 6, 7, 8]), 4, null));
+  });
+  const { frame, s, b } = await got;
+  try {
+    assert.equal(frame[3], 9);
+    assert.deepEqual([...frame.subarray(FRAME_HEADER)], [5, 6, 7, 8]);
+    assert.equal(conns, 1, 'the dial was given up on and made again');
+    assert.deepEqual(failures, []);
+  } finally {
+    s.destroy();
+    b.close();
     await rail.close();
   }
 });

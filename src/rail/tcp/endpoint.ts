@@ -261,8 +261,16 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     const myNonce = nonce();
     const ids = idBytes(this.rail.env.self, this.peer);
     let settled = false;
+    // A dial the kernel would wait on for minutes (a SYN that is dropped: some
+    // 130 s of retries) ends after the handshake timeout; the next try, or the
+    // connect timeout's error, follows. Only until the connection is made: a
+    // peer's kernel answers for it, and a rank busy in a long computation
+    // sends its CHALLENGE when its event loop runs again.
+    const patience = Math.min(this.rail.env.params.handshakeTimeout, Math.max(1, this.connectDeadline - Date.now()));
+    const attemptTimer = setTimeout(() => giveUp(`the connection request got no answer within ${patience} ms`, true), patience);
     const abandon = (): void => {
       settled = true;
+      clearTimeout(attemptTimer);
       reader.stop();
       s.destroy();
       if (this.outgoing === s) this.outgoing = null;
@@ -281,6 +289,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
       this.fail(this.connError(`cannot connect to ${this.peerAddress} on device ${this.rail.device.name} after ${this.connectTries} tries: ${why}`), false);
     };
     s.once('connect', () => {
+      clearTimeout(attemptTimer);
       s.write(encodeHello({ jobId: this.rail.env.jobId, from: this.rail.env.self, to: this.peer, nonce: myNonce }));
       reader.expect(CHALLENGE_BYTES, (b) => {
         const ch = decodeChallenge(b);
