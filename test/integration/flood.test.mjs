@@ -18,17 +18,14 @@ async function flood(n, sleepMs) {
   return { ms: Number(drained[1]), rss: Number(rss[1]) };
 }
 
-// A known gap, reported on every run until it is fixed (not a pass): the sender's live memory is
-// bounded (30-60 MB after a full GC: RAILCOMM_SEND_BUFFER's copies), but V8 12 and later let
-// old-space garbage grow further before a major GC. Node 24, `--trace-gc`: no mark-compact from
-// 0.85 s to 5.5 s while old space grows from 60 to 250 MB, then 254 -> 30 MB; each held copy is
-// promoted (it lives ~0.5 s) and dies there. Since the copies count their heap cost (400 bytes,
-// not 256) and Request lost 7 fields (e3085f4), A/B on one machine, old / new: Node 20 393, 328 /
-// 271, 272 MB; 22 451 / 328, 392; 24 554, 509 / 467, 472; 26 565 / 371, 436 (bench/RESULTS.md).
-const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
-const rssGap = NODE_MAJOR >= 22 ? 'Node 22+: the sender peaks above 400 MB RSS by default (garbage, not live data; see the test comment)' : false;
-
-test('1,000,000 small messages to a rank that waits 3 s: the sender stays under 400 MB', { todo: rssGap }, async () => {
+// The sender's live memory is RAILCOMM_SEND_BUFFER's copies, but its RSS is
+// what V8 lets garbage grow to around them: each held copy is promoted (it
+// lives ~0.5 s) and dies in old space, and V8 12 and later (Node 22+) wait
+// longer before a major GC the more is live. With the old default of 32 MiB
+// (~72,000 copies of 64 B) Node 24 peaked at 451-493 MB; at 8 MiB, 262-293 MB,
+// Node 20 158-161, 22 166-174, 26 219-230, and the flood drains 1.4-1.7x
+// sooner (bench/RESULTS.md, "The flood sender's memory").
+test('1,000,000 small messages to a rank that waits 3 s: the sender stays under 400 MB', async () => {
   const r = await flood(1_000_000, 3000);
   assert.ok(r.rss < 400, `sender peak RSS ${r.rss} MB`);
 });

@@ -30,7 +30,7 @@ function throwsInvalid(fn, re) {
  */
 const DEFAULTS = {
   rails: '', tcpDevices: '', tcpPort: 0,
-  eagerLimit: 16384, rndvThreshold: 65536, rndvChunk: 1 << 20, eagerCredits: 4 << 20, sendBuffer: 32 << 20,
+  eagerLimit: 16384, rndvThreshold: 65536, rndvChunk: 1 << 20, eagerCredits: 4 << 20, sendBuffer: 8 << 20,
   maxEagerRails: 1, maxRndvRails: 2, laneTimeout: 3000,
   tcpMaxFrame: 4 << 20, tcpRecvBuffer: 256 << 10, tcpSendHighWater: 16 << 20,
   connectTimeout: 30000, handshakeTimeout: 5000,
