@@ -24,6 +24,15 @@ after(async () => {
   await stopSshd();
   rmSync(dir, { recursive: true, force: true });
 });
+// A runner that is stopped (CI's timeout, Ctrl-C) stops this file by a signal,
+// and after() never runs: sshd, a child that outlives us, would stay.
+for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
+  process.once(sig, () => {
+    sshd?.child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+    process.exit(128 + os.constants.signals[sig]);
+  });
+}
 
 /** A port free right now on 127.0.0.1. */
 function freePort() {
