@@ -22,6 +22,7 @@ import { ofiComponent } from '../../dist/rail/ofi/component.js';
 import { OfiRail } from '../../dist/rail/ofi/rail.js';
 import { loadOfi, ofiWhy } from '../../dist/rail/ofi/native.js';
 import { PEER_GONE_MS, MARGIN_MS, within } from '../helpers/promises.mjs';
+import { blackHole } from '../helpers/black-hole.mjs';
 
 /** node:test's test; the cases of a rail that cannot open here (shm without the addon) take that rail's need (helpers/requires.mjs). */
 const test = nodeTest;
@@ -841,6 +842,26 @@ for (const R of RAILS) {
         assert.equal(a.failed[0].code, 'ERR_PEER_FAILED');
         assert.match(a.messages[0], /cannot connect to 127\.0\.0\.1:1 on device lo after \d+ tries/);
       } finally { await a.rail.close(); }
+    });
+
+    test('tcp: a peer whose host drops the connection request fails at the connect timeout, not after the kernel\'s minutes of retries', async () => {
+      const params = resolveParams({ connectTimeout: 2000, handshakeTimeout: 500 });
+      const a = makeSide(0, params);
+      const lo = tcpComponent.queryDevices(params).find((d) => d.kind === 'loopback');
+      a.rail = await tcpComponent.open(lo, a.env);
+      const hole = await blackHole();
+      try {
+        const t0 = performance.now();
+        a.rail.endpoint(endpointId(JOB, 5), `127.0.0.1:${hole.port}`).sendCopy(AM_MSG, hdrOf(0), 8, null);
+        await a.until(() => a.failed.length === 1, 'connect failure', 10_000);
+        const ms = performance.now() - t0;
+        assert.ok(ms >= 1900 && ms < 4000, `failed after ${Math.round(ms)} ms (connect timeout 2000)`);
+        assert.equal(a.failed[0].code, 'ERR_PEER_FAILED');
+        assert.match(a.messages[0], /cannot connect to 127\.0\.0\.1:\d+ on device lo after \d+ tries: the connection request got no answer within \d+ ms/);
+      } finally {
+        hole.close();
+        await a.rail.close();
+      }
     });
   }
 }
