@@ -124,42 +124,44 @@ test('acknowledge and resend over lanes that fail at any point: each message onc
   ), { numRuns: 300 });
 });
 
+/** Two lanes a and b with a lane timeout of 1000 ms on a clock the test sets (`rig.now`); the lanes given up on, by name, in `failed`. */
+function heartbeatRig() {
+  const rig = { now: 0, failed: [], reps: [fakeLane('a'), fakeLane('b')], m: null };
+  const host = { laneTimeoutMs: 1000, now: () => rig.now, ackFor: () => 0, ackSent: () => {}, laneFailed: (_m, l) => rig.failed.push(l.rail.name), laneJoined: () => {}, ready: () => {}, log: () => {} };
+  rig.m = new MultiLane(host, 1n, rig.reps.map((r) => new Lane(r, true, true, 'x')), 1);
+  return rig;
+}
+
 test('heartbeat: a lane silent past the lane timeout while another answers is given up on; all silent is not a lane\'s fault', () => {
-  let now = 0;
-  const failed = [];
-  const host = { laneTimeoutMs: 1000, now: () => now, ackFor: () => 0, ackSent: () => {}, laneFailed: (_m, l) => failed.push(l.rail.name), laneJoined: () => {}, ready: () => {}, log: () => {} };
-  const reps = [fakeLane('a'), fakeLane('b')];
-  const m = new MultiLane(host, 1n, reps.map((r) => new Lane(r, true, true, 'x')), 1);
+  const rig = heartbeatRig();
+  const { failed, reps, m } = rig;
   // The timer's cadence: a quarter of the timeout. Nobody answers: the peer is busy or gone, not a lane.
-  for (now = 250; now <= 2000; now += 250) m.heartbeat();
+  for (rig.now = 250; rig.now <= 2000; rig.now += 250) m.heartbeat();
   assert.deepEqual(failed, []);
   const pings = reps[0].queue.filter((f) => f.am === AM_LANE_PING);
   assert.equal(pings.length, 8);
   // From now on lane a answers every ping, b none: b goes once it has been silent a whole timeout while a answers.
-  for (now = 2250; now <= 3000; now += 250) { m.heartbeat(); m.pong(reps[0], 0); }
+  for (rig.now = 2250; rig.now <= 3000; rig.now += 250) { m.heartbeat(); m.pong(reps[0], 0); }
   assert.deepEqual(failed, ['b']);
   assert.equal(m.liveCount, 1);
   assert.ok(reps.every((r) => r.queue.every((f) => f.am !== AM_LANE_ACK)));
 });
 
 test('heartbeat after a pause (nothing outstanding, or the event loop held): each lane gets the whole timeout from the first ping', () => {
-  let now = 0;
-  const failed = [];
-  const host = { laneTimeoutMs: 1000, now: () => now, ackFor: () => 0, ackSent: () => {}, laneFailed: (_m, l) => failed.push(l.rail.name), laneJoined: () => {}, ready: () => {}, log: () => {} };
-  const reps = [fakeLane('a'), fakeLane('b')];
-  const m = new MultiLane(host, 1n, reps.map((r) => new Lane(r, true, true, 'x')), 1);
-  for (now = 250; now <= 1000; now += 250) { m.heartbeat(); m.pong(reps[0], 0); m.pong(reps[1], 1); }
+  const rig = heartbeatRig();
+  const { failed, reps, m } = rig;
+  for (rig.now = 250; rig.now <= 1000; rig.now += 250) { m.heartbeat(); m.pong(reps[0], 0); m.pong(reps[1], 1); }
   // Ten seconds without a heartbeat; then a answers at once and b's answer takes 600 ms (it queued behind data).
-  now = 11_000; m.heartbeat(); m.pong(reps[0], 0);
-  now = 11_250; m.heartbeat(); m.pong(reps[0], 0);
-  now = 11_500; m.heartbeat(); m.pong(reps[0], 0);
-  now = 11_600; m.pong(reps[1], 1);
-  for (now = 11_750; now <= 13_000; now += 250) { m.heartbeat(); m.pong(reps[0], 0); m.pong(reps[1], 1); }
+  rig.now = 11_000; m.heartbeat(); m.pong(reps[0], 0);
+  rig.now = 11_250; m.heartbeat(); m.pong(reps[0], 0);
+  rig.now = 11_500; m.heartbeat(); m.pong(reps[0], 0);
+  rig.now = 11_600; m.pong(reps[1], 1);
+  for (rig.now = 11_750; rig.now <= 13_000; rig.now += 250) { m.heartbeat(); m.pong(reps[0], 0); m.pong(reps[1], 1); }
   assert.deepEqual(failed, []);
   // Paused again; this time b stays silent: given up a whole timeout after the first ping, not before.
-  now = 20_000; m.heartbeat(); m.pong(reps[0], 0);
-  for (now = 20_250; now < 21_000; now += 250) { m.heartbeat(); m.pong(reps[0], 0); }
+  rig.now = 20_000; m.heartbeat(); m.pong(reps[0], 0);
+  for (rig.now = 20_250; rig.now < 21_000; rig.now += 250) { m.heartbeat(); m.pong(reps[0], 0); }
   assert.deepEqual(failed, []);
-  now = 21_000; m.heartbeat();
+  rig.now = 21_000; m.heartbeat();
   assert.deepEqual(failed, ['b']);
 });
