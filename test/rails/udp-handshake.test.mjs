@@ -200,3 +200,31 @@ test('udp: a lost CHALLENGE (the HELLO again) and a lost PROOF (early data asks 
     } finally { await p.close(); }
   }
 });
+
+test('udp: the PROOF that opened a session, arriving again (its CHALLENGE went twice), is no refused handshake', async () => {
+  const p = await pair();
+  try {
+    // Every PROOF reaches a twice: the second copy comes once the first opened the session.
+    const receive = p.a.rail.receive;
+    let proofs = 0;
+    p.a.rail.receive = function (msg, rinfo) {
+      const r = receive.call(this, msg, rinfo);
+      if (msg.length === HS_BYTES && (msg[3] & 0x3f) === T_PROOF) {
+        proofs++;
+        receive.call(this, Buffer.from(msg), rinfo);
+        // And one that differs in its token (byte 12): not the same PROOF, refused as before.
+        const other = Buffer.from(msg);
+        other[12] ^= 1;
+        const v = new DataView(other.buffer, other.byteOffset, HS_BYTES);
+        setSum(v, datagramSum(v, other, HS_BYTES));
+        receive.call(this, other, rinfo);
+      }
+      return r;
+    };
+    p.b.rail.endpoint(p.a.id, p.a.rail.address()).sendCopy(1, HDR, 0, Buffer.from('once'));
+    await until(() => p.a.got.includes('once'), 'the message');
+    assert.equal(proofs, 1);
+    assert.equal(p.a.rail.counters.refused, 1, 'the copy is not counted as a refused handshake (nor warned about); the altered one is');
+    assert.deepEqual([p.a.failed, p.b.failed, p.a.got], [[], [], ['once']]);
+  } finally { await p.close(); }
+});

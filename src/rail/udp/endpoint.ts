@@ -55,6 +55,13 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
   private peerToken = 0;
   private peerKeyNonce: Uint8Array = new Uint8Array(16);
   private peerFlags = 0;
+  /**
+   * The connector's nonce and token of the PROOF that opened this session as
+   * the accepting side: the same PROOF again is a duplicate (our CHALLENGE
+   * went twice, e.g. data overtook the first PROOF on the other socket).
+   */
+  provenNonce: Buffer | null = null;
+  provenToken = 0;
   /** Our HELLO, sent again until answered. */
   private readonly hsBuf = Buffer.alloc(HS_BYTES);
   private proofBuf: Buffer | null = null;
@@ -217,6 +224,8 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
 
   /** One of the peer's HELLOs proved the key (handshake.ts): its address and token are the peer's. */
   acceptProven(a: Accept): void {
+    this.provenNonce = a.peerNonce;
+    this.provenToken = a.them.token;
     if (this.state !== State.IDLE && this.state !== State.CONNECTING) return; // open already (through our own connect)
     this.ip = a.ip;
     this.dataPort = a.dataPort;

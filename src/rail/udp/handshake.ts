@@ -191,6 +191,9 @@ export class Handshakes {
       if (macEquals(h.mac, mac(keyOfJob(env, jobOf(h.from)) ?? env.jobKey, 'railcomm-udp-A', a.myNonce, a.peerNonce, a.ctx))) { won = a; break; }
     }
     if (won === null) {
+      // A second copy of the PROOF that opened the session: the peer answered our CHALLENGE twice.
+      const open = host.endpointOf(h.from);
+      if (open !== undefined && h.token === open.provenToken && open.provenNonce?.equals(h.nonce) === true) return;
       host.counters.refused++;
       env.log.warnEvery('udp-refused', `udp: refused a handshake claiming to be peer ${formatId(h.from)}: it does not know the job key (or its handshake was evicted or timed out)`);
       return;
