@@ -225,6 +225,8 @@ export interface Rail {
   whyNot?(address: string): string | null;
   /** Polled rails (shared memory): deliver what waits; true if anything happened. */
   poll?(): boolean;
+  /** Send now what the rail holds back until the current run of JavaScript ends (udp: sends packed after the run's first datagram); a synchronous wait calls it, since it runs no microtasks. */
+  flush?(): void;
   /** What the rail itself holds or waits for, in words (the hang report; rare); null when nothing. */
   describeState?(): string | null;
   /** Polled rails: arm a wake-up for when data arrives; false (nothing armed) when data already waits. */

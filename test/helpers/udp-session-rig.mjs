@@ -86,6 +86,12 @@ export function side(name, clock, link, opts, violations) {
     endpoint: { name }, counters: new TrafficCounters(), drains: 0, rooms: 0, errors: [],
     bye() {}, protocolError(why) { owner.errors.push(why); }, drained() { owner.drains++; }, roomAgain() { owner.rooms++; },
   };
+  if (opts.cork) {
+    // The rail's microtask, run by hand: endRun() is the end of the synchronous run that corked.
+    host.corked = [];
+    host.cork = (sess) => host.corked.push(sess);
+    host.endRun = () => { const l = host.corked; host.corked = []; for (const x of l) x.uncork(); };
+  }
   const s = new Session(host, owner);
   Object.assign(host, { session: s, owner, got, lent, frags, posted, tx });
   host.sendAck = (type = T_ACK) => {

@@ -70,3 +70,9 @@ test('sendSync/recvSync and allreduceSync allocate nothing per call: no collecti
     assert.ok(r.heapGrowthBytes < 512 * 1024, `${tag}: heap grew ${r.heapGrowthBytes} bytes over a million calls`);
   }
 });
+
+test('a synchronous wait first sends what the udp rail packed for the end of the run (2 processes x 2 threads, udp between them)', async () => {
+  const job = await railcomm(['run', '-n', '4', '--threads-per-process', '2', '--rails', 'udp,tbsm,self', '--timeout', '30', jobScript('sync-cork.mjs')], { limitMs: 60_000 });
+  assert.deepEqual(linesWith(job.stdout, 'RESULT').map((l) => `${l.rank} ${l.rest}`), ['0 30'], job.stdout + job.stderr.slice(-2000));
+  assert.equal(job.code, 0, job.stderr.slice(-2000));
+});

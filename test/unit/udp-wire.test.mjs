@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { checksum, datagramSum } from '../../dist/rail/udp/checksum.js';
 import {
-  ACK_BYTES, Bad, CHUNK_BYTES, COMMON_BYTES, FRAG_BYTES, HS_BYTES, SUM_FROM, T_ACK, T_CHUNK, T_FRAG, T_HELLO, T_PROBE,
-  checkDatagram, decodeHandshake, encodeAck, encodeChunk, encodeCommon, encodeFrag, encodeHandshake,
+  ACK_BYTES, Bad, CHUNK_BYTES, COMMON_BYTES, FRAG_BYTES, HS_BYTES, RECORD_BYTES, SUM_FROM, T_ACK, T_CHUNK, T_FRAG, T_HELLO, T_PROBE,
+  checkDatagram, decodeHandshake, encodeAck, encodeChunk, encodeCommon, encodeFrag, encodeHandshake, encodeRecord,
   getAck, getCredit, getFragId, getHdrLen, getHole, getOffset, getPayLen, getSeq, getToken, getType, setSum, stampAck,
 } from '../../dist/rail/udp/wire.js';
 
@@ -31,6 +31,41 @@ test('udp wire: FRAG and CHUNK headers round-trip and pass the checks', () => {
   encodeCommon(cv, T_CHUNK, 1, 2); encodeChunk(cv, 3, 0, 0, 5000, 77, 400); seal(c);
   assert.equal(check(c), Bad.OK);
   assert.equal(getFragId(cv), 77); assert.equal(getOffset(cv), 400);
+});
+
+/** A FRAG of several records (header and payload lengths each), `extra` bytes added at its end (negative: cut). */
+function packed(records, extra = 0) {
+  const whole = COMMON_BYTES + records.reduce((n, [h, p]) => n + RECORD_BYTES + h + p, 0);
+  const b = Buffer.alloc(whole + extra);
+  const v = new DataView(b.buffer);
+  encodeCommon(v, T_FRAG, 1, 1);
+  let at = COMMON_BYTES;
+  for (const [h, p] of records) {
+    if (at + RECORD_BYTES <= b.length) encodeRecord(v, at, 3, 0, h, p);
+    at += RECORD_BYTES + h + p;
+  }
+  seal(b);
+  return b;
+}
+
+test('udp wire: a FRAG of several fragments passes when its records add up to its length, and fails by a byte either way', () => {
+  fc.assert(fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 64 }), fc.integer({ min: 0, max: 300 })), { minLength: 1, maxLength: 12 }),
+    fc.integer({ min: 1, max: RECORD_BYTES - 1 }), (records, k) => {
+      assert.equal(check(packed(records)), Bad.OK);
+      // Fewer bytes than a record's own fields after the last one (eight zeros would be an empty control record).
+      assert.equal(check(packed(records, k)), Bad.LENGTH, `${k} bytes after the last record`);
+      const whole = packed(records).length;
+      if (whole - k >= FRAG_BYTES) assert.equal(check(packed(records, -k)), Bad.LENGTH, `the last record ${k} bytes short`);
+    }));
+  // The first record's fields are FRAG's own: a one-record FRAG is what encodeFrag writes.
+  const one = packed([[4, 6]]);
+  const v = new DataView(one.buffer);
+  assert.equal(one.length, FRAG_BYTES + 10);
+  assert.equal(getHdrLen(v), 4); assert.equal(getPayLen(v), 6);
+  // A later record's header past the limit; a later record's payload reaching past the datagram.
+  assert.equal(check(packed([[4, 6], [65, 0]])), Bad.LENGTH);
+  { const b = packed([[4, 6], [4, 6]]); const bv = new DataView(b.buffer); bv.setUint32(FRAG_BYTES + 10 + 4, 7, true); seal(b); assert.equal(check(b), Bad.LENGTH); }
+  { const b = packed([[4, 6], [4, 6]]); const bv = new DataView(b.buffer); bv.setUint32(FRAG_BYTES + 10 + 4, 0xffffffff, true); seal(b); assert.equal(check(b), Bad.LENGTH); }
 });
 
 test('udp wire: each defect has its reason', () => {

@@ -8,6 +8,8 @@ export class UdpCounters extends TrafficCounters {
   // Start as doubles, as TrafficCounters' counts do: they pass 2^31 in a long job.
   segsSent = -0;
   segsRecv = -0;
+  /** Fragments packed into a datagram queued before them (several small messages behind a full window go as one datagram). */
+  bundled = -0;
   /** sendmmsg calls that posted a pass's data segments (the addon's batched sends). */
   sendBatches = 0;
   acksSent = 0;
@@ -69,7 +71,7 @@ export class UdpCounters extends TrafficCounters {
     this.refresh?.();
     return {
       ...super.snapshot(),
-      segsSent: this.segsSent + 0, segsRecv: this.segsRecv + 0, sendBatches: this.sendBatches, acksSent: this.acksSent,
+      segsSent: this.segsSent + 0, segsRecv: this.segsRecv + 0, bundled: this.bundled + 0, sendBatches: this.sendBatches, acksSent: this.acksSent,
       timeouts: this.timeouts, fastRetransmits: this.fastRetransmits, windowCuts: this.windowCuts,
       stallsWindow: this.stallsWindow, stallsCredit: this.stallsCredit, stallsCwnd: this.stallsCwnd,
       probesSent: this.probesSent, probesAnswered: this.probesAnswered, portChecks: this.portChecks, portsClosed: this.portsClosed, resetsSent: this.resetsSent, resetsRecv: this.resetsRecv,

@@ -73,6 +73,8 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, Kee
   private acks: Session[] = [];
   private acksSpare: Session[] = [];
   private passScheduled = false;
+  /** Sessions that posted a datagram at once in the current synchronous run (Session.corked). */
+  private corked: Session[] = [];
   private timer: NodeJS.Timeout | null = null;
   private lastPeerCheck = 0;
   /** The slow keepalive check (unref'd: it never holds a finished rank open). */
@@ -358,6 +360,23 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, Kee
     if (this.closed) return;
     (prio ? this.prio : this.data).send(buf, 0, len, port, ip);
   }
+
+  cork(s: Session): void {
+    this.corked.push(s);
+    if (this.corked.length === 1) queueMicrotask(this.uncork);
+  }
+
+  flush(): void {
+    if (this.corked.length > 0) this.uncork();
+  }
+
+  /** The synchronous run that corked sessions ended: their packed datagrams go. */
+  private readonly uncork = (): void => {
+    const list = this.corked;
+    // A send made by uncork's own completions corks again into a fresh list.
+    this.corked = [];
+    for (let i = 0; i < list.length; i++) list[i]!.uncork();
+  };
 
   wantPass(s: Session): void {
     if (!s.readyListed) { s.readyListed = true; this.ready.push(s); }

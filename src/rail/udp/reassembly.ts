@@ -8,8 +8,8 @@ import type { TrafficCounters } from '../../core/counters.js';
 import type { AmHandler, RailEndpoint, RxFrame } from '../api.js';
 import type { UdpCounters } from './counters.js';
 import {
-  AM_CONTROL, CHUNK_BYTES, FLAG_BYE, FRAG_BYTES, T_CHUNK, T_FRAG,
-  getAm, getFlags, getFragId, getHdrLen, getOffset, getPayLen, getType,
+  AM_CONTROL, CHUNK_BYTES, COMMON_BYTES, FLAG_BYE, RECORD_BYTES, T_CHUNK, T_FRAG,
+  getAm, getFragId, getHdrLen, getOffset, getPayLen, getType,
 } from './wire.js';
 
 /** Who the messages are for, and who hears about a peer's mistakes. */
@@ -36,6 +36,8 @@ export class Reassembler {
   /** Placed: the handler's buffer; otherwise null and the bytes gather in asmBuf after the header. */
   private asmTarget: Uint8Array | null = null;
   private asmDiscard = false;
+  /** The session ended (a handler may end it in the middle of a datagram of several fragments: the rest are dropped with it). */
+  private ended = false;
   private asmBuf: Buffer | null = null;
   private readonly savedHdr: Buffer;
   private readonly savedHdrView: DataView;
@@ -52,6 +54,7 @@ export class Reassembler {
 
   /** Forget the fragment in progress and its buffers (the session ended). */
   reset(): void {
+    this.ended = true;
     this.asmBuf = null;
     this.asmTarget = null;
     this.asmHandler = null;
@@ -61,38 +64,44 @@ export class Reassembler {
   /** Deliver one in-order segment: a whole fragment, or a chunk of one. */
   deliver(buf: Buffer, v: DataView, len: number): void {
     try {
-      if (getType(v) === T_FRAG) this.deliverFrag(buf, v);
-      else if (getType(v) === T_CHUNK) this.deliverChunk(buf, v, len);
+      if (getType(v) === T_FRAG) {
+        // One record, or several packed by the sender (checkDatagram made sure they add up to len).
+        for (let at = COMMON_BYTES; at < len && !this.ended;) at = this.deliverFrag(buf, v, at);
+      } else if (getType(v) === T_CHUNK) this.deliverChunk(buf, v, len);
     } catch (e) {
       this.owner.protocolError(`an active message handler threw: ${(e as Error)?.stack ?? String(e)}`);
     }
   }
 
-  private deliverFrag(buf: Buffer, v: DataView): void {
-    const am = getAm(v);
-    const hdrLen = getHdrLen(v);
-    const payLen = getPayLen(v);
+  /** Deliver the fragment whose record is at `at`; where the next record starts (the datagram's length after the last; past it after an error). */
+  private deliverFrag(buf: Buffer, v: DataView, at: number): number {
+    const am = v.getUint8(at);
+    const hdrLen = v.getUint16(at + 2, true);
+    const payLen = v.getUint32(at + 4, true);
+    const hdrOff = at + RECORD_BYTES;
+    const next = hdrOff + hdrLen + payLen;
     if (am === AM_CONTROL) {
-      if (getFlags(v) & FLAG_BYE) this.owner.bye();
-      return;
+      if (v.getUint8(at + 1) & FLAG_BYE) this.owner.bye();
+      return next;
     }
-    if (this.asmActive) { this.owner.protocolError('a whole fragment arrived inside a fragment sent in chunks'); return; }
+    if (this.asmActive) { this.owner.protocolError('a whole fragment arrived inside a fragment sent in chunks'); return Infinity; }
     const h = this.handlers[am];
-    if (h === undefined) { this.railCounters.dropProtocol++; this.owner.protocolError(`unknown active message id ${am}`); return; }
+    if (h === undefined) { this.railCounters.dropProtocol++; this.owner.protocolError(`unknown active message id ${am}`); return Infinity; }
     const rx = this.rx;
     rx.buf = buf; rx.view = v;
-    rx.hdrOff = FRAG_BYTES; rx.hdrLen = hdrLen;
-    rx.payOff = FRAG_BYTES + hdrLen; rx.payLen = payLen;
+    rx.hdrOff = hdrOff; rx.hdrLen = hdrLen;
+    rx.payOff = hdrOff + hdrLen; rx.payLen = payLen;
     rx.placed = null;
     this.count(payLen);
     const ep = this.owner.endpoint;
     if (h.place !== undefined && payLen > 0) {
       const t = h.place(ep, rx);
-      if (t === null) return;
+      if (t === null) return next;
       t.set(buf.subarray(rx.payOff, rx.payOff + payLen));
       rx.placed = t;
     }
     h.recv(ep, rx);
+    return next;
   }
 
   private deliverChunk(buf: Buffer, v: DataView, len: number): void {

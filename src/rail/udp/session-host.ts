@@ -46,6 +46,11 @@ export interface SessionHost {
   transmit(s: Session, buf: Buffer, len: number, prio: boolean): void;
   /** Whether a tiny segment may go out on the priority channel right now (it is idle). */
   prioIdle(): boolean;
+  /**
+   * Call s.uncork() when the current synchronous run of JavaScript ends (a
+   * microtask). A host without it never corks: each send posts at once.
+   */
+  cork?(s: Session): void;
   /** The session has queued segments that progress should post. */
   wantPass(s: Session): void;
   /**

@@ -25,9 +25,14 @@
  *       | its top bit (HOLE) says it holds later segments: the one after ACK is missing
  *       +--------+--------+--------+--------+
  *
- * FRAG (a whole fragment in one segment), 32 bytes, then AM header and payload:
- *    24 | am id  | flags  | AM header length (u16)
- *    28 | payload length (u32)
+ * FRAG (whole fragments in one segment): one or more records back to back
+ * from byte 24 to the end of the datagram, each 8 bytes then its AM header and
+ * payload (the first record's fields sit at 24 and 28, so a FRAG of one
+ * fragment is 32 bytes then header and payload):
+ *     0 | am id  | flags  | AM header length (u16)
+ *     4 | payload length (u32)
+ * A sender packs fragments queued behind a full window into one datagram
+ * (session.ts bundle); each is delivered in turn, in the order packed.
  *
  * CHUNK (a piece of a larger fragment), 40 bytes, then data; the chunk at
  * offset 0 carries the AM header first, then the start of the payload:
@@ -52,7 +57,7 @@
  * Handshake datagrams carry a sum: they prove the key with their own HMACs.
  */
 export const MAGIC = 0x5552; // 'R','U' read as little-endian u16
-export const VERSION = 3; // 2: sequence numbers modulo 2^30; 3: the MAC, the sum covering the type byte, key nonces and flags in handshakes
+export const VERSION = 4; // 2: sequence numbers modulo 2^30; 3: the MAC, the sum covering the type byte, key nonces and flags in handshakes; 4: a FRAG carries one or more fragments
 export const T_FRAG = 1;
 export const T_CHUNK = 2;
 export const T_ACK = 3;
@@ -63,6 +68,8 @@ export const T_PROBE = 7;
 export const T_RESET = 8;
 export const COMMON_BYTES = 24;
 export const FRAG_BYTES = 32;
+/** One fragment's record in a FRAG: am id, flags, header length, payload length (then header and payload). */
+export const RECORD_BYTES = FRAG_BYTES - COMMON_BYTES;
 export const CHUNK_BYTES = 40;
 export const ACK_BYTES = COMMON_BYTES;
 /** The checksum covers everything after it. */
@@ -168,6 +175,14 @@ export function encodeFrag(v: DataView, am: number, flags: number, hdrLen: numbe
   v.setUint32(28, payLen, true);
 }
 
+/** One more fragment's record at `at` of a FRAG (its header and payload follow it). */
+export function encodeRecord(v: DataView, at: number, am: number, flags: number, hdrLen: number, payLen: number): void {
+  v.setUint8(at, am);
+  v.setUint8(at + 1, flags);
+  v.setUint16(at + 2, hdrLen, true);
+  v.setUint32(at + 4, payLen, true);
+}
+
 export function encodeChunk(v: DataView, am: number, flags: number, hdrLen: number, payLen: number, fragId: number, offset: number): void {
   encodeFrag(v, am, flags, hdrLen, payLen);
   v.setUint32(32, fragId, true);
@@ -196,8 +211,14 @@ export function checkDatagram(v: DataView, len: number, sum: number, hdrMax: num
       return len === ACK_BYTES ? Bad.OK : Bad.LENGTH;
     case T_FRAG: {
       if (len < FRAG_BYTES) return Bad.SHORT;
-      const hdrLen = getHdrLen(v);
-      if (hdrLen > hdrMax || FRAG_BYTES + hdrLen + getPayLen(v) !== len) return Bad.LENGTH;
+      // Every record fits and the last ends where the datagram does.
+      for (let at = COMMON_BYTES; at < len;) {
+        if (at + RECORD_BYTES > len) return Bad.LENGTH;
+        const hdrLen = v.getUint16(at + 2, true);
+        if (hdrLen > hdrMax) return Bad.LENGTH;
+        at += RECORD_BYTES + hdrLen + v.getUint32(at + 4, true);
+        if (at > len) return Bad.LENGTH;
+      }
       return Bad.OK;
     }
     case T_CHUNK: {
