@@ -1219,6 +1219,34 @@ for (const R of RAILS.filter((r) => r.name.startsWith('ofi-'))) {
 // udp-specific behaviours: the datagram rail must survive what a stream rail never sees.
 const udpRail = RAILS.find((r) => r.name === 'udp');
 
+test('udp: sends of one run after one that went out go packed in one datagram, at the run\'s end or at flush(); all arrive in order', async () => {
+  const pair = await udpRail.open(resolveParams());
+  try {
+    const ab = pair.epAB();
+    ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
+    await pair.b.until(() => pair.b.got.length === 1, 'connected');
+    const c = pair.a.rail.counters;
+    for (const flush of [false, true]) {
+      const sent = c.segsSent + 0, packed = c.bundled + 0, had = pair.b.got.length;
+      for (let i = 0; i < 20; i++) ab.sendCopy(AM_MSG, hdrOf(had + i), 8, Buffer.alloc(i * 10, i));
+      assert.equal(c.segsSent - sent, 1, 'only the first is on the wire while the run lasts');
+      // What a synchronous wait does first (it runs no microtasks); else the run's end sends it.
+      if (flush) { pair.a.rail.flush(); assert.equal(c.segsSent - sent, 2, 'flush() sent the other 19 at once'); }
+      await pair.b.until(() => pair.b.got.length === had + 20, 'all 20');
+      assert.equal(c.segsSent - sent, 2, 'the other 19 in one datagram');
+      assert.equal(c.bundled - packed, 18);
+      for (let i = 0; i < 20; i++) {
+        const g = pair.b.got[had + i];
+        assert.equal(g.hdr.readUInt32LE(0), had + i, 'in the order sent');
+        assert.deepEqual(g.payload, Buffer.alloc(i * 10, i));
+      }
+    }
+  } finally {
+    await pair.a.rail.close();
+    await pair.b.rail.close();
+  }
+});
+
 test('udp: a graceful close is reported as graceful', async () => {
   const pair = await udpRail.open(resolveParams());
   const ab = pair.epAB();

@@ -75,6 +75,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, Kee
   private passScheduled = false;
   /** Sessions that posted a datagram at once in the current synchronous run (Session.corked). */
   private corked: Session[] = [];
+  private corkedSpare: Session[] = [];
   private timer: NodeJS.Timeout | null = null;
   private lastPeerCheck = 0;
   /** The slow keepalive check (unref'd: it never holds a finished rank open). */
@@ -373,9 +374,11 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, Kee
   /** The synchronous run that corked sessions ended: their packed datagrams go. */
   private readonly uncork = (): void => {
     const list = this.corked;
-    // A send made by uncork's own completions corks again into a fresh list.
-    this.corked = [];
+    // A send made by uncork's own completions corks again into the other list (two, swapped: nothing allocated per run).
+    this.corked = this.corkedSpare;
     for (let i = 0; i < list.length; i++) list[i]!.uncork();
+    list.length = 0;
+    this.corkedSpare = list;
   };
 
   wantPass(s: Session): void {

@@ -9,7 +9,7 @@ import type { AmHandler, RailEndpoint, RxFrame } from '../api.js';
 import type { UdpCounters } from './counters.js';
 import {
   AM_CONTROL, CHUNK_BYTES, COMMON_BYTES, FLAG_BYE, RECORD_BYTES, T_CHUNK, T_FRAG,
-  getAm, getFragId, getHdrLen, getOffset, getPayLen, getType,
+  getAm, getFragId, getHdrLen, getOffset, getPayLen, getType, recordAm, recordFlags, recordHdrLen, recordPayLen,
 } from './wire.js';
 
 /** Who the messages are for, and who hears about a peer's mistakes. */
@@ -75,13 +75,13 @@ export class Reassembler {
 
   /** Deliver the fragment whose record is at `at`; where the next record starts (the datagram's length after the last; past it after an error). */
   private deliverFrag(buf: Buffer, v: DataView, at: number): number {
-    const am = v.getUint8(at);
-    const hdrLen = v.getUint16(at + 2, true);
-    const payLen = v.getUint32(at + 4, true);
+    const am = recordAm(v, at);
+    const hdrLen = recordHdrLen(v, at);
+    const payLen = recordPayLen(v, at);
     const hdrOff = at + RECORD_BYTES;
     const next = hdrOff + hdrLen + payLen;
     if (am === AM_CONTROL) {
-      if (v.getUint8(at + 1) & FLAG_BYE) this.owner.bye();
+      if (recordFlags(v, at) & FLAG_BYE) this.owner.bye();
       return next;
     }
     if (this.asmActive) { this.owner.protocolError('a whole fragment arrived inside a fragment sent in chunks'); return Infinity; }

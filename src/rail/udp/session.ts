@@ -46,7 +46,7 @@ export class Session {
   /**
    * A datagram went out at once from send() in the current synchronous run:
    * until it ends (uncork), further whole fragments queue and are packed
-   * into one datagram (bundle), as Linux's TCP autocorking holds small
+   * into one datagram (frag-segment.ts packFrag), as Linux's TCP autocorking holds small
    * writes behind one still queued. A window of 64 isends of 8 bytes: two
    * datagrams, not 64. A lone send, a ping-pong's, goes at once as before.
    */

@@ -31,8 +31,9 @@
  * fragment is 32 bytes then header and payload):
  *     0 | am id  | flags  | AM header length (u16)
  *     4 | payload length (u32)
- * A sender packs fragments queued behind a full window into one datagram
- * (session.ts bundle); each is delivered in turn, in the order packed.
+ * A sender packs fragments that would wait (behind a full window, or sent in
+ * the run of JavaScript that already posted a datagram) into the FRAG queued
+ * last (frag-segment.ts packFrag); each is delivered in turn, in the order packed.
  *
  * CHUNK (a piece of a larger fragment), 40 bytes, then data; the chunk at
  * offset 0 carries the AM header first, then the start of the payload:
@@ -116,10 +117,15 @@ export const getAck = (v: DataView): number => v.getUint32(16, true);
 export const HOLE = 0x80000000;
 export const getCredit = (v: DataView): number => v.getUint32(20, true) & 0x7fffffff;
 export const getHole = (v: DataView): boolean => (v.getUint32(20, true) & HOLE) !== 0;
-export const getAm = (v: DataView): number => v.getUint8(24);
-export const getFlags = (v: DataView): number => v.getUint8(25);
-export const getHdrLen = (v: DataView): number => v.getUint16(26, true);
-export const getPayLen = (v: DataView): number => v.getUint32(28, true);
+/** The fields of the FRAG record at `at` (the first is at COMMON_BYTES: a CHUNK's fields sit there too). */
+export const recordAm = (v: DataView, at: number): number => v.getUint8(at);
+export const recordFlags = (v: DataView, at: number): number => v.getUint8(at + 1);
+export const recordHdrLen = (v: DataView, at: number): number => v.getUint16(at + 2, true);
+export const recordPayLen = (v: DataView, at: number): number => v.getUint32(at + 4, true);
+export const getAm = (v: DataView): number => recordAm(v, COMMON_BYTES);
+export const getFlags = (v: DataView): number => recordFlags(v, COMMON_BYTES);
+export const getHdrLen = (v: DataView): number => recordHdrLen(v, COMMON_BYTES);
+export const getPayLen = (v: DataView): number => recordPayLen(v, COMMON_BYTES);
 export const getFragId = (v: DataView): number => v.getUint32(32, true);
 export const getOffset = (v: DataView): number => v.getUint32(36, true);
 
@@ -168,19 +174,17 @@ export function setSeq(v: DataView, seq: number): void {
   v.setUint32(12, seq, true);
 }
 
-export function encodeFrag(v: DataView, am: number, flags: number, hdrLen: number, payLen: number): void {
-  v.setUint8(24, am);
-  v.setUint8(25, flags);
-  v.setUint16(26, hdrLen, true);
-  v.setUint32(28, payLen, true);
-}
-
-/** One more fragment's record at `at` of a FRAG (its header and payload follow it). */
+/** A fragment's record at `at` of a FRAG (its header and payload follow it). */
 export function encodeRecord(v: DataView, at: number, am: number, flags: number, hdrLen: number, payLen: number): void {
   v.setUint8(at, am);
   v.setUint8(at + 1, flags);
   v.setUint16(at + 2, hdrLen, true);
   v.setUint32(at + 4, payLen, true);
+}
+
+/** The first record (a FRAG's or a CHUNK's fields). */
+export function encodeFrag(v: DataView, am: number, flags: number, hdrLen: number, payLen: number): void {
+  encodeRecord(v, COMMON_BYTES, am, flags, hdrLen, payLen);
 }
 
 export function encodeChunk(v: DataView, am: number, flags: number, hdrLen: number, payLen: number, fragId: number, offset: number): void {
@@ -214,9 +218,9 @@ export function checkDatagram(v: DataView, len: number, sum: number, hdrMax: num
       // Every record fits and the last ends where the datagram does.
       for (let at = COMMON_BYTES; at < len;) {
         if (at + RECORD_BYTES > len) return Bad.LENGTH;
-        const hdrLen = v.getUint16(at + 2, true);
+        const hdrLen = recordHdrLen(v, at);
         if (hdrLen > hdrMax) return Bad.LENGTH;
-        at += RECORD_BYTES + hdrLen + v.getUint32(at + 4, true);
+        at += RECORD_BYTES + hdrLen + recordPayLen(v, at);
         if (at > len) return Bad.LENGTH;
       }
       return Bad.OK;
