@@ -3,6 +3,8 @@
 // duplicate ACKs, drops by reason, the current timeout and window occupancy).
 
 import { TrafficCounters } from '../../core/counters.js';
+import { Bad } from './wire.js';
+import type { UdpEndpoint } from './endpoint.js';
 
 export class UdpCounters extends TrafficCounters {
   // Start as doubles, as TrafficCounters' counts do: they pass 2^31 in a long job.
@@ -66,6 +68,32 @@ export class UdpCounters extends TrafficCounters {
   windowSegs = 0;
   /** Updates the gauges above before a snapshot (set by the rail). */
   refresh: (() => void) | null = null;
+
+  /** Set the gauges from the rail's endpoints: the largest RTO, segments and bytes in flight over the open sessions. */
+  gauge(endpoints: Iterable<UdpEndpoint>, window: number, hsPending: number): void {
+    let rto = 0, segs = 0, bytes = 0;
+    for (const ep of endpoints) {
+      const s = ep.session;
+      if (!s.open) continue;
+      rto = Math.max(rto, s.rtt.rto);
+      segs += s.inflight;
+      bytes += s.flight;
+    }
+    this.rtoMs = rto;
+    this.inflightSegs = segs;
+    this.inflightBytes = bytes;
+    this.windowSegs = window;
+    this.hsPending = hsPending;
+  }
+
+  /** A datagram checkDatagram refused (wire.ts Bad, not OK): counted by its reason. */
+  dropped(bad: number): void {
+    if (bad === Bad.SHORT) this.dropShort++;
+    else if (bad === Bad.FOREIGN) this.dropForeign++;
+    else if (bad === Bad.CORRUPT) this.dropCorrupt++;
+    else if (bad === Bad.TYPE) this.dropType++;
+    else this.dropLength++;
+  }
 
   override snapshot(): Record<string, number> {
     this.refresh?.();

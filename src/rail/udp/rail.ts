@@ -22,7 +22,7 @@ import { datagramSum } from './checksum.js';
 import { datagramMac } from './mac.js';
 import { nonce } from '../../core/auth.js';
 import { FaultInjector, parseFaults, type FaultWire } from './faults.js';
-import { loadNative, type NativeAddon } from '../../native/addon.js';
+import { loadNative } from '../../native/addon.js';
 import { seqAdd } from '../../core/seq.js';
 import {
   ACK_BYTES, Bad, COMMON_BYTES, HS_AUTH, T_HELLO, T_PROOF, T_RESET,
@@ -30,13 +30,11 @@ import {
 } from './wire.js';
 import { Tombstones } from './tombs.js';
 import { FRAG_MAX, HDR_MAX, sessionLimits, udpCaps } from './limits.js';
-import { bindSocket, socketFd, udpSocket } from './sockets.js';
+import { bindSocket, udpSocket } from './sockets.js';
+import { SendPath } from './send-path.js';
 
 /** The backstop timer's period (ms); the hotel's resolution is 1 ms. */
 const TICK_MS = 2;
-const EMPTY = Buffer.alloc(0);
-/** Data segments a pass posts with one sendmmsg (the addon's limit). */
-const BATCH_MAX = 256;
 
 export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, KeepaliveHost {
   readonly name: string;
@@ -90,26 +88,8 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, Kee
   private readonly peerTimeoutMs: number;
   private readonly keepalive: Keepalive;
   private readonly ackDelay: number;
-  /**
-   * Data segments posted during a pass, sent together at its end with one
-   * sendmmsg through the addon: one system call, and one wake-up of a sleeping
-   * receiver, per pass instead of per datagram.
-   */
-  private batchSend: NativeAddon['udpSendBatch'] | null = null;
-  private batchFd = -1;
-  /** The priority socket's fd: ACKs and tiny fragments go straight to the kernel through it. */
-  private prioFd = -1;
-  private readonly oneBuf: Buffer[] = [Buffer.alloc(0)];
-  private readonly oneLen = new Uint32Array(1);
-  private readonly onePort = new Uint32Array(1);
-  private readonly oneAddr = new Uint32Array(1);
-  private inPass = false;
-  private batchN = 0;
-  private readonly batchBufs: Buffer[] = [];
-  private readonly batchEps: UdpEndpoint[] = [];
-  private readonly batchLens = new Uint32Array(BATCH_MAX);
-  private readonly batchPorts = new Uint32Array(BATCH_MAX);
-  private readonly batchAddrs = new Uint32Array(BATCH_MAX);
+  /** How datagrams leave the two sockets (send-path.ts: one sendmmsg per pass). */
+  private readonly out: SendPath;
   private readonly pass = (): void => this.runPass();
   private readonly onTimer = (): void => this.tick();
   private readonly onMessage = (msg: Buffer, rinfo: dgram.RemoteInfo): void => this.receive(msg, rinfo);
@@ -139,6 +119,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, Kee
     this.faults = f === null ? null : new FaultInjector(f, this, this.counters);
     this.data = udpSocket(p.udpSocketBuffer);
     this.prio = udpSocket(p.udpSocketBuffer);
+    this.out = new SendPath(this.data, this.prio, this.counters);
     this.tombs = new Tombstones((b, port, ip) => {
       if (this.closed) return;
       if (this.faults !== null) this.faults.send(b, b.length, port, ip, true);
@@ -161,11 +142,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, Kee
       throw new RailcommError(ErrorCode.NO_RAIL, `udp: cannot bind on ${rail.ip} (device ${device.name}): ${(err as Error).message}`, { cause: err });
     }
     const native = loadNative();
-    if (native !== null && typeof native.udpSendBatch === 'function' && rail.faults === null) {
-      rail.batchFd = socketFd(rail.data);
-      rail.prioFd = socketFd(rail.prio);
-      if (rail.batchFd >= 0) rail.batchSend = native.udpSendBatch;
-    }
+    if (native !== null && typeof native.udpSendBatch === 'function' && rail.faults === null) rail.out.useAddon(native.udpSendBatch);
     // The kernel doubles what it grants for its own bookkeeping: half is ours.
     rail.rxBudget = Math.max(4 * (mtu + SEG_OVERHEAD), Math.floor(rail.data.getRecvBufferSize() / 2));
     // Sockets alone must not keep a finished rank alive.
@@ -306,54 +283,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, Kee
     if (this.closed) return;
     const port = prio ? ep.prioPort : ep.dataPort;
     if (this.faults !== null) this.faults.send(buf, len, port, ep.ip, prio);
-    else if (!prio && this.inPass && this.batchSend !== null && ep.ipv4() !== 0) {
-      // A segment is not touched again before the pass ends (ACKs that free
-      // segments are handled by receive callbacks, never inside a pass).
-      const i = this.batchN++;
-      this.batchBufs[i] = buf;
-      this.batchEps[i] = ep;
-      this.batchLens[i] = len;
-      this.batchPorts[i] = port;
-      this.batchAddrs[i] = ep.ipv4();
-      if (this.batchN === BATCH_MAX) this.flushBatch();
-    } else if (!prio || !this.sendPrioNow(ep, buf, len, port)) (prio ? this.prio : this.data).send(buf, 0, len, port, ep.ip);
-  }
-
-  /**
-   * A priority datagram (an ACK, a tiny fragment) sent at once by the addon:
-   * dgram.send builds a send request and argument list per datagram, which
-   * was 5% of a 1 MiB receiver's time spent on its ACKs. False when it cannot
-   * (no addon, not IPv4, or datagrams libuv still queues, which it must not
-   * overtake); dgram.send takes it then.
-   */
-  private sendPrioNow(ep: UdpEndpoint, buf: Buffer, len: number, port: number): boolean {
-    if (this.batchSend === null || this.prioFd < 0 || this.prio.getSendQueueCount() !== 0) return false;
-    const ip = ep.ipv4();
-    if (ip === 0) return false;
-    this.oneBuf[0] = buf;
-    this.oneLen[0] = len;
-    this.onePort[0] = port;
-    this.oneAddr[0] = ip;
-    const sent = this.batchSend(this.prioFd, this.oneBuf, this.oneLen, this.onePort, this.oneAddr, 1);
-    this.oneBuf[0] = EMPTY;
-    return sent === 1;
-  }
-
-  /** Send the pass's batched data segments: sendmmsg, or dgram.send for what it did not take. */
-  private flushBatch(): void {
-    const n = this.batchN;
-    if (n === 0) return;
-    this.batchN = 0;
-    let sent = 0;
-    // Datagrams libuv still queues (its socket buffer was full) must not be overtaken.
-    if (this.data.getSendQueueCount() === 0) {
-      sent = this.batchSend!(this.batchFd, this.batchBufs, this.batchLens, this.batchPorts, this.batchAddrs, n);
-      if (sent < 0) sent = 0;
-      else this.counters.sendBatches++;
-    }
-    for (let i = sent; i < n; i++) this.data.send(this.batchBufs[i]!, 0, this.batchLens[i]!, this.batchPorts[i]!, this.batchEps[i]!.ip);
-    // The segments are the sessions' again (freed once acknowledged): hold no reference here.
-    this.batchBufs.fill(EMPTY, 0, n);
+    else this.out.send(ep, buf, len, port, prio);
   }
 
   /** FaultWire: where datagrams go after fault injection. */
@@ -417,14 +347,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, Kee
     // A MAC is checked once the token names the session (its key); a sum here.
     const mac = isMac(v);
     const bad = checkDatagram(v, len, mac ? -1 : datagramSum(v, msg, len), HDR_MAX, FRAG_MAX);
-    if (bad !== Bad.OK) {
-      if (bad === Bad.SHORT) c.dropShort++;
-      else if (bad === Bad.FOREIGN) c.dropForeign++;
-      else if (bad === Bad.CORRUPT) c.dropCorrupt++;
-      else if (bad === Bad.TYPE) c.dropType++;
-      else c.dropLength++;
-      return;
-    }
+    if (bad !== Bad.OK) { c.dropped(bad); return; }
     const type = getType(v);
     if (type >= T_HELLO && type <= T_PROOF) {
       if (mac) { c.dropType++; return; } // handshakes carry a sum: they prove the key themselves
@@ -464,7 +387,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, Kee
   private runPass(): void {
     this.passScheduled = false;
     if (this.closed) return;
-    this.inPass = true;
+    this.out.inPass = true;
     try {
       this.hotel.advance(this.now(), expireToSession);
       for (let g = this.retx.shift(); g !== null; g = this.retx.shift()) {
@@ -481,8 +404,8 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, Kee
       ready.length = 0;
       this.readySpare = ready;
     } finally {
-      this.inPass = false;
-      this.flushBatch();
+      this.out.inPass = false;
+      this.out.flush();
     }
     this.flushAcks(false);
     this.upcalls.activity();
@@ -551,19 +474,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, Kee
 
   /** Current figures for --stats: the largest RTO, and what is in flight. */
   refreshGauges(): void {
-    let rto = 0, segs = 0, bytes = 0;
-    for (const ep of this.endpoints.values()) {
-      const s = ep.session;
-      if (!s.open) continue;
-      rto = Math.max(rto, s.rtt.rto);
-      segs += s.inflight;
-      bytes += s.flight;
-    }
-    this.counters.rtoMs = rto;
-    this.counters.inflightSegs = segs;
-    this.counters.inflightBytes = bytes;
-    this.counters.windowSegs = this.limits.window;
-    this.counters.hsPending = this.hs.pending;
+    this.counters.gauge(this.endpoints.values(), this.limits.window, this.hs.pending);
   }
 
   async close(): Promise<void> {
