@@ -141,14 +141,14 @@ test('ofi tcp;ofi_rxm with RAILCOMM_OFI_WAIT_FD=0: no wait fd; a target asleep i
 // libfabric reads its settings from the process's real environment; thread
 // ranks that choose ofi in init() (the thread host saw no RAILCOMM_RAILS)
 // have the binding put railcomm's defaults there before libfabric starts.
-test('ofi tcp;ofi_rxm: thread ranks that choose ofi in init() still give libfabric railcomm\'s defaults (FI_OFI_RXM_BUFFER_SIZE, FI_SOCKETS_PE_WAITTIME, FI_OFI_RXD_MAX_UNACKED)', needProvider('tcp;ofi_rxm'), async () => {
+test('ofi tcp;ofi_rxm: thread ranks that choose ofi in init() still give libfabric railcomm\'s defaults (FI_OFI_RXM_BUFFER_SIZE, FI_SOCKETS_PE_WAITTIME, FI_OFI_RXD_MAX_UNACKED, FI_SOCKETS_MAX_BUF_SZ)', needProvider('tcp;ofi_rxm'), async () => {
   // None of them inherited (this test process set them when it loaded the binding above).
   const env = { RAILCOMM_OFI_PROVIDERS: 'tcp;ofi_rxm', ...Object.fromEntries(OFI_ENV_NAMES.map((k) => [k, undefined])) };
   const j = await railcomm(['run', '-n', '2', '--threads-per-process', '1', '--timeout', '60', jobScript('ofi-env-threads.mjs')], { limitMs: 90_000, env });
   assert.equal(j.code, 0, `${j.stdout}\n${j.stderr}`);
   const seen = linesWith(j.stdout, 'FIENV');
   assert.equal(seen.length, 2, j.stdout);
-  const want = `${rxmBufferFor({})} 0 32`;
+  const want = `${rxmBufferFor({})} 0 32 ${1024 * 1024}`;
   for (const { rank, rest } of seen) {
     assert.ok(rest.startsWith('ofi:tcp;ofi_rxm/'), `rank ${rank} talked over ${rest}`);
     assert.equal(rest.split(' ').slice(1).join(' '), want, `rank ${rank}: what libfabric reads`);

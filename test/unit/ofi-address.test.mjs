@@ -53,6 +53,7 @@ test('libfabric env defaults: rxm\'s buffer holds a whole eager frame (payload o
   setOfiEnvDefaults(env);
   assert.equal(env.FI_OFI_RXM_BUFFER_SIZE, '8192');
   assert.equal(env.FI_SOCKETS_PE_WAITTIME, '0');
+  assert.equal(env.FI_SOCKETS_MAX_BUF_SZ, String(1024 * 1024), 'sockets: fixed 1 MiB socket buffers (a header left half-read never shuts the receive window)');
   assert.equal(env.FI_OFI_RXD_MAX_UNACKED, '32', 'udp;ofi_rxd: 32 unacknowledged packets per peer (env-defaults.ts)');
   const mine = { FI_OFI_RXD_MAX_UNACKED: '128' };
   setOfiEnvDefaults(mine);

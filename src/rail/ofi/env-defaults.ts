@@ -11,6 +11,9 @@
 import { resolveParams } from '../../core/params.js';
 import { COPY_MAX, FRAME_HEAD, HEADER_MAX } from './wire.js';
 
+/** SO_RCVBUF and SO_SNDBUF of the sockets provider's connections (bytes). */
+const SOCKETS_BUFFER = 1024 * 1024;
+
 /** libfabric's default FI_OFI_RXM_BUFFER_SIZE. */
 const RXM_BUFFER_DEFAULT = 16384;
 
@@ -34,6 +37,18 @@ export function ofiEnvDefaults(env: NodeJS.ProcessEnv): Record<string, string> {
     // Node ranks that already fill the cores it starves them (a passive-target
     // lock/put/unlock took 40-76 ms instead of 4): it blocks at once unless told otherwise.
     FI_SOCKETS_PE_WAITTIME: '0',
+    // The sockets provider peeks at a message's header (MSG_PEEK) and reads it
+    // only once whole. With the kernel's autotuned buffers a stream of
+    // mixed-size sends left the first 17 bytes of one queued, and they held
+    // their whole coalesced segment (ss -m at the receiver: 317 KB of its 341 KB
+    // buffer): less than one 64 KiB loopback segment free, so the window stayed
+    // at zero, the rest of the header (in the sender's 418 KB unsent) never came
+    // and both ranks waited forever. The provider sets this size on its
+    // listening socket, so on the connections it accepts: the receiving end in
+    // both hangs whose sockets were recorded. The kernel doubles it (capped at
+    // net.core.rmem_max). 1 MiB streams as fast as autotuned buffers; 4 MiB
+    // (8 in the kernel) dropped and retransmitted, a 1 MiB stream crawled.
+    FI_SOCKETS_MAX_BUF_SZ: String(SOCKETS_BUFFER),
     // tcp;ofi_rxm sends a message in one hop up to its buffer size (16384 bytes
     // by default) and in segments beyond. An eager message of the eager limit is
     // a frame of that payload plus railcomm's head and header: with room for it

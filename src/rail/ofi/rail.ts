@@ -50,6 +50,8 @@ export class OfiRail implements Rail {
    * sockets: there its own progress thread serves the read, and one CI run
    * under load hung with a read of a mixed-size stream outstanding (not
    * reproduced in 26 runs here); it streams instead. Its windows still read natively.
+   * (The same suite later hung streaming too, from a shut TCP receive window:
+   * env-defaults.ts FI_SOCKETS_MAX_BUF_SZ. Reads have not been tried again since.)
    */
   get rendezvousReads(): boolean { return this.provider !== 'sockets'; }
   readonly h: number;
