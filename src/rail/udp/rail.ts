@@ -299,6 +299,8 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, Kee
 
   flush(): void {
     if (this.corked.length > 0) this.uncork();
+    // A pass waiting for setImmediate (sessions with segments to post, ACKs owed) runs now: a synchronous wait runs no event loop.
+    if (this.passScheduled) this.runPass();
   }
 
   /** The synchronous run that corked sessions ended: their packed datagrams go. */
