@@ -46,8 +46,9 @@ export function ofiEnvDefaults(env: NodeJS.ProcessEnv): Record<string, string> {
     // and both ranks waited forever. The provider sets this size on its
     // listening socket, so on the connections it accepts: the receiving end in
     // both hangs whose sockets were recorded. The kernel doubles it (capped at
-    // net.core.rmem_max). 1 MiB streams as fast as autotuned buffers; 4 MiB
-    // (8 in the kernel) dropped and retransmitted, a 1 MiB stream crawled.
+    // net.core.rmem_max). 1 MiB streams within 6% of autotuned buffers; with
+    // 4 MiB (8 in the kernel) a 1 MiB stream once crawled, dropping and
+    // retransmitting (bench/RESULTS.md).
     FI_SOCKETS_MAX_BUF_SZ: String(SOCKETS_BUFFER),
     // tcp;ofi_rxm sends a message in one hop up to its buffer size (16384 bytes
     // by default) and in segments beyond. An eager message of the eager limit is
