@@ -1247,6 +1247,24 @@ test('udp: sends of one run after one that went out go packed in one datagram, a
   }
 });
 
+test('udp: flush() also runs a pass that waits for the event loop (an urgent ACK leaves before any turn of it)', async () => {
+  const pair = await udpRail.open(resolveParams());
+  try {
+    pair.epAB().sendCopy(AM_MSG, hdrOf(0), 8, null);
+    await pair.b.until(() => pair.b.got.length === 1, 'connected');
+    const rail = pair.b.rail, c = rail.counters;
+    const acks = c.acksSent + 0;
+    // A pass scheduled with setImmediate: a rank blocked in a synchronous call would never run it.
+    rail.wantAck(pair.epBA().session, true);
+    assert.equal(c.acksSent - acks, 0, 'the pass waits for the event loop');
+    rail.flush();
+    assert.equal(c.acksSent - acks, 1, 'flush() ran it at once');
+  } finally {
+    await pair.a.rail.close();
+    await pair.b.rail.close();
+  }
+});
+
 test('udp: a graceful close is reported as graceful', async () => {
   const pair = await udpRail.open(resolveParams());
   const ab = pair.epAB();
