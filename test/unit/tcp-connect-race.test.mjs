@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { once } from 'node:events';
 import { TcpRail } from '../../dist/rail/tcp/rail.js';
-import { splitAddress } from '../../dist/rail/tcp/endpoint.js';
+import { splitAddress } from '../../dist/rail/tcp/connect.js';
 import { CHALLENGE_BYTES, FRAME_HEADER, HELLO_BYTES, HS_CHALLENGE, PROOF_BYTES, decodeChallenge, decodeHello, decodeProof, encodeChallenge, encodeHello, encodeProof, idBytes } from '../../dist/rail/tcp/wire.js';
 import { mac, newJobKey, nonce } from '../../dist/core/auth.js';
 import { resolveParams } from '../../dist/core/params.js';

@@ -2,20 +2,18 @@
 // into a batch buffer, written at once when the socket has no write in flight
 // and otherwise when the write in flight completes (so bursts coalesce);
 // large payloads are written from the caller's memory with writev (cork).
-// The connection is made on first use and proven with the job key both ways.
+// The connection is made on first use and proven with the job key both ways
+// (connect.ts).
 
 import net from 'node:net';
 import type { Completion, RailEndpoint, RailStatus, AmHandler } from '../api.js';
-import { DONE, IN_PROGRESS, NO_RESOURCE, keyOfJob } from '../api.js';
+import { DONE, IN_PROGRESS, NO_RESOURCE } from '../api.js';
 import { TrafficCounters } from '../../core/counters.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
-import { mac, macEquals, nonce } from '../../core/auth.js';
-import { formatId, jobOf } from '../../core/ids.js';
-import { FrameReader, type ReaderSink } from './reader.js';
-import {
-  AM_CONTROL, CHALLENGE_BYTES, CTRL_BYE, FRAME_HEADER, HS_CHALLENGE, HS_REJECT, PROOF_BYTES, RejectReason,
-  decodeChallenge, decodeProof, encodeChallenge, encodeFrameHeader, encodeHello, encodeProof, idBytes,
-} from './wire.js';
+import { formatId } from '../../core/ids.js';
+import type { FrameReader, ReaderSink } from './reader.js';
+import { AM_CONTROL, CTRL_BYE, FRAME_HEADER, encodeFrameHeader } from './wire.js';
+import { Connector } from './connect.js';
 import type { TcpRail } from './rail.js';
 
 export interface Batch { buf: Buffer; view: DataView }
@@ -42,19 +40,10 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
   private state = State.IDLE;
   private sock: net.Socket | null = null;
   private reader: FrameReader | null = null;
-  private peerAddress: string;
+  peerAddress: string;
   /** The other end of the open connection, for messages. */
   private remote = '';
-  private outgoing: net.Socket | null = null;
-  /** Handshakes of the peer's connections to us under way, and since when (ms): our own attempt waits for them a moment (tryConnect). */
-  private accepting = 0;
-  private acceptingSince = 0;
-  private connectDeadline = 0;
-  private connectTries = 0;
-  private lastConnectError = '';
-  private retryTimer: NodeJS.Timeout | null = null;
-  /** Abandons the connection attempt under way (marks it settled first). */
-  private abandonAttempt: (() => void) | null = null;
+  private readonly connector: Connector;
   private closeDeadline: NodeJS.Timeout | null = null;
 
   private batch: Batch;
@@ -97,10 +86,11 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     this.peer = peer;
     this.peerAddress = address;
     this.batch = rail.batches.get();
+    this.connector = new Connector(this);
   }
 
   get open(): boolean { return this.state === State.OPEN; }
-  get connecting(): boolean { return this.outgoing !== null; }
+  get connecting(): boolean { return this.connector.dialing; }
 
   setAddress(address: string): void {
     if (address) this.peerAddress = address;
@@ -220,171 +210,29 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     s.write(bytes, this.onWritten);
   }
 
-  // ---- connection management --------------------------------------------
+  // ---- connection management (connect.ts dials and proves) ---------------
 
   /** Called by the rail when the layer above first wants this peer. */
   startConnect(): void {
-    if (this.state !== State.IDLE || this.outgoing !== null) return;
+    if (this.state !== State.IDLE || this.connector.dialing) return;
     this.state = State.CONNECTING;
-    this.connectDeadline = Date.now() + this.rail.env.params.connectTimeout;
-    this.connectTries = 0;
-    this.tryConnect();
+    this.connector.start();
   }
 
-  private retryIn(ms: number): void {
-    if (this.retryTimer !== null) clearTimeout(this.retryTimer);
-    this.retryTimer = setTimeout(() => this.tryConnect(), ms);
-  }
+  get wantsConnection(): boolean { return this.state === State.CONNECTING && this.sock === null; }
+  get connectingState(): boolean { return this.state === State.CONNECTING; }
 
-  private tryConnect(): void {
-    this.retryTimer = null;
-    if (this.state === State.CONNECTING && this.sock === null && Date.now() >= this.connectDeadline) {
-      this.fail(this.connError(`cannot connect to ${this.peerAddress} on device ${this.rail.device.name} after ${this.connectTries} tries: ${this.lastConnectError || 'no answer'}`), false);
-      return;
-    }
-    if (this.state !== State.CONNECTING || this.sock !== null) return;
-    // The peer's connection is being proven: it becomes the one (or, refused,
-    // its finish connects us). Dialling now could leave each side keeping the
-    // connection the other dropped, and what was written on it lost. Only for
-    // ACCEPT_GRACE_MS: a HELLO is a mere claim, and a stranger sending them
-    // must not keep us from the real peer.
-    if (this.accepting > 0) {
-      const wait = this.acceptingSince + ACCEPT_GRACE_MS - Date.now();
-      if (wait > 0) { if (this.retryTimer === null) this.retryIn(wait); return; }
-    }
-    const [host, portText] = splitAddress(this.peerAddress);
-    if (this.outgoing !== null) return;
-    const reader = new FrameReader(this.rail.env.params.tcpRecvBuffer, this.rail.caps.amHeaderMax, this.rail.env.params.tcpMaxFrame, this.rail.upcalls.activity);
-    this.connectTries++;
-    const s = net.connect({ host, port: Number(portText), noDelay: true, onread: { buffer: reader.nextBuffer, callback: reader.onRead } });
-    this.outgoing = s;
-    const myNonce = nonce();
-    const ids = idBytes(this.rail.env.self, this.peer);
-    let settled = false;
-    // A dial the kernel would wait on for minutes (a SYN that is dropped: some
-    // 130 s of retries) ends after the handshake timeout; the next try, or the
-    // connect timeout's error, follows. Only until the connection is made: a
-    // peer's kernel answers for it, and a rank busy in a long computation
-    // sends its CHALLENGE when its event loop runs again.
-    const patience = Math.min(this.rail.env.params.handshakeTimeout, Math.max(1, this.connectDeadline - Date.now()));
-    const attemptTimer = setTimeout(() => giveUp(`the connection request got no answer within ${patience} ms`, true), patience);
-    const abandon = (): void => {
-      settled = true;
-      clearTimeout(attemptTimer);
-      reader.stop();
-      s.destroy();
-      if (this.outgoing === s) this.outgoing = null;
-      if (this.abandonAttempt === abandon) this.abandonAttempt = null;
-    };
-    this.abandonAttempt = abandon;
-    const giveUp = (why: string, retry: boolean): void => {
-      if (settled) return;
-      abandon();
-      if (this.sock !== null || this.state !== State.CONNECTING) return;
-      this.lastConnectError = why;
-      if (retry && Date.now() < this.connectDeadline) {
-        this.retryIn(Math.min(1000, 20 * 2 ** Math.min(this.connectTries, 6)));
-        return;
-      }
-      this.fail(this.connError(`cannot connect to ${this.peerAddress} on device ${this.rail.device.name} after ${this.connectTries} tries: ${why}`), false);
-    };
-    s.once('connect', () => {
-      clearTimeout(attemptTimer);
-      s.write(encodeHello({ jobId: this.rail.env.jobId, from: this.rail.env.self, to: this.peer, nonce: myNonce }));
-      reader.expect(CHALLENGE_BYTES, (b) => {
-        const ch = decodeChallenge(b);
-        if (typeof ch === 'string') { this.rail.counters.refused++; giveUp(ch, false); return; }
-        if (ch.reject !== 0) {
-          abandon();
-          if (ch.reject === RejectReason.DUPLICATE) {
-            // The peer's own connection wins (lower id). Should it never come
-            // (the peer gave up, or its socket was dying), try again ourselves.
-            this.lastConnectError = 'the peer is connecting to us';
-            if (this.state === State.CONNECTING) this.retryIn(1000);
-            return;
-          }
-          if (ch.reject === RejectReason.CLOSING) {
-            this.fail(new RailcommError(ErrorCode.PEER_FAILED, `peer ${formatId(this.peer)} is finalizing and takes no new connections`), true);
-            return;
-          }
-          this.fail(this.connError(`the peer refused the connection (reason ${ch.reject})`), false);
-          return;
-        }
-        const expect = mac(this.pairKey(), 'railcomm-tcp-A', myNonce, ch.nonce, ids);
-        if (!macEquals(expect, ch.mac)) { this.rail.counters.refused++; giveUp('the peer does not know the job key', false); return; }
-        s.write(encodeProof(mac(this.pairKey(), 'railcomm-tcp-C', ch.nonce, myNonce, ids)));
-        settled = true;
-        this.outgoing = null;
-        if (this.abandonAttempt === abandon) this.abandonAttempt = null;
-        this.attach(s, reader);
-      });
-    });
-    s.on('error', (err: NodeJS.ErrnoException) => {
-      if (!settled) giveUp(`${err.code ?? ''} ${err.message}`.trim(), err.code !== 'ECONNREFUSED' || this.connectTries < 4);
-    });
-    s.on('close', () => { if (!settled) giveUp('connection closed during handshake', true); });
-  }
-
-  /**
-   * The acceptor side of a handshake, after HELLO named us and this peer.
-   * Returns false if this connection loses against one already under way.
-   */
+  /** The acceptor side of a handshake, after HELLO named us and this peer. */
   acceptHandshake(s: net.Socket, reader: FrameReader, peerNonce: Buffer): void {
-    const env = this.rail.env;
-    const myNonce = nonce();
-    const ids = idBytes(this.peer, env.self);
-    const from = `${s.remoteAddress}:${s.remotePort}`;
-    const timer = setTimeout(() => { this.rail.counters.refused++; finish(false, 'handshake timed out'); }, env.params.handshakeTimeout);
-    let done = false;
-    if (this.accepting++ === 0) this.acceptingSince = Date.now();
-    const finish = (ok: boolean, why: string): void => {
-      if (done) return;
-      done = true;
-      this.accepting--;
-      clearTimeout(timer);
-      if (ok) {
-        // Proven: the peer's connection wins over ours (it has the lower id, or we had none).
-        if (this.outgoing !== null) this.yieldOutgoing();
-        this.attach(s, reader);
-        return;
-      }
-      env.log.warnEvery('tcp-refused', `tcp: refused connection claiming to be peer ${formatId(this.peer)} from ${from}: ${why}`);
-      reader.stop();
-      s.destroy();
-      this.rail.handshakeDone(s);
-      // If we still have something to say to this peer, connect ourselves.
-      if (this.state === State.IDLE && (this.staged.length > 0 || this.batchLen > 0)) this.startConnect();
-      else if (this.state === State.CONNECTING && this.outgoing === null && this.accepting === 0) {
-        // (A retry due later was ours waiting for this handshake, or for the peer's connection that lost: dial now.)
-        if (this.retryTimer !== null) { clearTimeout(this.retryTimer); this.retryTimer = null; }
-        this.tryConnect();
-      }
-      else if (this.state === State.IDLE && this.closeWhenOpen) { this.state = State.CLOSING; this.finishClose(); }
-    };
-    s.write(encodeChallenge(HS_CHALLENGE, 0, myNonce, mac(this.pairKey(), 'railcomm-tcp-A', peerNonce, myNonce, ids)));
-    reader.expect(PROOF_BYTES, (b) => {
-      const proof = decodeProof(b);
-      if (typeof proof === 'string') { this.rail.counters.refused++; finish(false, proof); return; }
-      if (!macEquals(proof, mac(this.pairKey(), 'railcomm-tcp-C', myNonce, peerNonce, ids))) {
-        this.rail.counters.refused++;
-        finish(false, 'it does not know the job key');
-        return;
-      }
-      finish(true, '');
-    });
-    s.on('close', () => finish(false, 'closed during handshake'));
-    s.on('error', () => { /* close follows */ });
+    this.connector.accept(s, reader, peerNonce);
   }
 
-  /** The key this peer proves: the job key, or the pair key of its job when it is another job's rank (ports, spawn). */
-  private pairKey(): string {
-    return keyOfJob(this.rail.env, jobOf(this.peer)) ?? this.rail.env.jobKey;
-  }
-
-  /** Abandon our own connection attempt because the peer's wins. */
-  yieldOutgoing(): void {
-    if (this.retryTimer !== null) { clearTimeout(this.retryTimer); this.retryTimer = null; }
-    this.abandonAttempt?.();
+  /** A connection the peer dialled failed its proof: connect ourselves if we still have something to say. */
+  incomingRefused(): void {
+    if (this.state === State.IDLE && (this.staged.length > 0 || this.batchLen > 0)) this.startConnect();
+    // (A retry due later was ours waiting for this handshake, or for the peer's connection that lost: dial now.)
+    else if (this.state === State.CONNECTING && this.connector.quiet) this.connector.dialNow();
+    else if (this.state === State.IDLE && this.closeWhenOpen) { this.state = State.CLOSING; this.finishClose(); }
   }
 
   /** Still has something to deliver before it may close (staged sends). */
@@ -392,14 +240,9 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     return this.closeWhenOpen;
   }
 
-  static reject(s: net.Socket, reason: number): void {
-    s.end(encodeChallenge(HS_REJECT, reason, Buffer.alloc(16), Buffer.alloc(32)));
-    setTimeout(() => s.destroy(), 1000).unref();
-  }
-
-  private attach(s: net.Socket, reader: FrameReader): void {
+  attach(s: net.Socket, reader: FrameReader): void {
     if (this.state >= State.CLOSING || this.sock !== null) { reader.stop(); s.destroy(); return; }
-    if (this.retryTimer !== null) { clearTimeout(this.retryTimer); this.retryTimer = null; }
+    this.connector.stopRetry();
     this.sock = s;
     this.reader = reader;
     this.remote = `${s.remoteAddress}:${s.remotePort}`;
@@ -408,7 +251,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     reader.startFrames(this);
     s.removeAllListeners('close');
     s.removeAllListeners('error');
-    s.on('error', (err: NodeJS.ErrnoException) => { this.lastConnectError = `${err.code ?? ''} ${err.message}`.trim(); });
+    s.on('error', (err: NodeJS.ErrnoException) => { this.connector.lastError = `${err.code ?? ''} ${err.message}`.trim(); });
     s.on('close', () => this.onClosed());
     this.rail.env.log.debug(`tcp: connected to peer ${formatId(this.peer)} (${s.remoteAddress}:${s.remotePort})`);
     this.rail.handshakeDone(s);
@@ -444,14 +287,13 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     const graceful = this.peerSaidBye;
     this.fail(graceful
       ? new RailcommError(ErrorCode.PEER_FAILED, `peer ${formatId(this.peer)} closed its connection (it finalized)`)
-      : this.connError(`connection to ${this.peerAddress || this.remote} lost${this.lastConnectError ? ': ' + this.lastConnectError : ''}`), graceful);
+      : this.connError(`connection to ${this.peerAddress || this.remote} lost${this.connector.lastError ? ': ' + this.connector.lastError : ''}`), graceful);
   }
 
-  private fail(err: RailcommError, graceful: boolean): void {
+  fail(err: RailcommError, graceful: boolean): void {
     if (this.state === State.FAILED) return;
     this.state = State.FAILED;
-    if (this.retryTimer !== null) { clearTimeout(this.retryTimer); this.retryTimer = null; }
-    this.abandonAttempt?.();
+    this.connector.cancel();
     this.reader?.stop();
     this.sock?.destroy();
     this.sock = null;
@@ -469,7 +311,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     this.finishClose();
   }
 
-  private connError(msg: string, cause?: unknown): RailcommError {
+  connError(msg: string, cause?: unknown): RailcommError {
     return new RailcommError(ErrorCode.PEER_FAILED, `tcp ${this.rail.device.name}: peer ${formatId(this.peer)}: ${msg}`, cause === undefined ? undefined : { cause });
   }
 
@@ -518,7 +360,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
       if (this.closeDeadline === null) {
         this.closeDeadline = setTimeout(() => {
           if (this.state !== State.OPEN && this.state !== State.CLOSING) {
-            this.fail(this.connError(`could not deliver to ${this.peerAddress} before closing: ${this.lastConnectError || 'no connection'}`), false);
+            this.fail(this.connError(`could not deliver to ${this.peerAddress} before closing: ${this.connector.lastError || 'no connection'}`), false);
           }
         }, this.rail.env.params.connectTimeout);
         this.closeDeadline.unref();
@@ -530,7 +372,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
   private beginClose(): void {
     const s = this.sock!;
     this.state = State.CLOSING;
-    if (this.retryTimer !== null) { clearTimeout(this.retryTimer); this.retryTimer = null; }
+    this.connector.stopRetry();
     if (this.batchLen + FRAME_HEADER > this.batch.buf.length) this.flushBatch();
     encodeFrameHeader(this.batch.view, this.batchLen, AM_CONTROL, 0, 0, CTRL_BYE);
     this.batchLen += FRAME_HEADER;
@@ -560,12 +402,4 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     this.closeWaiters = [];
     for (const f of w) f();
   }
-}
-
-/** How long our own connection attempt waits while the peer's connection to us is being proven (ms). */
-const ACCEPT_GRACE_MS = 500;
-
-export function splitAddress(a: string): [string, string] {
-  const i = a.lastIndexOf(':');
-  return [a.slice(0, i).replace(/^\[|\]$/g, ''), a.slice(i + 1)];
 }

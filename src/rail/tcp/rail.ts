@@ -10,6 +10,7 @@ import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { FrameReader } from './reader.js';
 import { formatId, jobOf } from '../../core/ids.js';
 import { TcpEndpoint, type Batch } from './endpoint.js';
+import { Connector } from './connect.js';
 import { HELLO_BYTES, RejectReason, decodeHello } from './wire.js';
 
 /** Size of the write batches small frames are coalesced into. */
@@ -147,7 +148,7 @@ export class TcpRail implements Rail {
         this.env.log.warnEvery('tcp-wrong-peer', `tcp: refused a connection from ${s.remoteAddress}:${s.remotePort}: it is for endpoint ${formatId(hello.to)}, this is endpoint ${formatId(this.env.self)} (job:rank)`);
         reader.stop();
         this.handshakeDone(s);
-        TcpEndpoint.reject(s, stranger ? RejectReason.WRONG_JOB : RejectReason.WRONG_PEER);
+        Connector.reject(s, stranger ? RejectReason.WRONG_JOB : RejectReason.WRONG_PEER);
         return;
       }
       // Only claims so far: nothing here may keep the real peer out. Several
@@ -158,14 +159,14 @@ export class TcpRail implements Rail {
         // Finalizing: only a peer we still owe data to may connect.
         reader.stop();
         this.handshakeDone(s);
-        TcpEndpoint.reject(s, RejectReason.CLOSING);
+        Connector.reject(s, RejectReason.CLOSING);
         return;
       }
       if (existing !== undefined && (existing.open || (existing.connecting && this.env.self < hello.from))) {
         // Ours wins (lower id), or a connection already exists.
         reader.stop();
         this.handshakeDone(s);
-        TcpEndpoint.reject(s, RejectReason.DUPLICATE);
+        Connector.reject(s, RejectReason.DUPLICATE);
         return;
       }
       const ep = existing ?? this.endpoint(hello.from, '');
