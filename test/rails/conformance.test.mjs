@@ -20,6 +20,7 @@ import { DONE, IN_PROGRESS, NO_RESOURCE } from '../../dist/rail/api.js';
 import { needAddon, need } from '../helpers/requires.mjs';
 import { ofiComponent } from '../../dist/rail/ofi/component.js';
 import { OfiRail } from '../../dist/rail/ofi/rail.js';
+import { FRAME_HEAD, encodeHead, headAm, headFlags, headHdrLen, headJob, headPayLen, headRank } from '../../dist/rail/ofi/wire.js';
 import { loadOfi, ofiWhy } from '../../dist/rail/ofi/native.js';
 import { PEER_GONE_MS, MARGIN_MS, within } from '../helpers/promises.mjs';
 import { blackHole } from '../helpers/black-hole.mjs';
@@ -890,6 +891,40 @@ for (const R of RAILS.filter((r) => r.name.startsWith('ofi-'))) {
       await pair.b.until(() => pair.b.got.length === sent, 'everything accepted arrives', 30_000);
       pair.b.got.forEach((m, i) => assert.equal(m.hdr.readUInt32LE(0), i));
       await pair.a.until(() => pair.a.rail.describeState() === null, 'nothing held once every completion is read');
+    } finally { await pair.close(); }
+  });
+
+  // A frame that comes before its turn stays in its receive slot until then.
+  // udp;ofi_rxd once wrote into a slot it had completed (bench/RESULTS.md): the
+  // rail then checks, at its turn, that the slot still holds that frame. The
+  // provider's stray write is played here by the test writing another frame's
+  // head over the kept one's (the slot is not posted while kept); the sender's sequence
+  // number is skipped and rewound so that its frames arrive out of turn.
+  test(`${R.name}: a frame kept in its receive slot until its turn, changed there meanwhile, fails the peer instead of being delivered`, opts, async () => {
+    const pair = await R.open(resolveParams());
+    try {
+      const ab = pair.epAB();
+      ab.sendCopy(AM_MSG, hdrOf(0), 8, fill(8, 0));
+      await pair.b.until(() => pair.b.got.length === 1, 'first message (b heard a)');
+      const turn = ab.txSeq;
+      ab.txSeq = (turn + 1) >>> 0;
+      ab.sendCopy(AM_MSG, hdrOf(2), 8, fill(8, 2)); // one ahead of its turn: kept
+      const rb = pair.b.rail;
+      const kept = () => rb.early.flatMap((m) => (m === undefined ? [] : [...m.entries()]));
+      await pair.b.until(() => { for (const r of polled) r.poll(); return kept().length === 1; }, 'the early frame kept');
+      const [[seq, k]] = kept();
+      assert.equal(seq, (turn + 1) >>> 0);
+      assert.equal(typeof k, 'number', 'kept in its receive slot, not copied');
+      const at = (k % rb.hold.length) * rb.opened.rxSlot;
+      // The stray write: a well-formed head of another frame of the same sender now sits in the slot.
+      const v = new DataView(rb.rxBuf.buffer, rb.rxBuf.byteOffset + at, FRAME_HEAD);
+      encodeHead(v, headAm(v, 0), headFlags(v, 0), headHdrLen(v, 0), headPayLen(v, 0), headRank(v, 0), headJob(v, 0), (turn + 7) >>> 0);
+      ab.txSeq = turn;
+      ab.sendCopy(AM_MSG, hdrOf(1), 8, fill(8, 1)); // its turn now: delivered, then the kept one checked
+      await pair.b.until(() => pair.b.failed.length === 1, 'b fails a');
+      assert.deepEqual(pair.b.failed[0], { peer: pair.a.id, code: 'ERR_PEER_FAILED', graceful: false });
+      assert.match(pair.b.messages[0], /receive slot \d+ no longer holds its frame #\d+/);
+      assert.deepEqual(pair.b.got.map((g) => g.hdr.readUInt32LE(0)), [0, 1], 'the changed frame is never delivered');
     } finally { await pair.close(); }
   });
 
