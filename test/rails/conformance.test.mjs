@@ -1052,6 +1052,49 @@ for (const R of RAILS.filter((r) => r.name.startsWith('ofi-'))) {
     polled.delete(pair.a.rail); polled.delete(pair.b.rail);
   });
 
+  // The peer's BYE can overtake the provider's completion of a send the peer
+  // received (on sockets the completion comes back on the connection we
+  // opened, the BYE on the one the peer opened): seen as a bandwidth benchmark
+  // whose last send failed with "peer finalized" after its receiver had it
+  // all. The provider's completions are held back here, as that race does.
+  test(`${R.name}: a send whose completion comes after the peer's BYE completes; one the provider never completes fails after the drain time`, opts, async (t) => {
+    const pair = await R.open(resolveParams());
+    const a = pair.a.rail;
+    if (!a.gathers) { await pair.close(); t.skip('this provider gathers no iovec: its zero-copy sends are copied and complete at once'); return; }
+    const held = [];
+    let closedB = false;
+    try {
+      const ab = pair.epAB();
+      ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
+      await pair.b.until(() => pair.b.got.length === 1, 'first message');
+      pair.epBA().sendCopy(AM_MSG, hdrOf(0), 8, null); // (a BYE comes from a peer that introduced itself)
+      await pair.a.until(() => pair.a.got.length === 1, 'a message back');
+      a.ops.complete = (id, value) => { held.push([id, value]); }; // the provider's completions, held back
+      const result = ['pending', 'pending'];
+      for (const i of [0, 1]) {
+        ab.sendZcopy(AM_MSG, hdrOf(i + 1), 8, fill(40_000, i + 1), { railComplete: (err) => { result[i] = err === null ? 'ok' : err.message; } });
+      }
+      await pair.b.until(() => pair.b.got.length === 3, 'both frames arrive');
+      await pair.a.until(() => held.length === 2, 'the provider completes both sends (held back)');
+      await pair.b.rail.close(); // b finalizes: its BYE
+      closedB = true;
+      await pair.a.until(() => pair.a.failed.length === 1, 'a learns that b finalized');
+      assert.deepEqual(pair.a.failed[0], { peer: pair.b.id, code: 'ERR_PEER_FAILED', graceful: true });
+      assert.deepEqual(result, ['pending', 'pending'], 'the BYE fails neither send');
+      delete a.ops.complete;
+      a.ops.complete(...held[0]); // the first one's completion comes now
+      assert.equal(result[0], 'ok', 'it completes');
+      // The second one's never comes: it fails once the drain time passes (2 s), saying why.
+      const t0 = Date.now();
+      await pair.a.until(() => result[1] !== 'pending', 'the drain time to pass', 6000);
+      assert.match(result[1], /finalized/);
+      assert.ok(Date.now() - t0 >= 1500, `failed after ${Date.now() - t0} ms, before the drain time`);
+    } finally {
+      delete a.ops.complete;
+      if (closedB) { await a.close(); polled.delete(a); polled.delete(pair.b.rail); } else await pair.close();
+    }
+  });
+
   test(`${R.name}: a peer on this host whose process is gone fails within a second`, opts, async () => {
     const pair = await R.open(resolveParams());
     try {

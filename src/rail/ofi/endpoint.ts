@@ -55,6 +55,8 @@ export class OfiEndpoint implements RailRma {
   /** The peer's HELLO arrived: its frames are delivered. */
   heard = false;
   failed = false;
+  /** The peer finalized (its BYE came, or it was unreachable while this rank finalized): failed, gracefully. */
+  closedBy = false;
   /** When sends to the peer first found no connection (FI_ENOENT) in this episode, else 0; and the last refusal. */
   private noConnSince = 0;
   private lastRefusal = 0;
@@ -327,10 +329,16 @@ export class OfiEndpoint implements RailRma {
   peerClosed(): void {
     if (this.failed) return;
     this.failed = true;
+    this.closedBy = true;
     this.stopRetry();
     this.rail.forget(this);
     const err = new RailcommError(ErrorCode.PEER_FAILED, `peer ${formatId(this.peer)} finalized`);
-    this.rail.ops.failOwner(this, err);
+    // What we sent may have reached the peer before it finalized: its BYE can
+    // overtake the provider's completions of our sends (on sockets they come
+    // back on the connection we opened, the BYE on the one it opened), and a
+    // send the peer received must complete, not fail. The provider completes
+    // or fails them; what it has not within PEER_CLOSED_DRAIN_MS fails then.
+    this.rail.drain(this, err);
     this.rail.env.upcalls.failed(this, err, true);
   }
 

@@ -81,6 +81,13 @@ export class OpTable<E extends OpOwner> {
     for (let i = 0; i < this.owner.length; i++) if (this.owner[i] === owner) this.fail(this.idOf(i), err);
   }
 
+  /** Whether owner has an operation in flight. */
+  hasOwner(owner: E): boolean {
+    if (this.count === 0) return false;
+    for (let i = 0; i < this.owner.length; i++) if (this.owner[i] === owner) return true;
+    return false;
+  }
+
   /** Fail everything (the rail closes). */
   failAll(err: RailcommError): void {
     for (let i = 0; i < this.done.length; i++) if (this.done[i] !== null) this.fail(this.idOf(i), err);

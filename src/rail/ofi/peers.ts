@@ -49,7 +49,11 @@ export function completionError(rail: OfiRail, events: Int32Array, o: number, en
     rail.ops.fail(id, new RailcommError(ErrorCode.PEER_FAILED, `ofi (${rail.provider}): a one-sided operation${ep !== null ? ` to ${formatId(ep.peer)}` : ''} failed: ${text}`));
     if (!isPeerError(err)) return;
   }
-  if (id !== 0) rail.ops.fail(id, new RailcommError(ErrorCode.PEER_FAILED, `ofi (${rail.provider}): a send failed: ${text}`));
+  if (id !== 0) {
+    rail.ops.fail(id, new RailcommError(ErrorCode.PEER_FAILED, ep !== null && ep.closedBy
+      ? `peer ${formatId(ep.peer)} finalized before this send completed (ofi ${rail.provider}: ${text})`
+      : `ofi (${rail.provider}): a send failed: ${text}`));
+  }
   // (Finalizing, a peer the provider cannot reach finalized first, as at a send: endpoint.ts sendFailed.)
   if (ep !== null && rail.finalizing && isPeerError(err)) { rail.env.log.debug(`ofi (${rail.provider}): ${formatId(ep.peer)} unreachable while finalizing: ${text}`); ep.peerClosed(); }
   else if (ep !== null) ep.fail(`the provider reports: ${text}`, false);
