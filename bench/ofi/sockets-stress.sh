@@ -16,6 +16,7 @@ RUNS=${1:-45}
 JOBS=${2:-4}
 NODE=${NODE:-node}
 OUT=${OUT:-$(mktemp -d /tmp/sockets-stress.XXXXXX)}
+mkdir -p "$OUT"
 
 loop() {
   local id=$1 i rc out pid

@@ -106,13 +106,12 @@ for (const p of PROVIDERS) {
     });
   }
 
-  test(`ofi ${p}: rendezvous by remote read (fi_read of the sender's registered buffer; sockets streams), every byte checked; RAILCOMM_RDMA_RGET_MIN=0 streams instead`, n, async () => {
+  test(`ofi ${p}: rendezvous by remote read (fi_read of the sender's registered buffer), every byte checked; RAILCOMM_RDMA_RGET_MIN=0 streams instead`, n, async () => {
     const rget = (j) => new Map(linesWith(j.stdout, 'RGET').map(({ rank, rest }) => [rank, rest.split(' ').map(Number)]));
     const on = await job(p, 2, 'ofi-rget.mjs');
     allOk(on, 2, 4);
-    // Rank 1 read 8 messages itself (the 65,535-byte one is below the threshold; the truncated one is refused), none streamed;
-    // on sockets none: the rail streams there (rail/ofi/rail.ts, rendezvousReads).
-    assert.deepEqual(rget(on).get(1), p === 'sockets' ? [0, 0, 0] : [8, 7022538, 0], on.stdout);
+    // Rank 1 read 8 messages itself (the 65,535-byte one is below the threshold; the truncated one is refused), none streamed.
+    assert.deepEqual(rget(on).get(1), [8, 7022538, 0], on.stdout);
     assert.deepEqual(rget(on).get(0), [0, 0, 0], on.stdout);
     if (p !== 'tcp;ofi_rxm') return;
     const off = await job(p, 2, 'ofi-rget.mjs', { RAILCOMM_RDMA_RGET_MIN: '0' });

@@ -182,8 +182,8 @@ const MUST = {
   shm: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: true }, ...RING, ipc: true, allocShared: true, beginFinalize: true },
 };
 // ofi: polled (it reads its completion queue when progress polls it) with no doorbell, native RMA
-// declared and offered; rendezvous by remote read on every provider but sockets (rail/ofi/rail.ts).
-for (const name of [...OFI.map(([n]) => n), 'ofi-tcp-nowait']) MUST[name] = { caps: { reliable: true, ordered: true, put: true, get: true, atomics: true, copiesAtSend: false }, ...NET, polled: true, reaches: true, rma: true, rendezvousReads: name !== 'ofi-sockets', syncWait: 'queue', beginFinalize: true, probe: true, describeState: true };
+// declared and offered; rendezvous by remote read on every provider (rail/ofi/rail.ts).
+for (const name of [...OFI.map(([n]) => n), 'ofi-tcp-nowait']) MUST[name] = { caps: { reliable: true, ordered: true, put: true, get: true, atomics: true, copiesAtSend: false }, ...NET, polled: true, reaches: true, rma: true, rendezvousReads: true, syncWait: 'queue', beginFinalize: true, probe: true, describeState: true };
 assert.deepEqual(RAILS.map((r) => r.name).sort(), Object.keys(MUST).sort(), 'every rail has its row');
 
 const hdrOf = (i) => { const h = new Uint8Array(8); new DataView(h.buffer).setUint32(0, i, true); return h; };

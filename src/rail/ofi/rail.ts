@@ -52,14 +52,14 @@ export class OfiRail implements Rail {
   readonly info: OfiInfo;
   readonly provider: string;
   /**
-   * Rendezvous by remote read (proto/rndv/rdma.ts) on every provider but
-   * sockets: there its own progress thread serves the read, and one CI run
-   * under load hung with a read of a mixed-size stream outstanding (not
-   * reproduced in 26 runs here); it streams instead. Its windows still read natively.
-   * (The same suite later hung streaming too, from a shut TCP receive window:
-   * env-defaults.ts FI_SOCKETS_MAX_BUF_SZ. Reads have not been tried again since.)
+   * Rendezvous by remote read (proto/rndv/rdma.ts), on every provider. On
+   * sockets it was off for a while: one CI run under load hung with a read
+   * outstanding, and the same suite later hung streaming too, from a shut TCP
+   * receive window (env-defaults.ts FI_SOCKETS_MAX_BUF_SZ). With that fixed,
+   * reads passed the stress that found it (bench/ofi/sockets-stress.sh,
+   * bench/RESULTS.md).
    */
-  get rendezvousReads(): boolean { return this.provider !== 'sockets'; }
+  readonly rendezvousReads = true;
   readonly h: number;
   readonly opened: OfiOpened;
   readonly rank: number;
