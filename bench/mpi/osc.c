@@ -19,7 +19,8 @@
  * check is reported on stderr and makes the exit status 1.
  *
  * Usage: mpirun -n 2 ./osc put|get|putbw|getbw|fadd|cas|all [--sizes 8,1M] [--label ompi-vader]
- *                         [--iters N] [--warmup N] [--window 64] [--json]
+ *                         [--iters N] [--warmup N] [--window 64] [--json] [--create]
+ *        (--create: the window from MPI_Win_create over malloc'd memory)
  *        (-t MODE, -s, -i, -w are short forms of the mode, --sizes, --iters, --warmup)
  */
 #include <limits.h>
@@ -52,6 +53,7 @@ struct options {
     int warmup; /* -1 = per-size default */
     int window;
     int json;
+    int create; /* --create: MPI_Win_create over malloc'd memory instead of MPI_Win_allocate */
 };
 
 static void usage_and_exit(int rank, const char *msg) {
@@ -59,7 +61,7 @@ static void usage_and_exit(int rank, const char *msg) {
         if (msg) fprintf(stderr, "osc: %s\n", msg);
         fprintf(stderr,
                 "usage: osc put|get|putbw|getbw|fadd|cas|all [--sizes 8,1048576] [--label NAME]\n"
-                "           [--iters N] [--warmup N] [--window 64] [--json]\n"
+                "           [--iters N] [--warmup N] [--window 64] [--json] [--create]\n"
                 "       (-t MODE, -s SIZES, -i N, -w N are short forms)\n");
     }
     MPI_Finalize();
@@ -86,6 +88,7 @@ static void parse_args(int argc, char **argv, int rank, struct options *o) {
         int has_val = i + 1 < argc;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) usage_and_exit(rank, NULL);
         else if (strcmp(a, "--json") == 0) o->json = 1;
+        else if (strcmp(a, "--create") == 0) o->create = 1;
         else if (strcmp(a, "-t") == 0 && has_val) set_mode(rank, o, argv[++i], &have_mode);
         else if ((strcmp(a, "--sizes") == 0 || strcmp(a, "-s") == 0) && has_val) {
             o->nsizes = parse_size_list(argv[++i], o->sizes);
@@ -319,7 +322,15 @@ int main(int argc, char **argv) {
     }
     char *base = NULL;
     MPI_Win win;
-    MPI_Win_allocate((MPI_Aint)win_bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+    if (o.create) {
+        /* Memory MPI did not allocate: osc rdma cannot map a peer's window on this host and goes
+         * through its btl (btl ofi) for every operation, as it must for a remote peer. */
+        base = malloc(win_bytes);
+        if (!base) usage_and_exit(rank, "out of memory");
+        MPI_Win_create(base, (MPI_Aint)win_bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    } else {
+        MPI_Win_allocate((MPI_Aint)win_bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+    }
     char *obuf = malloc(win_bytes);
     if (!obuf) usage_and_exit(rank, "out of memory");
     memset(obuf, 'a', win_bytes);
@@ -387,6 +398,7 @@ int main(int argc, char **argv) {
     int all_ok = 0;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     MPI_Win_free(&win);
+    if (o.create) free(base);
     free(obuf);
     MPI_Finalize();
     return all_ok ? 0 : 1;

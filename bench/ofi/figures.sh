@@ -42,7 +42,8 @@ fi
 if command -v mpirun >/dev/null && [ -x "$root/bench/mpi/osc" ]; then
   echo "## Open MPI osc rdma over btl ofi (shm provider)"
   for t in put get fadd putbw; do
-    run mpirun --allow-run-as-root -np 2 --mca pml ob1 --mca btl self,ofi --mca osc rdma --mca btl_ofi_provider_include shm \
-      -x FI_PROVIDER=shm "$root/bench/mpi/osc" "$t" --sizes 8,1048576 --label ompi-osc-rdma-btl-ofi-shm
+    # (osc-ab.sh says why vader, osc_rdma_btls and --create: with btl self,ofi alone ob1 crashed.)
+    run mpirun --allow-run-as-root -np 2 --mca pml ob1 --mca btl self,vader,ofi --mca osc rdma --mca osc_rdma_btls ofi \
+      --mca btl_ofi_provider_include shm -x FI_PROVIDER=shm "$root/bench/mpi/osc" "$t" --create --sizes 8,1048576 --label ompi-osc-rdma-btl-ofi-shm
   done
 fi
