@@ -10,6 +10,7 @@ import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { formatId } from '../../core/ids.js';
 import { copySmall } from '../../core/word-copy.js';
 import { writeValue, OP_CSWAP } from '../../proto/rma/apply.js';
+import { PEER_CLOSED_DRAIN_MS } from './ops.js';
 import { AM_CONTROL, F_BYE, F_HELLO, F_PING, FRAME_HEAD, HEAD_PAYLOAD_MAX, MAC_BYTES, encodeHead, helloMac } from './wire.js';
 import { K_ATOMIC, K_CSWAP, K_FETCH, K_READ, K_WRITE } from './native.js';
 import type { OfiRail, OfiRemoteKey } from './rail.js';
@@ -338,7 +339,7 @@ export class OfiEndpoint implements RailRma {
     // back on the connection we opened, the BYE on the one it opened), and a
     // send the peer received must complete, not fail. The provider completes
     // or fails them; what it has not within PEER_CLOSED_DRAIN_MS fails then.
-    this.rail.drain(this, err);
+    this.rail.ops.drain(this, err, Date.now() + PEER_CLOSED_DRAIN_MS);
     this.rail.env.upcalls.failed(this, err, true);
   }
 

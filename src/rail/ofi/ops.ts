@@ -11,6 +11,13 @@ const SLOT_BITS = 20;
 const SLOT_MASK = (1 << SLOT_BITS) - 1;
 const GEN_LIMIT = 1 << (32 - SLOT_BITS);
 
+/**
+ * How long operations in flight to a peer that finalized may still complete
+ * (ms): the provider's completion of a send the peer received can come after
+ * the peer's BYE (endpoint.ts peerClosed).
+ */
+export const PEER_CLOSED_DRAIN_MS = 2000;
+
 export interface OpOwner {
   readonly failed: boolean;
 }
@@ -26,6 +33,8 @@ export class OpTable<E extends OpOwner> {
   private free: number[] = [];
   /** Operations in flight. */
   count = 0;
+  /** Owners (peers that finalized) whose operations may still complete until a time (ms), then fail with err. */
+  readonly draining = new Map<E, { until: number; err: RailcommError }>();
 
   /** A slot for done; returns the id to pass the binding (never 0). */
   take(done: Completion, owner: E, keep: Uint8Array | null, type: number): number {
@@ -88,8 +97,23 @@ export class OpTable<E extends OpOwner> {
     return false;
   }
 
+  /** Leave owner's operations in flight to complete until `until` (ms); then they fail with err (drainDue). */
+  drain(owner: E, err: RailcommError, until: number): void {
+    if (this.hasOwner(owner)) this.draining.set(owner, { until, err });
+  }
+
+  /** Owners drained: forgotten once nothing of theirs is in flight; what is still in flight past their time fails. */
+  drainDue(now: number): void {
+    for (const [owner, d] of this.draining) {
+      if (d.until <= now) this.failOwner(owner, d.err);
+      else if (this.hasOwner(owner)) continue;
+      this.draining.delete(owner);
+    }
+  }
+
   /** Fail everything (the rail closes). */
   failAll(err: RailcommError): void {
+    this.draining.clear();
     for (let i = 0; i < this.done.length; i++) if (this.done[i] !== null) this.fail(this.idOf(i), err);
   }
 

@@ -28,12 +28,6 @@ const EVENTS = 256;
 /** How often peers on this host are checked for life (ms). */
 const LIVENESS_MS = 500;
 /**
- * How long operations in flight to a peer that finalized may still complete
- * (ms): the provider's completion of a send the peer received can come after
- * the peer's BYE (endpoint.ts peerClosed).
- */
-const PEER_CLOSED_DRAIN_MS = 2000;
-/**
  * Timer looks at a queue without a wait fd (shm, udp;ofi_rxd): every ms for
  * the first 200 looks of quiet, then every 4 ms, after about 10 s every 16 ms:
  * a first message after a long sleep waits up to that, and a rank waiting 5 s
@@ -76,8 +70,6 @@ export class OfiRail implements Rail {
   readonly blocked = new Set<OfiEndpoint>();
   /** Endpoints whose sends found no connection, until their retry is due (endpoint.ts awaitConnection). */
   readonly retrying = new Set<OfiEndpoint>();
-  /** Peers that finalized with operations of ours in flight, and until when (ms) the provider may complete them. */
-  private readonly draining = new Map<OfiEndpoint, { until: number; err: RailcommError }>();
   private readonly endpoints = new Map<bigint, OfiEndpoint>();
   private readonly byRank: Array<OfiEndpoint | undefined> = [];
   private readonly events = new Int32Array((EVENTS + 1) * EVENT_WORDS);
@@ -219,7 +211,7 @@ export class OfiRail implements Rail {
       }
       if (!any && this.blocked.size > 0 && ev[2] === 0 && this.roomy()) this.redrive();
       if (this.retrying.size > 0) this.retryDue();
-      if (this.draining.size > 0) this.drainDue();
+      if (this.ops.draining.size > 0) this.ops.drainDue(Date.now());
     } finally {
       this.polling = false;
     }
@@ -250,26 +242,6 @@ export class OfiRail implements Rail {
       name: this.name, events: this.events, opsWaiting: this.ops.count, badFrames: this.counters.badFrames,
       early: this.early, rxNext: this.rxNext, heldSlots: this.heldSlots, blocked: this.blocked, retrying: this.retrying,
     });
-  }
-
-  /**
-   * ep's peer finalized: its operations still in flight are left to the
-   * provider (their completions may come after the BYE) for
-   * PEER_CLOSED_DRAIN_MS, then fail with err.
-   */
-  drain(ep: OfiEndpoint, err: RailcommError): void {
-    if (!this.ops.hasOwner(ep)) return;
-    this.draining.set(ep, { until: Date.now() + PEER_CLOSED_DRAIN_MS, err });
-  }
-
-  /** Peers drained: forgotten once nothing of theirs is in flight; what is still in flight past the time fails. */
-  private drainDue(): void {
-    const now = Date.now();
-    for (const [ep, d] of this.draining) {
-      if (d.until <= now) this.ops.failOwner(ep, d.err);
-      else if (this.ops.hasOwner(ep)) continue;
-      this.draining.delete(ep);
-    }
   }
 
   /** Senders whose connection retry is due: the layer above tries them again. */
