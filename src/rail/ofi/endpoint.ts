@@ -57,7 +57,7 @@ export class OfiEndpoint implements RailRma {
   heard = false;
   failed = false;
   /** The peer finalized (its BYE came, or it was unreachable while this rank finalized): failed, gracefully. */
-  closedBy = false;
+  peerFinalized = false;
   /** When sends to the peer first found no connection (FI_ENOENT) in this episode, else 0; and the last refusal. */
   private noConnSince = 0;
   private lastRefusal = 0;
@@ -330,7 +330,7 @@ export class OfiEndpoint implements RailRma {
   peerClosed(): void {
     if (this.failed) return;
     this.failed = true;
-    this.closedBy = true;
+    this.peerFinalized = true;
     this.stopRetry();
     this.rail.forget(this);
     const err = new RailcommError(ErrorCode.PEER_FAILED, `peer ${formatId(this.peer)} finalized`);

@@ -50,7 +50,7 @@ export function completionError(rail: OfiRail, events: Int32Array, o: number, en
     if (!isPeerError(err)) return;
   }
   if (id !== 0) {
-    rail.ops.fail(id, new RailcommError(ErrorCode.PEER_FAILED, ep !== null && ep.closedBy
+    rail.ops.fail(id, new RailcommError(ErrorCode.PEER_FAILED, ep !== null && ep.peerFinalized
       ? `peer ${formatId(ep.peer)} finalized before this send completed (ofi ${rail.provider}: ${text})`
       : `ofi (${rail.provider}): a send failed: ${text}`));
   }
