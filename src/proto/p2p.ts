@@ -4,14 +4,13 @@
 // everything that waits on a dead peer. Rendezvous (and its single-copy
 // variants) lives in rndv/; the blocking receive's fast paths in at-call.ts;
 // finalize, a peer's BYE and broken collectives in leaving.ts; what waits,
-// for the hang report, in p2p-waits.ts; a failed peer's waits in p2p-failed.ts.
+// for the hang report, in p2p-waits.ts; a failed peer's waits in p2p-failed.ts;
+// probes in probes.ts; frames that came before their turn in early.ts.
 
 import type { AmHandler, RailEndpoint, RxFrame } from '../rail/api.js';
 import { NO_RESOURCE } from '../rail/api.js';
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import type { HangWait } from './hang.js';
-import { copySmall } from '../core/word-copy.js';
-import { ANY_SOURCE } from './matching.js';
 import { nextSeq } from '../core/seq.js';
 import { Request, KIND_PROBE, KIND_SEND, PENDING, type Canceller } from './request.js';
 import { ProtoEndpoint, type PendingOp } from './endpoint.js';
@@ -31,6 +30,8 @@ import {
 } from './wire.js';
 import { newContextState, type ContextState } from './context-state.js';
 import { Leaving, finalizedBeforeSending } from './leaving.js';
+import { cancelProbe, checkProbes, probeSender, waitProbe } from './probes.js';
+import { copyOf, singleLane, stashEarly } from './early.js';
 import { AtCall, copyOut, EMPTY_BUF } from './at-call.js';
 import { collectUnexpected, collectWaits, waitsOn as waitsOnPeer, type P2pWaitsView } from './p2p-waits.js';
 import type { P2pHost } from './p2p-host.js';
@@ -292,12 +293,7 @@ export class PointToPoint implements Canceller {
   cancel(r: Request): boolean {
     const st = this.contexts.get(r.ctx);
     if (st === undefined) return false;
-    if (r.kind === KIND_PROBE) {
-      const i = st.probes.indexOf(r);
-      if (i < 0) return false;
-      st.probes.splice(i, 1);
-      return true;
-    }
+    if (r.kind === KIND_PROBE) return cancelProbe(st, r);
     return st.queues.removePosted(r);
   }
 
@@ -313,24 +309,11 @@ export class PointToPoint implements Canceller {
     this.state(ctx).queues.removeArrived(u);
   }
 
-  /** Wait for a message (src, tag); probe.found receives it, claimed when probe.claim. */
+  /** Wait for a message (src, tag); probe.found receives it, claimed when probe.claim (probes.ts). */
   waitProbe(probe: Request): void {
     const st = this.state(probe.ctx);
-    const u = st.queues.findArrived(probe.matchSrc, probe.matchTag);
-    if (u !== null) { this.settleProbe(st, probe, u); return; }
-    // Nothing queued from a peer that can never send again: fail now, as irecv does.
-    const world = probe.matchSrc !== ANY_SOURCE && st.group !== null ? st.group[probe.matchSrc] : undefined;
-    const ep = world !== undefined ? this.host.existingEndpoint(world) : undefined;
-    if (ep !== undefined && ep.failure !== null) { probe.fail(ep.failure); return; }
-    if (ep !== undefined && ep.peerFinalized) { probe.fail(finalizedBeforeSending(ep.rank, probe)); return; }
-    probe.canceller = this;
-    st.probes.push(probe);
-  }
-
-  private settleProbe(st: ContextState, probe: Request, u: Unexpected): void {
-    if (probe.claim) st.queues.removeArrived(u);
-    probe.found = u;
-    probe.complete(u.src, u.tag, u.size);
+    const world = probeSender(st, probe);
+    waitProbe(st, probe, world !== undefined ? this.host.existingEndpoint(world) : undefined, this);
   }
 
   /** Receive a message taken out of matching by a matched probe. */
@@ -406,7 +389,7 @@ export class PointToPoint implements Canceller {
     if (this.leaving.finalizing || st.broken !== null) { this.leaving.discard(ep, len); return; }
     const u = new Unexpected(ep, src, tag, copyOf(buf, off, len), len, 0);
     st.queues.pushArrived(u);
-    if (st.probes.length > 0) this.checkProbes(st, u);
+    if (st.probes.length > 0) checkProbes(st, u);
   }
 
   private onRts(ep: ProtoEndpoint, ctx: number, src: number, tag: number, sendId: number, size: number, remote: bigint, segment: number): void {
@@ -422,28 +405,12 @@ export class PointToPoint implements Canceller {
     u.segment = segment;
     u.finWanted = finWanted;
     st.queues.pushArrived(u);
-    if (st.probes.length > 0) this.checkProbes(st, u);
+    if (st.probes.length > 0) checkProbes(st, u);
     if (u.list !== null) this.prefetch.offer(ep, u, this.host.eagerLimit);
   }
 
-  private checkProbes(st: ContextState, u: Unexpected): void {
-    const probes = st.probes;
-    for (let i = 0; i < probes.length; i++) {
-      const p = probes[i]!;
-      if ((p.matchSrc !== ANY_SOURCE && p.matchSrc !== u.src) || (p.matchTag >= 0 && p.matchTag !== u.tag)) continue;
-      probes.splice(i--, 1);
-      this.settleProbe(st, p, u);
-      if (p.claim) return;
-    }
-  }
-
   private early(ep: ProtoEndpoint, am: number, rx: RxFrame, seq: number): void {
-    if (ep.rx.isDuplicate(seq)) { this.protocolErrors++; return; }
-    ep.rx.stash(seq, {
-      am,
-      hdr: copyOf(rx.buf, rx.hdrOff, rx.hdrLen),
-      payload: rx.payLen > 0 ? copyOf(rx.buf, rx.payOff, rx.payLen) : null,
-    });
+    if (!stashEarly(ep, am, rx, seq)) this.protocolErrors++;
   }
 
   private replayEarly(ep: ProtoEndpoint): void {
@@ -541,25 +508,4 @@ export class PointToPoint implements Canceller {
   snapshot(): P2pSnapshot {
     return p2pSnapshot(this, this.contexts, this.singleCopy);
   }
-}
-
-/**
- * A copy of an arrived payload or header that must outlive the frame (an
- * unexpected message, or one that came early). Buffer.from(buf.subarray(...))
- * took Node's generic array-like path: a view and two calls more per message.
- */
-function copyOf(src: Buffer, off: number, len: number): Buffer {
-  const c = Buffer.allocUnsafe(len);
-  if (len <= 256) copySmall(c, 0, null, src, off, null, len);
-  else src.copy(c, 0, off, off + len);
-  return c;
-}
-
-/**
- * Whether everything from the peer comes over one ordered stream: then a gap
- * in its sequence numbers is a broken stream. A peer with several lanes (or
- * sending in envelopes) may have a message overtake another.
- */
-function singleLane(ep: ProtoEndpoint): boolean {
-  return !ep.multi && ep.laneRx === null;
 }
