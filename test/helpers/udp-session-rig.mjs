@@ -71,7 +71,7 @@ export function side(name, clock, link, opts, violations) {
         } else if (prio) violations.push(`${name}: a retransmission of ${seq} on the priority channel`);
         tx.log.push({ seq, type, len, prio, first, byte3: bytes[3], fragId: type === T_CHUNK ? getFragId(v) : 0 });
         // The ACK, hole bit and credit it carries are the session's at this moment.
-        if (getAck(v) !== seqAdd(s.rxNext, -1) || getHole(v) !== s.rxHeld > 0 || getCredit(v) !== host.grant(s)) violations.push(`${name}: stale ACK fields on ${seq}`);
+        if (getAck(v) !== seqAdd(s.rx.next, -1) || getHole(v) !== s.rx.held > 0 || getCredit(v) !== host.grant(s)) violations.push(`${name}: stale ACK fields on ${seq}`);
       }
       link.push({ to: name === 'a' ? 'b' : 'a', bytes, prio });
     },
@@ -96,7 +96,7 @@ export function side(name, clock, link, opts, violations) {
   Object.assign(host, { session: s, owner, got, lent, frags, posted, tx });
   host.sendAck = (type = T_ACK) => {
     const b = Buffer.alloc(ACK_BYTES); const v = new DataView(b.buffer);
-    encodeAck(v, s.token, seqAdd(s.rxNext, -1), host.grant(s), s.rxHeld > 0, s.rxHighest, type);
+    encodeAck(v, s.token, seqAdd(s.rx.next, -1), host.grant(s), s.rx.held > 0, s.rx.highest, type);
     setSum(v, datagramSum(v, b, ACK_BYTES));
     link.push({ to: name === 'a' ? 'b' : 'a', bytes: b, prio: true });
     s.ackSent();
@@ -112,12 +112,12 @@ export function side(name, clock, link, opts, violations) {
     const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
     if (checkDatagram(v, bytes.length, datagramSum(v, bytes, bytes.length), limits.hdrMax, limits.fragMax) !== Bad.OK) { host.bad++; return; }
     const c = host.counters;
-    const before = { dup: c.dupSegs, ooo: c.outOfOrder, win: c.dropWindow, recv: c.segsRecv, held: s.rxHeld };
+    const before = { dup: c.dupSegs, ooo: c.outOfOrder, win: c.dropWindow, recv: c.segsRecv, held: s.rx.held };
     const type = getType(v);
     let want = null;
     if (isData(type) && !s.dead) {
-      const d = seqDiff(getSeq(v), s.rxNext);
-      want = d < 0 ? 'dup' : d >= limits.window ? 'win' : d === 0 ? 'next' : s.rxHeld > 0 && host.held.has(getSeq(v)) ? 'dup' : 'ooo';
+      const d = seqDiff(getSeq(v), s.rx.next);
+      want = d < 0 ? 'dup' : d >= limits.window ? 'win' : d === 0 ? 'next' : s.rx.held > 0 && host.held.has(getSeq(v)) ? 'dup' : 'ooo';
       if (want === 'ooo') host.held.set(getSeq(v), bytes.length);
     }
     host.lastUrgent = undefined;
@@ -131,12 +131,12 @@ export function side(name, clock, link, opts, violations) {
       if (!s.dead && host.lastUrgent !== urgent) violations.push(`${name}: receive of ${getSeq(v)} (${want}) asked for an ACK with urgent ${host.lastUrgent}`);
     }
     // The hold buffer: exactly the early segments not yet delivered, and the latest of them named.
-    for (const q of [...host.held.keys()]) if (seqDiff(q, s.rxNext) < 0) host.held.delete(q);
+    for (const q of [...host.held.keys()]) if (seqDiff(q, s.rx.next) < 0) host.held.delete(q);
     const heldBytes = [...host.held.values()].reduce((x, y) => x + y, 0);
-    if (!s.dead && s.rxHeld !== heldBytes) violations.push(`${name}: ${s.rxHeld} bytes held, the early segments weigh ${heldBytes}`);
+    if (!s.dead && s.rx.held !== heldBytes) violations.push(`${name}: ${s.rx.held} bytes held, the early segments weigh ${heldBytes}`);
     if (!s.dead && host.held.size > 0) {
       const latest = [...host.held.keys()].reduce((x, y) => (seqDiff(y, x) > 0 ? y : x));
-      if (s.rxHighest !== latest) violations.push(`${name}: rxHighest ${s.rxHighest}, the latest held is ${latest}`);
+      if (s.rx.highest !== latest) violations.push(`${name}: rxHighest ${s.rx.highest}, the latest held is ${latest}`);
     }
     host.scheduled = true;
   };

@@ -1568,7 +1568,7 @@ test('udp: simultaneous connects (and a lossy handshake) leave one session each 
       const budget = faults === '' ? 20_000 : 60_000;
       const seqs = (ep) => {
         const ss = ep.session, seg = ss.txRing[ss.txBase & ss.mask], h = ep.rail.hotel;
-        return { txBase: ss.txBase, txNext: ss.txNext, rxNext: ss.rxNext, queue: ss.queue.length - ss.qHead, retxPending: ss.retxPending,
+        return { txBase: ss.txBase, txNext: ss.txNext, rxNext: ss.rx.next, queue: ss.queue.length - ss.qHead, retxPending: ss.retxPending,
           base: seg && { seq: seg.seq, sends: seg.sends, sentAgo: ep.rail.now() - seg.sentAt, due: seg.gDue, inHotel: seg.gList?.tag === h, inRetx: seg.gList === ep.rail.retx, list: seg.gList === null ? null : typeof seg.gList },
           hotelTick: h.tick, guests: h.guests, timer: ep.rail.timer !== null, rto: ss.rtt.rto, holeArmed: ss.holeArmed };
       };

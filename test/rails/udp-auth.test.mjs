@@ -64,7 +64,7 @@ async function until(cond, what, ms = 5000) {
 function forgedFrag(ba, kind) {
   const b = Buffer.alloc(FRAG_BYTES + 8);
   const v = new DataView(b.buffer);
-  encodeCommon(v, T_FRAG | kind, ba.myToken, ba.session.rxNext);
+  encodeCommon(v, T_FRAG | kind, ba.myToken, ba.session.rx.next);
   encodeFrag(v, 200, 0, 0, 8);
   stampAck(v, (ba.session.txNext - 1) >>> 0, 1 << 20, false);
   setSum(v, datagramSum(v, b, b.length));

@@ -164,8 +164,8 @@ test('udp session: a segment past the receive window is dropped and counted; a p
     const d = r.b.counters.snapshot();
     assert.deepEqual([d.dropWindow - c.dropWindow, d.outOfOrder - c.outOfOrder, d.dupSegs - c.dupSegs], want === 'window' ? [1, 0, 0] : want === 'held' ? [0, 1, 0] : [0, 0, 1], `seq ${seq}`);
   }
-  assert.equal(s.rxHeld, 48);
-  assert.equal(s.rxHighest, BASE.window - 1);
+  assert.equal(s.rx.held, 48);
+  assert.equal(s.rx.highest, BASE.window - 1);
   s.ackOwed = false; s.ackUrgent = false;
   const p = Buffer.alloc(ACK_BYTES); const pv = new DataView(p.buffer);
   encodeAck(pv, 2, SEQ_MASK, 5000, false, 0, T_PROBE);

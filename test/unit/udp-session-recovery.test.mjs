@@ -226,11 +226,11 @@ test('a probe is an ACK, never data: it moves no receive state', () => {
   const s = r.b.session;
   r.a.session.send(AM, 0, hdrOf(0), 8, payload(0, 10), null);
   assert.ok(run(r, () => r.b.got.length === 1 && r.a.session.idle, 1000));
-  const before = [s.rxNext, r.b.counters.segsRecv, r.b.got.length];
+  const before = [s.rx.next, r.b.counters.segsRecv, r.b.got.length];
   r.a.sendAck(7); // T_PROBE
   const p = r.link.pop();
   r.b.deliver(p.bytes);
-  assert.deepEqual([s.rxNext, r.b.counters.segsRecv, r.b.got.length], before);
+  assert.deepEqual([s.rx.next, r.b.counters.segsRecv, r.b.got.length], before);
   assert.equal(r.b.counters.probesAnswered, 1);
   assert.notEqual(typeOf(p), T_ACK);
 });

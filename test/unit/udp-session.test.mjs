@@ -63,7 +63,7 @@ function makeSide(name, clock, link, got) {
     s.pump();
     if (s.ackOwed) {
       const b = Buffer.alloc(ACK_BYTES); const v = new DataView(b.buffer);
-      encodeAck(v, s.token, (s.rxNext - 1) >>> 0, 1 << 16, s.rxHeld > 0, s.rxHighest);
+      encodeAck(v, s.token, (s.rx.next - 1) >>> 0, 1 << 16, s.rx.held > 0, s.rx.highest);
       if (s.macKey !== null) { markMac(v); setSum(v, datagramMac(b, ACK_BYTES, s.macKey)); } else setSum(v, datagramSum(v, b, ACK_BYTES));
       host.transmit(s, b, ACK_BYTES); s.ackSent();
     }

@@ -3,6 +3,7 @@
 // the window opens, and the seal every datagram gets at each transmission
 // (the session's MAC, or a checksum).
 
+import type { Completion } from '../api.js';
 import type { SessionHost, SessionLimits } from './session-host.js';
 import { Frag, SEG_OVERHEAD, Segment } from './segment.js';
 import { datagramSum } from './checksum.js';
@@ -60,6 +61,25 @@ export function packFrag(host: SessionHost, tail: Segment, am: number, flags: nu
   seg.weight = end + SEG_OVERHEAD;
   host.counters.bundled++;
   return seg;
+}
+
+/**
+ * A message too big for one datagram, as a Frag to be cut into CHUNKs: a copy
+ * of the payload now, or (done set: a zero-copy send) the caller's bytes,
+ * read as its chunks are cut.
+ */
+export function takeFrag(host: SessionHost, fragId: number, am: number, flags: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array, payLen: number, done: Completion | null): Frag {
+  const f = host.frag();
+  f.am = am;
+  f.flags = flags;
+  f.hdr.set(hdr.subarray(0, hdrLen), 0);
+  f.hdrLen = hdrLen;
+  f.payload = done === null ? Buffer.from(payload) : payload;
+  f.payLen = payLen;
+  f.off = 0;
+  f.fragId = fragId;
+  f.done = done;
+  return f;
 }
 
 /** The length of f's next CHUNK datagram: as much of the payload as dataMax leaves room for (the AM header rides in the first). */

@@ -333,7 +333,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, Kee
 
   sendAck(s: Session, probe = false): void {
     const ep = s.owner as UdpEndpoint;
-    ep.encodeAck(seqAdd(s.rxNext, -1), this.grant(s), s.rxHeld > 0, s.rxHighest, probe);
+    ep.encodeAck(seqAdd(s.rx.next, -1), this.grant(s), s.rx.held > 0, s.rx.highest, probe);
     this.transmitRaw(ep, ep.ackBuf, ACK_BYTES, true);
     this.counters.acksSent++;
     s.ackSent();
@@ -470,7 +470,7 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, Kee
 
   probeDatagram(ep: UdpEndpoint): Buffer {
     const s = ep.session;
-    ep.encodeAck(seqAdd(s.rxNext, -1), this.grant(s), s.rxHeld > 0, s.rxHighest, true);
+    ep.encodeAck(seqAdd(s.rx.next, -1), this.grant(s), s.rx.held > 0, s.rx.highest, true);
     return Buffer.from(ep.ackBuf);
   }
 

@@ -1,8 +1,8 @@
 // Reliable, ordered delivery to one peer over datagrams, without sockets:
 // sequence numbers, the send window paced by the peer's credits and a
 // congestion window, cumulative ACKs (piggy-backed or explicit), retransmission
-// through the hotel and the retransmit list, the receive window (then
-// reassembly.ts). The rail supplies the sockets and clocks through
+// through the hotel and the retransmit list; segments that came early wait in
+// the receive window (rx-window.ts), in-order ones go on to reassembly.ts. The rail supplies the sockets and clocks through
 // SessionHost (session-host.ts), so tests can drive it over a fake link.
 
 import type { Checkout, Guest } from '../../core/hotel.js';
@@ -13,8 +13,9 @@ import { Congestion, countStall } from './congestion.js';
 import { Frag, SEG_OVERHEAD, Segment } from './segment.js';
 import { RttEstimator } from './rtt.js';
 import { Reassembler } from './reassembly.js';
-import { chunkLength, cutChunk, fillFrag, packFrag, seal } from './frag-segment.js';
-import { SEQ_MASK, seqAdd, seqDiff, seqLt } from '../../core/seq.js';
+import { ReceiveWindow } from './rx-window.js';
+import { chunkLength, cutChunk, fillFrag, packFrag, seal, takeFrag } from './frag-segment.js';
+import { SEQ_MASK, seqAdd, seqDiff } from '../../core/seq.js';
 import {
   FRAG_BYTES, RECORD_BYTES, T_ACK, T_PROBE, getAck, getCredit, getHole, getSeq, getType, setSeq, setToken, stampAck,
 } from './wire.js';
@@ -84,12 +85,8 @@ export class Session {
   private holeArmed = false;
 
   // ---- receive side
-  rxNext = 0;
-  private readonly rxRing: Array<Buffer | null>;
-  private readonly rxViews: Array<DataView | null>;
-  rxHeld = 0;
-  /** Highest sequence number held out of order (valid while rxHeld > 0); explicit ACKs carry it. */
-  rxHighest = 0;
+  /** The next sequence number to deliver, and the segments that came ahead of it (rx-window.ts). */
+  readonly rx: ReceiveWindow;
   ackOwed = false;
   ackUrgent = false;
   ackListed = false;
@@ -110,8 +107,7 @@ export class Session {
     const w = host.limits.window;
     this.mask = w - 1;
     this.txRing = new Array<Segment | null>(w).fill(null);
-    this.rxRing = new Array<Buffer | null>(w).fill(null);
-    this.rxViews = new Array<DataView | null>(w).fill(null);
+    this.rx = new ReceiveWindow(w);
     this.rtt = new RttEstimator(host.limits.rtoMs, host.limits.rtoFloorMs);
     this.asm = new Reassembler(host.handlers, host.counters, owner, host.limits.hdrMax);
     this.lastHeard = host.now();
@@ -122,7 +118,7 @@ export class Session {
     this.token = token >>> 0;
     this.macKey = macKey;
     this.txNext = this.txBase = txStart & SEQ_MASK;
-    this.rxNext = rxStart & SEQ_MASK;
+    this.rx.next = rxStart & SEQ_MASK;
     this.credit = credit;
     this.open = true;
     this.lastHeard = this.host.now();
@@ -185,19 +181,9 @@ export class Session {
       if (done !== null) done.railComplete(null);
       return true;
     }
-    const f = this.host.frag();
-    f.am = am;
-    f.flags = flags;
-    f.hdr.set(hdr.subarray(0, hdrLen), 0);
-    f.hdrLen = hdrLen;
-    // A copy takes its bytes now; a zero-copy send is read as its chunks are cut.
-    f.payload = done === null ? Buffer.from(payload!) : payload!;
-    f.payLen = payLen;
-    f.off = 0;
-    f.fragId = this.nextFragId;
+    const f = takeFrag(this.host, this.nextFragId, am, flags, hdr, hdrLen, payload!, payLen, done);
     // Modulo 2^30, as sequence numbers (seq.ts): a small integer in V8 (0 is never an id).
     this.nextFragId = ((this.nextFragId + 1) & SEQ_MASK) || 1;
-    f.done = done;
     const first = this.qHead === this.queue.length;
     this.queue.push(f);
     this.queuedBytes += payLen;
@@ -286,7 +272,7 @@ export class Session {
   transmit(seg: Segment, prio: boolean): void {
     // Segments queued before the handshake finished learn the peer's token only now.
     setToken(seg.view, this.token);
-    stampAck(seg.view, seqAdd(this.rxNext, -1), this.host.grant(this), this.rxHeld > 0);
+    stampAck(seg.view, seqAdd(this.rx.next, -1), this.host.grant(this), this.rx.held > 0);
     seal(seg, this.macKey, this.host.limits);
     const now = this.host.now();
     seg.sentAt = now;
@@ -376,7 +362,8 @@ export class Session {
     if (type === T_PROBE && !this.dead) { this.host.counters.probesAnswered++; this.host.wantAck(this, true); }
     if (ackOnly || this.dead) return;
     const seq = getSeq(v);
-    const d = seqDiff(seq, this.rxNext);
+    const rx = this.rx;
+    const d = seqDiff(seq, rx.next);
     const c = this.host.counters;
     c.segsRecv++;
     if (d < 0) {
@@ -387,28 +374,17 @@ export class Session {
     }
     if (d >= this.host.limits.window) { c.dropWindow++; return; }
     if (d > 0) {
-      const slot = seq & this.mask;
-      if (this.rxRing[slot] !== null) c.dupSegs++;
-      else {
-        if (this.rxHeld === 0 || seqLt(this.rxHighest, seq)) this.rxHighest = seq;
-        this.rxRing[slot] = buf; this.rxViews[slot] = v; this.rxHeld += len; c.outOfOrder++;
-      }
+      if (rx.hold(seq, buf, v, len)) c.outOfOrder++; else c.dupSegs++;
       this.host.wantAck(this, true);
       return;
     }
-    this.rxNext = seqAdd(this.rxNext, 1);
+    rx.next = seqAdd(rx.next, 1);
     this.asm.deliver(buf, v, len);
     for (;;) {
       if (this.dead) return;
-      const slot = this.rxNext & this.mask;
-      const b = this.rxRing[slot]!;
+      const b = rx.takeNext();
       if (b === null) break;
-      const bv = this.rxViews[slot]!;
-      this.rxRing[slot] = null;
-      this.rxViews[slot] = null;
-      this.rxHeld -= b.length;
-      this.rxNext = seqAdd(this.rxNext, 1);
-      this.asm.deliver(b, bv, b.length);
+      this.asm.deliver(b, rx.takenView!, b.length);
     }
     this.host.wantAck(this, false);
   }
@@ -522,9 +498,7 @@ export class Session {
     }
     this.qHead = 0;
     this.queuedBytes = 0;
-    this.rxRing.fill(null);
-    this.rxViews.fill(null);
-    this.rxHeld = 0;
+    this.rx.clear();
     this.asm.reset();
   }
 }
