@@ -13,7 +13,7 @@
 // (barrierSync, ...) blocks at the call instead, checking its peers itself.
 
 import { RailcommError, ErrorCode } from '../../core/errors.js';
-import type { SharedHost } from './shared.js';
+import type { SharedHost } from './shared-host-api.js';
 
 /** Bytes of a control line: the doorbell line, one line per rank (flag word first), then the release line. */
 export const LINE = 64;
