@@ -25,8 +25,8 @@ const CHECK_MS = 100;
 const BLOCK_MS = 1;
 /** Polls of every rail that make one idle step when no single ring is watched (a power of two). */
 const IDLE_TURNS = 512;
-/** About how long one idle step takes (ms): the spin budget in steps. */
-const STEP_MS = 0.1;
+/** Idle steps between clock readings while a wait spins (a power of two): when its spin budget is spent. */
+const SPIN_CHECK_STEPS = 16;
 /** A clock reading not taken yet (a double, as readings are: see proto/progress.ts UNSET). */
 const UNSET = -Infinity;
 
@@ -80,9 +80,12 @@ export class SyncEngine {
   private nextCheck = UNSET;
   private hangSaid = false;
   private turns = 0;
-  /** Idle steps of the current wait, and how many of them spin before the wait blocks (RAILCOMM_SPIN_US). */
+  /** Idle steps of the current wait. */
   private steps = 0;
-  private readonly spinSteps: number;
+  /** When the current wait's first idle step came (performance.now() ms), and whether its spin budget (RAILCOMM_SPIN_US) is spent: it blocks. */
+  private spinFrom = UNSET;
+  private blocking = false;
+  private readonly spinMs: number;
   /** What this wait found dead (world rank and why), or null. */
   private lost: string | null = null;
 
@@ -98,7 +101,7 @@ export class SyncEngine {
     const ctx = this.ctx;
     this.watch = new PeerWatch(ctx);
     this.laneOk = new Uint8Array(ctx.launch.size);
-    this.spinSteps = Math.ceil(ctx.progress.spinBudgetMs / STEP_MS);
+    this.spinMs = ctx.progress.spinBudgetMs;
     for (const r of ctx.rails) {
       const bell = (r as { bell?: RingBell }).bell;
       if (bell !== undefined && (r.component === 'tbsm' || r.component === 'shm')) {
@@ -170,7 +173,7 @@ export class SyncEngine {
     try {
       for (;;) {
         let got = lane !== null ? p2p.atCall.recvAtCall(buf, ctxId, src, tag, lane, progress)
-          : rail !== null ? p2p.atCall.recvAtCallOn(buf, ctxId, src, tag, ep!, rail, this.steps > this.spinSteps ? 1 : undefined) : -1;
+          : rail !== null ? p2p.atCall.recvAtCallOn(buf, ctxId, src, tag, ep!, rail, this.blocking ? 1 : undefined) : -1;
         if (got !== -1) return got;
         this.pollAll();
         got = p2p.atCall.recvNow(buf, ctxId, src, tag);
@@ -205,6 +208,8 @@ export class SyncEngine {
     this.hangSaid = false;
     this.turns = 0;
     this.steps = 0;
+    this.spinFrom = UNSET;
+    this.blocking = false;
     // What a rail holds back until this run of JavaScript ends (udp's packed datagrams) goes now: a wait runs no microtasks.
     const rails = this.ctx.rails;
     for (let i = 0; i < rails.length; i++) rails[i]!.flush?.();
@@ -225,22 +230,38 @@ export class SyncEngine {
   }
 
   /**
-   * Nothing arrived this pass. Counted, not timed (a clock reading allocates
-   * on Node 20, and under load every wait gets here): every IDLE_TURNS passes
-   * over all rails, or every brief wait on the source's ring or ofi rail
-   * (about 0.1 ms each), is one idle step. Past the spin budget in steps, each step blocks
-   * on the doorbell a moment; every 8 steps the tbsm channel is read (rings
-   * new peers announce); every 64 the clock: every CHECK_MS the peers are
-   * checked, and the wait says once when it outlasts RAILCOMM_HANG_TIMEOUT.
+   * Nothing arrived this pass. Counted (a clock reading allocates on Node 20,
+   * and under load every wait gets here): every IDLE_TURNS passes over all
+   * rails, or every brief wait on the source's ring or ofi rail (9-200 us
+   * each, by machine), is one idle step. From the first step the clock is
+   * read every SPIN_CHECK_STEPS steps until the spin budget is spent; then
+   * each step blocks on the doorbell a moment. Every 8 steps the tbsm channel
+   * is read (rings new peers announce); every 64 the clock: every CHECK_MS
+   * the peers are checked, and the wait says once when it outlasts
+   * RAILCOMM_HANG_TIMEOUT.
    */
   private idle(lane: PolledEndpoint | null, brief: boolean, w: number, group: readonly number[] | null, what: string, src: number, tag: number): void {
     // A pass that was a brief wait (on a ring, or an ofi source's rail) is a step;
     // once the spin budget is spent, every pass blocks (when there is a doorbell to block on).
-    if (lane === null && !brief && (this.steps <= this.spinSteps || this.anyBell === null) && (++this.turns & (IDLE_TURNS - 1)) !== 0) return;
+    if (lane === null && !brief && (!this.blocking || this.anyBell === null) && (++this.turns & (IDLE_TURNS - 1)) !== 0) return;
     const k = ++this.steps;
     if ((k & 7) === 0) for (let i = 0; i < this.channels.length; i++) this.channels[i]!.pollChannel();
     if ((k & 63) === 0) this.look(w, group, what, src, tag);
-    if (k > this.spinSteps) this.block(lane, w);
+    if (!this.blocking && (k === 1 || (k & (SPIN_CHECK_STEPS - 1)) === 0)) this.blocking = this.spinSpent();
+    if (this.blocking) this.block(lane, w);
+  }
+
+  /**
+   * Whether the current wait has spun its budget since its first idle step.
+   * Timed, not counted: a step's polls took 0.1-0.2 ms on one machine and
+   * 9 us on a faster one, where a budget of 200 steps (meant as 20 ms) was
+   * spent in under 2 ms and a rank slept at each preemption of its peer.
+   */
+  private spinSpent(): boolean {
+    if (this.spinMs <= 0) return true;
+    const now = performance.now();
+    if (this.spinFrom === UNSET) { this.spinFrom = now; return false; }
+    return now - this.spinFrom >= this.spinMs;
   }
 
   /** The clock, every 64 idle steps: when the wait began (about), the peers, the hang report. */
