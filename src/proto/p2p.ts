@@ -30,7 +30,7 @@ import {
 } from './wire.js';
 import { newContextState, type ContextState } from './context-state.js';
 import { Leaving, finalizedBeforeSending } from './leaving.js';
-import { cancelProbe, checkProbes, probeSender, waitProbe } from './probes.js';
+import { cancelProbe, checkProbes, probeSender, startProbe } from './probes.js';
 import { copyOf, singleLane, stashEarly } from './early.js';
 import { AtCall, copyOut, EMPTY_BUF } from './at-call.js';
 import { collectUnexpected, collectWaits, waitsOn as waitsOnPeer, type P2pWaitsView } from './p2p-waits.js';
@@ -313,7 +313,7 @@ export class PointToPoint implements Canceller {
   waitProbe(probe: Request): void {
     const st = this.state(probe.ctx);
     const world = probeSender(st, probe);
-    waitProbe(st, probe, world !== undefined ? this.host.existingEndpoint(world) : undefined, this);
+    startProbe(st, probe, world !== undefined ? this.host.existingEndpoint(world) : undefined, this);
   }
 
   /** Receive a message taken out of matching by a matched probe. */

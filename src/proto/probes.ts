@@ -13,7 +13,7 @@ import { finalizedBeforeSending } from './leaving.js';
  * Settle the probe at once if a queued message matches; else fail it if its
  * only possible sender can never send again (as irecv does); else queue it.
  */
-export function waitProbe(st: ContextState, probe: Request, sender: ProtoEndpoint | undefined, canceller: Canceller): void {
+export function startProbe(st: ContextState, probe: Request, sender: ProtoEndpoint | undefined, canceller: Canceller): void {
   const u = st.queues.findArrived(probe.matchSrc, probe.matchTag);
   if (u !== null) { settleProbe(st, probe, u); return; }
   if (sender !== undefined && sender.failure !== null) { probe.fail(sender.failure); return; }
