@@ -5,7 +5,8 @@
 // ratio, the batches that took over 10x the median ("slow": a stall of about
 // a millisecond or more inside them), how many of those overlap a garbage
 // collection on either rank, and each rank's collections (count, total ms,
-// kinds). SYNC=1: the same through sendSync/recvSync.
+// kinds). SYNC=1: the same through sendSync/recvSync, with each rank's
+// doorbell waits in the timed batches (syncBlocks: waits past the spin budget).
 //   node dist/cli/main.js run -n 2 --rails shm,self bench/tails.mjs [batches, 2000] [warm-up round trips, 200000]
 //   RAILCOMM_NODE_FLAGS='... --single-threaded-gc' node dist/cli/main.js run -n 2 bench/tails.mjs   (V8 flags to try)
 import { PerformanceObserver, constants } from 'node:perf_hooks';
@@ -45,13 +46,16 @@ async function batches(n, record) {
 await batches(WARM / BATCH, false);
 await comm.barrier();
 gcs.length = 0;
+const blocks = () => comm.world.ctx.p2p.snapshot().syncBlocks;
+const blocks0 = blocks();
 await batches(BATCHES, true);
+const myBlocks = blocks() - blocks0;
 await new Promise((r) => setTimeout(r, 50));
 const mine = gcs.map(([t, d, k]) => [t, d, k]);
 if (!first) {
-  await comm.sendObject(mine, 0, 99);
+  await comm.sendObject({ mine, myBlocks }, 0, 99);
 } else {
-  const { value: theirs } = await comm.recvObject(1, 99);
+  const { value: { mine: theirs, myBlocks: theirBlocks } } = await comm.recvObject(1, 99);
   const sorted = Float64Array.from(us).sort();
   const med = sorted[BATCHES >> 1];
   let sum = 0;
@@ -71,6 +75,8 @@ if (!first) {
     avgUs: +avg.toFixed(3), medianUs: +med.toFixed(3), avgOverMedian: +(avg / med).toFixed(2), avgWithoutSlowUs: +(rest / (BATCHES - slow.length)).toFixed(3),
     slowBatches: slow.length, slowOverlappingGc: overlapping, slowestUs: +sorted[BATCHES - 1].toFixed(1),
     gcRank0: summary(mine), gcRank1: summary(theirs),
+    // Doorbell waits of the synchronous calls in the timed batches (comm/sync.ts: a wait past its spin budget).
+    syncBlocksRank0: myBlocks, syncBlocksRank1: theirBlocks,
   }));
 }
 await comm.finalize();

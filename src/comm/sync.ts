@@ -75,15 +75,14 @@ export class SyncEngine {
   private firstQueueBell: Bell | null = null;
   private readonly channels: Array<{ pollChannel(): boolean }> = [];
   private selfLane: { poll?(): boolean } | null = null;
-  /** The current wait (synchronous calls never nest): when it began, its next check, whether its hang was said. */
+  /** The current wait (synchronous calls never nest): when it began (its first idle step), its next check, whether its hang was said. */
   private since = UNSET;
   private nextCheck = UNSET;
   private hangSaid = false;
   private turns = 0;
   /** Idle steps of the current wait. */
   private steps = 0;
-  /** When the current wait's first idle step came (performance.now() ms), and whether its spin budget (RAILCOMM_SPIN_US) is spent: it blocks. */
-  private spinFrom = UNSET;
+  /** Whether the current wait's spin budget (RAILCOMM_SPIN_US) is spent: it blocks. */
   private blocking = false;
   private readonly spinMs: number;
   /** What this wait found dead (world rank and why), or null. */
@@ -208,7 +207,6 @@ export class SyncEngine {
     this.hangSaid = false;
     this.turns = 0;
     this.steps = 0;
-    this.spinFrom = UNSET;
     this.blocking = false;
     // What a rail holds back until this run of JavaScript ends (udp's packed datagrams) goes now: a wait runs no microtasks.
     const rails = this.ctx.rails;
@@ -260,11 +258,11 @@ export class SyncEngine {
   private spinSpent(): boolean {
     if (this.spinMs <= 0) return true;
     const now = performance.now();
-    if (this.spinFrom === UNSET) { this.spinFrom = now; return false; }
-    return now - this.spinFrom >= this.spinMs;
+    if (this.since === UNSET) { this.since = now; return false; }
+    return now - this.since >= this.spinMs;
   }
 
-  /** The clock, every 64 idle steps: when the wait began (about), the peers, the hang report. */
+  /** The clock, every 64 idle steps: when the wait began (if spinSpent did not say), the peers, the hang report. */
   private look(w: number, group: readonly number[] | null, what: string, src: number, tag: number): void {
     const now = performance.now();
     if (this.since === UNSET) { this.since = now; this.nextCheck = now; }
@@ -284,6 +282,7 @@ export class SyncEngine {
     // A frame published before the announcement: take it instead of sleeping.
     // (The announcement stays: a sender that sees it rings once, harmlessly.)
     if (this.pollAll()) return;
+    this.ctx.p2p.atCall.syncBlocks++;
     bell.wait(seen, BLOCK_MS);
   }
 

@@ -223,6 +223,8 @@ export class AtCall {
   private bytes = -1;
   /** Blocking receives that completed while waiting at the call (--stats; a double from the start, as rgetBytes). */
   recvsAtCall = -0;
+  /** Times a synchronous call's wait blocked on a doorbell, its spin budget spent (comm/sync.ts; --stats). */
+  syncBlocks = -0;
 }
 
 /**

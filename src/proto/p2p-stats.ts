@@ -8,7 +8,7 @@ import type { PointToPoint } from './p2p.js';
 
 export interface P2pSnapshot {
   posted: number; unexpected: number; unexpectedBytes: number; rndvSends: number; rndvRecvs: number; rndvRestarts: number; protocolErrors: number;
-  rgetMsgs: number; rgetBytes: number; rdmaReads: number; rdmaReadBytes: number; rdmaFellBack: number; recvsAtCall: number;
+  rgetMsgs: number; rgetBytes: number; rdmaReads: number; rdmaReadBytes: number; rdmaFellBack: number; recvsAtCall: number; syncBlocks: number;
 }
 
 export function p2pSnapshot(p: PointToPoint, contexts: ReadonlyMap<number, ContextState>, singleCopy: SingleCopy): P2pSnapshot {
@@ -18,5 +18,5 @@ export function p2pSnapshot(p: PointToPoint, contexts: ReadonlyMap<number, Conte
     unexpected += st.queues.arrivedCount;
     for (const u of st.queues.allArrived()) if (u.data !== null) unexpectedBytes += u.size;
   }
-  return { posted, unexpected, unexpectedBytes, rndvSends: p.rndv.sends.size, rndvRecvs: p.rndv.recvs.size, rndvRestarts: p.rndv.restarts, protocolErrors: p.protocolErrors, rgetMsgs: singleCopy.rgetMsgs + 0, rgetBytes: singleCopy.rgetBytes + 0, rdmaReads: p.rdma.reads + 0, rdmaReadBytes: p.rdma.readBytes + 0, rdmaFellBack: p.rdma.fellBack + 0, recvsAtCall: p.atCall.recvsAtCall + 0 };
+  return { posted, unexpected, unexpectedBytes, rndvSends: p.rndv.sends.size, rndvRecvs: p.rndv.recvs.size, rndvRestarts: p.rndv.restarts, protocolErrors: p.protocolErrors, rgetMsgs: singleCopy.rgetMsgs + 0, rgetBytes: singleCopy.rgetBytes + 0, rdmaReads: p.rdma.reads + 0, rdmaReadBytes: p.rdma.readBytes + 0, rdmaFellBack: p.rdma.fellBack + 0, recvsAtCall: p.atCall.recvsAtCall + 0, syncBlocks: p.atCall.syncBlocks + 0 };
 }

@@ -71,6 +71,13 @@ test('sendSync/recvSync and allreduceSync allocate nothing per call: no collecti
   }
 });
 
+test('a synchronous wait spins RAILCOMM_SPIN_US of time, not of polls, before it blocks on the doorbell (shm, 2 processes)', async () => {
+  const job = await railcomm(['run', '-n', '2', '--rails', 'shm,self', '--timeout', '30', jobScript('sync-spin.mjs')], { limitMs: 60_000, env: { RAILCOMM_SPIN_US: '200000' } });
+  assert.equal(job.code, 0, job.stderr.slice(-2000));
+  assert.deepEqual(linesWith(job.stdout, 'SHORT').map((l) => `${l.rank} ${l.rest}`), ['0 0'], 'a 30 ms wait within a 200 ms budget never blocks');
+  assert.deepEqual(linesWith(job.stdout, 'LONG').map((l) => `${l.rank} ${l.rest}`), ['0 blocked 2'], 'a 600 ms wait blocks past the budget and gets its message');
+});
+
 test('a synchronous wait first sends what the udp rail packed for the end of the run (2 processes x 2 threads, udp between them)', async () => {
   const job = await railcomm(['run', '-n', '4', '--threads-per-process', '2', '--rails', 'udp,tbsm,self', '--timeout', '30', jobScript('sync-cork.mjs')], { limitMs: 60_000 });
   assert.deepEqual(linesWith(job.stdout, 'RESULT').map((l) => `${l.rank} ${l.rest}`), ['0 30'], job.stdout + job.stderr.slice(-2000));
