@@ -2,8 +2,9 @@
 // sequence numbers, the send window paced by the peer's credits and a
 // congestion window, cumulative ACKs (piggy-backed or explicit), retransmission
 // through the hotel and the retransmit list; segments that came early wait in
-// the receive window (rx-window.ts), in-order ones go on to reassembly.ts. The rail supplies the sockets and clocks through
-// SessionHost (session-host.ts), so tests can drive it over a fake link.
+// the receive window (rx-window.ts), in-order ones go on to reassembly.ts.
+// The rail supplies the sockets and clocks through SessionHost
+// (session-host.ts), so tests can drive it over a fake link.
 
 import type { Checkout, Guest } from '../../core/hotel.js';
 import type { Completion } from '../api.js';
