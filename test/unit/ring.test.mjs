@@ -145,6 +145,28 @@ test('ring: positions wrap at 2^30 (they stay small integers), frames intact acr
   assert.ok(Atomics.load(ctl, 16) < start, 'the tail wrapped past 2^30 to a small number');
 });
 
+test('ring: a consumer that caught up never takes the previous lap\'s bytes for a frame (the word after each frame is zeroed)', () => {
+  const producer = new Ring(1 << 12);
+  const consumer = new Ring(producer.sab);
+  const hdr = new Uint8Array(16);
+  // Payloads made of words that read as valid frame lengths (24 bytes), left behind in the buffer.
+  const bait = new Uint8Array(new Int32Array(400).fill(24).buffer);
+  let got = 0;
+  const visit = (am, off, hl, pl) => { assert.equal(am, 6); got++; };
+  for (let lap = 0; lap < 40; lap++) {
+    // Each lap frames of another size, so that frame starts fall inside earlier payloads.
+    const pay = bait.subarray(0, 8 * ((lap * 37) % 190 + 1));
+    for (let i = 0; i < 6; i++) {
+      if (!producer.write(6, hdr, 16, pay)) break;
+      assert.equal(consumer.drain(visit), 1, 'exactly the frame written');
+      assert.equal(consumer.peek(), -1, 'caught up: no frame where the next one will go');
+      assert.equal(consumer.hasData(), false);
+      assert.equal(consumer.drain(visit), 0);
+    }
+  }
+  assert.ok(got > 200);
+});
+
 test('pollRings: a corrupt frame fails its peer alone, also when failing it took the ring out of the list (shm)', () => {
   const hdr = new Uint8Array(64);
   const list = [];

@@ -1,20 +1,28 @@
 // A single-producer single-consumer ring of frames in a SharedArrayBuffer,
 // between two threads of one process (tbsm) or two processes that map the
-// same /dev/shm segment (shm). Positions run freely (modulo 2^30);
-// the producer publishes with a release store of the tail, the consumer hands
-// space back with a release store of the head (at its next look at the ring),
-// each on its own cache line (PLAIN_SYNC: plain stores on x86). Frames
-// never wrap: one that does not fit before the end leaves a skip marker.
+// same /dev/shm segment (shm). Positions run freely (modulo 2^30). The
+// producer publishes a frame with a release store of its length word, last;
+// the consumer finds it by reading the length word at its own position (no
+// shared tail to read first: a small frame costs the consumer one cache line
+// from the producer's core, not two, as Open MPI's vader fast boxes). So that
+// a length word is never stale, the producer zeroes the word after each frame
+// before it publishes the frame: the consumer's next position reads 0 until the
+// next frame is there. The consumer hands space back with a release store of the
+// head (at its next look at the ring), on a line of its own (PLAIN_SYNC: plain
+// stores on x86). Frames never wrap: one that does not fit before the end
+// leaves a skip marker, published after the frame it skips to.
 
 /*
  * Layout: bytes 0..127 control, then `capacity` bytes of frames.
  *   control Int32 [0]  head (consumer's position)       byte 0
- *           Int32 [16] tail (producer's position)       byte 64
- *           Int32 [24] producer waiting for room (0/1)  byte 96
+ *           Int32 [8]  producer waiting for room (0/1)  byte 32 (the head's line: the
+ *                      consumer reads it at every hand-back, the producer writes it rarely)
+ *           Int32 [16] tail (producer's position: for a producer that attaches; the
+ *                      consumer does not read it)       byte 64
  *           Int32 [28] magic, [29] version, [30] producer pid  bytes 112-123
  *             (stamped by the shm rail; tbsm leaves them zero)
  * Frame (8-byte aligned), at position & (capacity - 1):
- *   0 frame bytes u32 (SKIP: the rest of the buffer is unused)
+ *   0 frame bytes u32 (0: no frame yet; SKIP: the rest of the buffer is unused)
  *   4 payload bytes u32 | 8 am id u8 | 9 zero u8 | 10 header bytes u16 | 12 zero u32
  *   16 header, padding to 8, then payload, then padding to 8
  *
@@ -28,7 +36,7 @@ export const CONTROL_BYTES = 128;
 export const FRAME_HEAD = 16;
 const HEAD = 0;
 const TAIL = 16;
-const WAITING = 24;
+const WAITING = 8;
 const MAGIC = 28;
 const VERSION = 29;
 const OWNER = 30;
@@ -59,7 +67,7 @@ export const RING_MAX = 2 ** 29;
  * there these are the Atomics operations.
  *
  * What x86 does reorder is a store followed by a load of another word, and
- * both sleep protocols have that shape: a producer publishes its tail, then
+ * both sleep protocols have that shape: a producer publishes a frame, then
  * reads whether the consumer sleeps (Doorbell.ring); a consumer hands back
  * its head, then reads whether the producer waits for room. A side may
  * therefore read "awake" or "not waiting" while its own store is still on
@@ -171,19 +179,23 @@ export class Ring {
     let tail = this.tail;
     let off = tail & this.mask;
     const contiguous = this.capacity - off;
-    const total = need > contiguous ? contiguous + need : need;
+    // The frame, the skipped end of the buffer if it does not fit there, and the word after it (zeroed).
+    const total = (need > contiguous ? contiguous + need : need) + 8;
     if (((tail - this.headSeen) & POS_MASK) + total > this.capacity) {
       this.headSeen = loadAcquire(this.ctl, HEAD);
       if (((tail - this.headSeen) & POS_MASK) + total > this.capacity) return false;
     }
     const w = this.words;
+    let skip = -1;
     if (need > contiguous) {
-      w[off >> 2] = SKIP;
+      skip = off >> 2;
       tail = (tail + contiguous) & POS_MASK;
       off = 0;
     }
     const f = off >> 2;
-    w[f] = need;
+    const next = (tail + need) & POS_MASK;
+    // The next frame's length word says "nothing yet" before this frame is published.
+    w[(next & this.mask) >> 2] = 0;
     w[f + 1] = payLen;
     w[f + 2] = am | (hdrLen << 16);
     w[f + 3] = 0;
@@ -193,8 +205,11 @@ export class Ring {
       if (payLen <= 64) copySmall(this.data, p, w, payload, 0, payLen >= 4 ? this.payloadViews.of(payload) : null, payLen);
       else this.data.set(payload, p);
     }
-    this.tail = (tail + need) & POS_MASK;
-    storeRelease(this.ctl, TAIL, this.tail);
+    storeRelease(w, f, need);
+    // The consumer, waiting at the end of the buffer, goes to the start once it reads the marker.
+    if (skip >= 0) storeRelease(w, skip, SKIP);
+    this.tail = next;
+    storeRelease(this.ctl, TAIL, next);
     return true;
   }
 
@@ -208,12 +223,12 @@ export class Ring {
     copySmall(this.data, at << 2, this.words, hdr, 0, this.headerViews.of(hdr), hdrLen);
   }
 
-  /** Whether a frame with this header and payload size would be written now. */
+  /** Producer: whether a frame with this header and payload size would be written now. */
   fits(hdrLen: number, payLen: number): boolean {
     const need = align8(FRAME_HEAD + align8(hdrLen) + payLen);
-    const tail = loadAcquire(this.ctl, TAIL);
+    const tail = this.tail;
     const contiguous = this.capacity - (tail & this.mask);
-    const total = need > contiguous ? contiguous + need : need;
+    const total = (need > contiguous ? contiguous + need : need) + 8;
     return ((tail - loadAcquire(this.ctl, HEAD)) & POS_MASK) + total <= this.capacity;
   }
 
@@ -231,7 +246,7 @@ export class Ring {
   /** Consumer: true when a frame is waiting (room freed before is handed back first). */
   hasData(): boolean {
     this.settle();
-    return this.head !== loadAcquire(this.ctl, TAIL);
+    return loadAcquire(this.words, (this.head & this.mask) >> 2) !== 0;
   }
 
   /** Consumer: hand back at once what was consumed (before this side stops looking at the ring for a while). */
@@ -266,9 +281,9 @@ export class Ring {
     const w = this.words;
     for (;;) {
       const head = this.head;
-      if (head === loadAcquire(this.ctl, TAIL)) return -1;
       const off = head & this.mask;
-      const len = w[off >> 2]!;
+      const len = loadAcquire(w, off >> 2);
+      if (len === 0) return -1;
       if (len === SKIP) { this.head = (head + (this.capacity - off)) & POS_MASK; continue; }
       if (len < FRAME_HEAD || (len & 7) !== 0 || len > this.capacity - off) {
         throw new Error(`corrupt ring frame: length ${len >>> 0} at offset ${off}`);
@@ -296,13 +311,13 @@ export class Ring {
   drain(visit: (am: number, off: number, hdrLen: number, payLen: number) => void, max = 64): number {
     this.settle();
     let head = this.head;
-    const tail = loadAcquire(this.ctl, TAIL);
     const w = this.words;
     let n = 0;
-    while (head !== tail && n < max) {
+    while (n < max) {
       const off = head & this.mask;
       const f = off >> 2;
-      const len = w[f]!;
+      const len = loadAcquire(w, f);
+      if (len === 0) break;
       if (len === SKIP) { head = (head + (this.capacity - off)) & POS_MASK; continue; }
       if (len < FRAME_HEAD || (len & 7) !== 0 || len > this.capacity - off) {
         throw new Error(`corrupt ring frame: length ${len >>> 0} at offset ${off}`);
@@ -323,7 +338,7 @@ export class Ring {
  * A rank's doorbell: [0] rings, [1] asleep. A sender rings only when the
  * receiver said it sleeps; the receiver says so (a full fence), then looks at
  * its rings once more before waiting, and again a moment later (SLEEP_RECHECK_MS): the
- * sender's read of [1] may pass its store of the frame's tail (PLAIN_SYNC),
+ * sender's read of [1] may pass its store of the frame's length word (PLAIN_SYNC),
  * so a frame written just then can be missed by the first look, never by
  * the second. Across processes Atomics.notify reaches nobody, so
  * the shm rail passes `notify` (a futex wake through the addon) and waits
@@ -344,7 +359,7 @@ export class Doorbell {
 
   /** Sender side, after writing a frame. */
   ring(): void {
-    // (This read may pass the caller's store of its tail: see PLAIN_SYNC.)
+    // (This read may pass the caller's store of its frame: see PLAIN_SYNC.)
     if (loadAcquire(this.a, 1) !== 0) {
       Atomics.store(this.a, 1, 0);
       Atomics.add(this.a, 0, 1);

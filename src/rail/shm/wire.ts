@@ -21,7 +21,7 @@
  *   32   128    announce slots: sender rank + 1 (0: slot taken, not written yet)
  */
 export const SHM_MAGIC = 0x52434d53; // "RCMS"
-export const SHM_VERSION = 2;
+export const SHM_VERSION = 3; // 3: frames found by their length word, the waiting flag on the head's line (rail/shared/ring.ts)
 export const INBOX_BYTES = 16384;
 export const INBOX_BELL_BYTE = 0;
 export const IN_MAGIC = 16;
