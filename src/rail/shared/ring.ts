@@ -106,6 +106,14 @@ export const SLEEP_RECHECK_MS = 1;
 
 const align8 = (n: number): number => (n + 7) & ~7;
 
+/**
+ * A frame's size in the ring: whole cache lines (64 bytes), so that a small
+ * frame never straddles two lines (the consumer's read of it pulls one line
+ * from the producer's core, not two: an 8-byte message's frame is 48 bytes,
+ * and at 8-byte alignment every other one crossed a line).
+ */
+const frameBytes = (hdrLen: number, payLen: number): number => (FRAME_HEAD + align8(hdrLen) + payLen + 63) & ~63;
+
 /** Where a frame's payload starts, given the frame's offset and its header length. */
 export const payloadOffset = (off: number, hdrLen: number): number => off + FRAME_HEAD + align8(hdrLen);
 
@@ -175,7 +183,7 @@ export class Ring {
   /** Producer: append a frame; false when there is no room (nothing written). */
   write(am: number, hdr: Uint8Array, hdrLen: number, payload: Uint8Array | null): boolean {
     const payLen = payload === null ? 0 : payload.length;
-    const need = align8(FRAME_HEAD + align8(hdrLen) + payLen);
+    const need = frameBytes(hdrLen, payLen);
     let tail = this.tail;
     let off = tail & this.mask;
     const contiguous = this.capacity - off;
@@ -225,7 +233,7 @@ export class Ring {
 
   /** Producer: whether a frame with this header and payload size would be written now. */
   fits(hdrLen: number, payLen: number): boolean {
-    const need = align8(FRAME_HEAD + align8(hdrLen) + payLen);
+    const need = frameBytes(hdrLen, payLen);
     const tail = this.tail;
     const contiguous = this.capacity - (tail & this.mask);
     const total = (need > contiguous ? contiguous + need : need) + 8;
