@@ -5,7 +5,7 @@
   "targets": [
     {
       "target_name": "railcomm_ofi",
-      "sources": ["ofi.cc", "ofi-info.cc", "ofi-ep.cc", "ofi-sep.cc", "ofi-ops.cc", "ofi-poll.cc"],
+      "sources": ["ofi.cc", "ofi-info.cc", "ofi-ep.cc", "ofi-mr.cc", "ofi-sep.cc", "ofi-ops.cc", "ofi-poll.cc"],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS"],
       "cflags_cc!": ["-fno-exceptions", "-std=gnu++14", "-std=gnu++1y", "-std=gnu++17", "-std=gnu++20"],

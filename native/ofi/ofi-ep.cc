@@ -1,11 +1,10 @@
 // Opening and closing one libfabric RDM endpoint (fabric, domain, address
 // vector, completion queue with a wait fd where the provider has one,
-// endpoint), its receive slab and transmit pools; addresses, memory
-// registration, peers' keys, the atomics the domain validates, and
-// close-on-exec for the descriptors libfabric opens without it.
+// endpoint), its receive slab and transmit pools; addresses, the atomics the
+// domain validates, and close-on-exec for the descriptors libfabric opens
+// without it. Memory registration and peers' keys are in ofi-mr.cc.
 #include "ofi.h"
 #include <dirent.h>
-#include <sys/uio.h>
 #include <fcntl.h>
 #include <unistd.h>
 #include <cerrno>
@@ -91,9 +90,8 @@ void ThrowFi(napi_env env, const std::string& what, int err) {
   napi_throw(env, e);
 }
 
-namespace {
-
-int HandleArg(const Napi::CallbackInfo& cb, Ep** out) {
+/** The endpoint named by a call's first argument; -1 (a TypeError thrown) if none. */
+int EpArg(const Napi::CallbackInfo& cb, Ep** out) {
   const int h = cb[0].IsNumber() ? cb[0].As<Napi::Number>().Int32Value() : -1;
   *out = Lookup(h);
   if (*out == nullptr) {
@@ -102,6 +100,8 @@ int HandleArg(const Napi::CallbackInfo& cb, Ep** out) {
   }
   return h;
 }
+
+namespace {
 
 /** Release everything of e in the order libfabric needs: endpoint, queues, registrations, domain, fabric; memory last. */
 void Destroy(Ep* e) {
@@ -334,7 +334,7 @@ Napi::Value Open(const Napi::CallbackInfo& cb) {
 
 Napi::Value Close(const Napi::CallbackInfo& cb) {
   Ep* e;
-  const int h = HandleArg(cb, &e);
+  const int h = EpArg(cb, &e);
   if (h < 0) return cb.Env().Undefined();
   {
     std::lock_guard<std::mutex> g(g_lock);
@@ -352,7 +352,7 @@ Napi::Value Close(const Napi::CallbackInfo& cb) {
  */
 Napi::Value AvInsert(const Napi::CallbackInfo& cb) {
   Ep* e;
-  if (HandleArg(cb, &e) < 0) return cb.Env().Undefined();
+  if (EpArg(cb, &e) < 0) return cb.Env().Undefined();
   Napi::Buffer<uint8_t> b = cb[1].As<Napi::Buffer<uint8_t>>();
   const int ctx = cb.Length() > 2 && cb[2].IsNumber() ? cb[2].As<Napi::Number>().Int32Value() : -1;
   if (ctx > 0 && (e->rxBits == 0 || ctx >= (1 << e->rxBits))) {
@@ -384,7 +384,7 @@ Napi::Value AvInsert(const Napi::CallbackInfo& cb) {
 /** setEvents(h, events, hold): where poll writes its events, and the per-slot hold flags JavaScript sets (both kept referenced). */
 Napi::Value SetEvents(const Napi::CallbackInfo& cb) {
   Ep* e;
-  if (HandleArg(cb, &e) < 0) return cb.Env().Undefined();
+  if (EpArg(cb, &e) < 0) return cb.Env().Undefined();
   Napi::Int32Array a = cb[1].As<Napi::Int32Array>();
   if (e->eventsRef) napi_delete_reference(e->env, e->eventsRef);
   napi_create_reference(cb.Env(), a, 1, &e->eventsRef);
@@ -395,62 +395,6 @@ Napi::Value SetEvents(const Napi::CallbackInfo& cb) {
   if (e->holdRef) napi_delete_reference(e->env, e->holdRef);
   napi_create_reference(cb.Env(), hold, 1, &e->holdRef);
   e->hold = hold.Data();
-  return cb.Env().Undefined();
-}
-
-/** regMr(h, view) -> { id, key (bigint), base (number: the address) } for remote read, write and atomics. */
-Napi::Value RegMr(const Napi::CallbackInfo& cb) {
-  Napi::Env env = cb.Env();
-  Ep* e;
-  if (HandleArg(cb, &e) < 0) return env.Undefined();
-  uint8_t* p = nullptr;
-  size_t len = 0;
-  if (!ViewData(env, cb[1], &p, &len)) { Napi::TypeError::New(env, "regMr: expected a typed array").ThrowAsJavaScriptException(); return env.Undefined(); }
-  fid_mr* m = nullptr;
-  uint64_t want = e->provKey ? 0 : (*e->keys)++;
-  int r = fi_mr_reg(e->domain, p, len, FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE, 0, want, 0, &m, nullptr);
-  // A key another registration (in this domain) holds: take the next.
-  for (int tries = 0; r == -FI_ENOKEY && !e->provKey && tries < 64; tries++) {
-    want = (*e->keys)++;
-    r = fi_mr_reg(e->domain, p, len, FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE, 0, want, 0, &m, nullptr);
-  }
-  if (r != 0) { ThrowFi(env, "fi_mr_reg of " + std::to_string(len) + " bytes", r); return env.Undefined(); }
-  size_t id = e->mrs.size();
-  for (size_t i = 0; i < e->mrs.size(); i++) if (e->mrs[i] == nullptr) { id = i; break; }
-  if (id == e->mrs.size()) e->mrs.push_back(m); else e->mrs[id] = m;
-  Napi::Object out = Napi::Object::New(env);
-  out.Set("id", static_cast<double>(id));
-  out.Set("key", Napi::BigInt::New(env, fi_mr_key(m)));
-  out.Set("base", static_cast<double>(reinterpret_cast<uintptr_t>(p)));
-  return out;
-}
-
-Napi::Value DeregMr(const Napi::CallbackInfo& cb) {
-  Ep* e;
-  if (HandleArg(cb, &e) < 0) return cb.Env().Undefined();
-  const size_t id = cb[1].As<Napi::Number>().Uint32Value();
-  if (id < e->mrs.size() && e->mrs[id] != nullptr) { fi_close(&e->mrs[id]->fid); e->mrs[id] = nullptr; }
-  return cb.Env().Undefined();
-}
-
-/** remote(h, base, key) -> index: a peer's registration, named by index in RMA calls. */
-Napi::Value AddRemote(const Napi::CallbackInfo& cb) {
-  Ep* e;
-  if (HandleArg(cb, &e) < 0) return cb.Env().Undefined();
-  bool lossless;
-  const uint64_t base = static_cast<uint64_t>(cb[1].As<Napi::Number>().DoubleValue());
-  const uint64_t key = cb[2].As<Napi::BigInt>().Uint64Value(&lossless);
-  size_t i = e->remotes.size();
-  for (size_t k = 0; k < e->remotes.size(); k++) if (!e->remotes[k].used) { i = k; break; }
-  if (i == e->remotes.size()) e->remotes.push_back({base, key, true}); else e->remotes[i] = {base, key, true};
-  return Napi::Number::New(cb.Env(), static_cast<double>(i));
-}
-
-Napi::Value DropRemote(const Napi::CallbackInfo& cb) {
-  Ep* e;
-  if (HandleArg(cb, &e) < 0) return cb.Env().Undefined();
-  const size_t i = cb[1].As<Napi::Number>().Uint32Value();
-  if (i < e->remotes.size()) e->remotes[i].used = false;
   return cb.Env().Undefined();
 }
 
@@ -476,23 +420,9 @@ Napi::Value Cloexec(const Napi::CallbackInfo& cb) {
   return Napi::Number::New(cb.Env(), n);
 }
 
-/**
- * cmaCheck(pid, address) -> whether this process may read process pid's
- * memory at address (process_vm_readv of one byte): the kernel's test for
- * cross-memory attach, the same one libfabric's shm makes for its fast RMA.
- */
-Napi::Value CmaCheck(const Napi::CallbackInfo& cb) {
-  const pid_t pid = static_cast<pid_t>(cb[0].As<Napi::Number>().Int32Value());
-  const uintptr_t addr = static_cast<uintptr_t>(cb[1].As<Napi::Number>().DoubleValue());
-  char byte;
-  iovec local = {&byte, 1};
-  iovec remote = {reinterpret_cast<void*>(addr), 1};
-  return Napi::Boolean::New(cb.Env(), pid > 0 && process_vm_readv(pid, &local, 1, &remote, 1, 0) == 1);
-}
-
 Napi::Value InFlight(const Napi::CallbackInfo& cb) {
   Ep* e;
-  if (HandleArg(cb, &e) < 0) return cb.Env().Undefined();
+  if (EpArg(cb, &e) < 0) return cb.Env().Undefined();
   return Napi::Number::New(cb.Env(), e->inFlight + static_cast<double>(e->pending.size() - e->pendingHead));
 }
 
@@ -503,13 +433,8 @@ void InitEp(Napi::Env env, Napi::Object exports) {
   exports.Set("close", Napi::Function::New(env, Close, "close"));
   exports.Set("avInsert", Napi::Function::New(env, AvInsert, "avInsert"));
   exports.Set("setEvents", Napi::Function::New(env, SetEvents, "setEvents"));
-  exports.Set("regMr", Napi::Function::New(env, RegMr, "regMr"));
-  exports.Set("deregMr", Napi::Function::New(env, DeregMr, "deregMr"));
-  exports.Set("remote", Napi::Function::New(env, AddRemote, "remote"));
-  exports.Set("dropRemote", Napi::Function::New(env, DropRemote, "dropRemote"));
   exports.Set("cloexec", Napi::Function::New(env, Cloexec, "cloexec"));
   exports.Set("inFlight", Napi::Function::New(env, InFlight, "inFlight"));
-  exports.Set("cmaCheck", Napi::Function::New(env, CmaCheck, "cmaCheck"));
 }
 
 }  // namespace ofi

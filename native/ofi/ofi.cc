@@ -10,6 +10,7 @@
 static Napi::Object InitOfi(Napi::Env env, Napi::Object exports) {
   ofi::InitInfo(env, exports);
   ofi::InitEp(env, exports);
+  ofi::InitMr(env, exports);
   ofi::InitOps(env, exports);
   ofi::InitPoll(env, exports);
   exports.Set("headers", std::to_string(FI_MAJOR_VERSION) + "." + std::to_string(FI_MINOR_VERSION));

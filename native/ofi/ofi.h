@@ -179,6 +179,10 @@ std::string Refusal(const fi_info* i);
 void InitInfo(Napi::Env env, Napi::Object exports);
 // ofi-ep.cc
 void InitEp(Napi::Env env, Napi::Object exports);
+/** The endpoint named by a call's first argument (a handle); -1, with a TypeError thrown, if none. */
+int EpArg(const Napi::CallbackInfo& cb, Ep** out);
+// ofi-mr.cc
+void InitMr(Napi::Env env, Napi::Object exports);
 // ofi-sep.cc
 /**
  * Give e a context of a scalable endpoint for (provider, domain, addrFormat)
