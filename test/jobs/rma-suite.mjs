@@ -267,6 +267,29 @@ const cases = [
     throwsWith(() => w.testFlush(next), ErrorCode.INVALID_ARG);
   }],
 
+  ['a flush complete at the call (testFlush true, or flush resolved at once) means the target has the data: a message after it finds it there', async () => {
+    // Each round: a put, every other round an accumulate too (emulated where a
+    // rail runs puts natively but not that atomic), then testFlush or flush,
+    // then a message to the target, which looks at its memory on receipt.
+    const w = await comm.allocWindow(72 * p);
+    const counts = new Int32Array(w.buffer.buffer, w.buffer.byteOffset + 64 * p, 2 * p);
+    await comm.barrier();
+    await w.lock(next, 'shared');
+    const one = new Int32Array([1]), note = new Uint8Array(4), seen = new Uint8Array(4);
+    for (let round = 0; round < 24; round++) {
+      void w.put(pattern(64, me + 7 * round), next, me * 64);
+      if (round % 2 === 1) void w.accumulate(one, next, 64 * p + me * 8, 'sum');
+      if (!w.testFlush(next)) await w.flush(next);
+      await Promise.all([comm.send(note, next, 60), comm.recv(seen, prev, 60)]);
+      assert.ok(samePattern(w.buffer.subarray(prev * 64), 64, prev + 7 * round), `round ${round}: rank ${prev}'s put is here when its message is`);
+      assert.equal(counts[prev * 2], (round + 1) >> 1, `round ${round}: and its accumulates`);
+      await comm.barrier();
+    }
+    await w.unlock(next);
+    await comm.barrier();
+    await w.free();
+  }],
+
   ['flushAll (and the per-rail flush) complete puts to every rank before a message says so', async () => {
     // Each rank writes its pattern into every other rank's window under
     // shared locks, flushAll()s once, then tells each rank with a message.

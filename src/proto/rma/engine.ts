@@ -45,6 +45,8 @@ const RESOLVED: Promise<void> = Promise.resolve();
 interface TargetState {
   issued: number;
   flushed: number;
+  /** The issued count at the last operation the target runs for us (emulated): only a flush through the target covers it. */
+  emulatedTo: number;
   waitingLane: RmaOp[];
 }
 
@@ -236,7 +238,25 @@ export class RmaEngine {
     if (f !== null) throw f;
     if (this.targets.size === 0) return true;
     const t = this.targets.get(target);
-    return t === undefined || t.flushed >= t.issued;
+    return t === undefined || t.flushed >= t.issued || this.nativeQuiet(target, t);
+  }
+
+  /**
+   * Whether everything issued to target since its last completed flush ran
+   * natively and has completed (a native operation completes only once it is
+   * complete at the target, native.ts): then it is all complete there, and
+   * counts as flushed, with nothing to ask the target. The rail is polled
+   * once first, so that a completion already in its queue is seen (libfabric's
+   * shm writes and reads by cross-memory attach complete within the call).
+   */
+  private nativeQuiet(target: number, t: TargetState): boolean {
+    if (t.flushed < t.emulatedTo || t.waitingLane.length > 0 || !this.native.tracks(target)) return false;
+    const rail = this.host.existingEndpoint(target)?.lane?.rail;
+    if (rail === undefined || rail.poll === undefined) return false;
+    rail.poll();
+    if (!this.native.idle(target)) return false;
+    t.flushed = t.issued;
+    return true;
   }
 
   /** Every operation this rank issued to target so far is complete there. */
@@ -247,7 +267,7 @@ export class RmaEngine {
     // Only operations on mapped memory so far: nothing can be outstanding (no lookup).
     if (this.targets.size === 0) return RESOLVED;
     const t = this.targets.get(target);
-    if (t === undefined || t.flushed >= t.issued) return RESOLVED;
+    if (t === undefined || t.flushed >= t.issued || this.nativeQuiet(target, t)) return RESOLVED;
     const op = new RmaOp(this, K_FLUSH, target, 0, 0, EMPTY, 0, 0, 0, 0);
     op.mark = t.issued;
     op.accMark = this.native.accMark(target);
@@ -285,7 +305,7 @@ export class RmaEngine {
 
   private state(target: number): TargetState {
     let t = this.targets.get(target);
-    if (t === undefined) { t = { issued: 0, flushed: 0, waitingLane: [] }; this.targets.set(target, t); }
+    if (t === undefined) { t = { issued: 0, flushed: 0, emulatedTo: 0, waitingLane: [] }; this.targets.set(target, t); }
     return t;
   }
 
@@ -295,7 +315,8 @@ export class RmaEngine {
     if (ep.failure !== null) { op.fail(ep.failure); return op.promise as Promise<T>; }
     const t = this.state(op.target);
     // Counted when started, not when issued: a flush must cover operations still waiting for the lane.
-    if (op.kind <= K_ATOMIC) t.issued++;
+    // A data operation's mark is its place in that count (emulatedTo).
+    if (op.kind <= K_ATOMIC) op.mark = ++t.issued;
     if (ep.lane === null) t.waitingLane.push(op);
     else this.issue(ep, op);
     return op.promise as Promise<T>;
@@ -314,6 +335,7 @@ export class RmaEngine {
     const lane = ep.lane!;
     if (this.native.intercept(lane, op)) return;
     this.native.emulated(op);
+    if (op.kind <= K_ATOMIC) { const t = this.state(op.target); if (op.mark > t.emulatedTo) t.emulatedTo = op.mark; }
     const caps = lane.rail.caps;
     this.emulatedOps++;
     const v = this.hv;
