@@ -21,10 +21,10 @@
  *                      consumer does not read it)       byte 64
  *           Int32 [28] magic, [29] version, [30] producer pid  bytes 112-123
  *             (stamped by the shm rail; tbsm leaves them zero)
- * Frame (8-byte aligned), at position & (capacity - 1):
+ * Frame (whole 64-byte lines, frameBytes), at position & (capacity - 1):
  *   0 frame bytes u32 (0: no frame yet; SKIP: the rest of the buffer is unused)
  *   4 payload bytes u32 | 8 am id u8 | 9 zero u8 | 10 header bytes u16 | 12 zero u32
- *   16 header, padding to 8, then payload, then padding to 8
+ *   16 header, padding to 8, then payload, then padding to the line
  *
  * The payload starts 8-byte aligned: V8 copies to and from shared memory at a
  * misaligned offset far slower (3.5-3.7 GB/s here against 23-29 aligned,
