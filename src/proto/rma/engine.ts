@@ -233,12 +233,19 @@ export class RmaEngine {
    * flush because target failed (that flush will reject too).
    */
   flushedNow(target: number): boolean {
+    this.lookNative(target);
     // Left for the flush to report as well (testing does not take it).
     const f = this.unflushedFailure(target, false);
     if (f !== null) throw f;
     if (this.targets.size === 0) return true;
     const t = this.targets.get(target);
-    return t === undefined || t.flushed >= t.issued || this.nativeQuiet(target, t);
+    return t === undefined || t.flushed >= t.issued;
+  }
+
+  /** Before a flush or its test: native completions (and failures) already in the rail's queue are read (nativeQuiet). */
+  private lookNative(target: number): void {
+    const t = this.targets.get(target);
+    if (t !== undefined && t.flushed < t.issued) this.nativeQuiet(target, t);
   }
 
   /**
@@ -254,20 +261,22 @@ export class RmaEngine {
     const rail = this.host.existingEndpoint(target)?.lane?.rail;
     if (rail === undefined || rail.poll === undefined) return false;
     rail.poll();
-    if (!this.native.idle(target)) return false;
+    // A failure it read is the flush's to report, not flushed.
+    if (!this.native.idle(target) || this.failedUnflushed.has(target)) return false;
     t.flushed = t.issued;
     return true;
   }
 
   /** Every operation this rank issued to target so far is complete there. */
   flush(target: number): Promise<unknown> {
+    this.lookNative(target);
     // Operations on target failed since the last flush (target failed): so does this flush.
     const failed = this.unflushedFailure(target, true);
     if (failed !== null) return Promise.reject(failed);
     // Only operations on mapped memory so far: nothing can be outstanding (no lookup).
     if (this.targets.size === 0) return RESOLVED;
     const t = this.targets.get(target);
-    if (t === undefined || t.flushed >= t.issued || this.nativeQuiet(target, t)) return RESOLVED;
+    if (t === undefined || t.flushed >= t.issued) return RESOLVED;
     const op = new RmaOp(this, K_FLUSH, target, 0, 0, EMPTY, 0, 0, 0, 0);
     op.mark = t.issued;
     op.accMark = this.native.accMark(target);
