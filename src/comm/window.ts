@@ -184,7 +184,8 @@ export class Window {
    * mapped from the target (ranks on one host) operations complete at their
    * call, so `win.put(buf, t, off); if (!win.testFlush(t)) await win.flush(t);`
    * pays no await there and still waits where the target applies them.
-   * Throws ERR_PEER_FAILED for a failed target.
+   * Native operations (the ofi rail) count once the rail completed them: it
+   * reads the rail's queue once to see. Throws ERR_PEER_FAILED for a failed target.
    */
   testFlush(target: number): boolean {
     this.live('testFlush');
