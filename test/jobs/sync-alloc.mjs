@@ -7,7 +7,9 @@
 // through the shared segment, rank 0 raising rank 1's flag and filling its
 // box itself before each call. Rank 1 steps aside until rank 0 is done.
 //   railcomm run -n 2 --rails shm,self test/jobs/sync-alloc.mjs [hops]
-import { PerformanceObserver } from 'node:perf_hooks';
+import { PerformanceObserver, constants } from 'node:perf_hooks';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { init } from '../../dist/index.js';
 import { Ring } from '../../dist/rail/shared/ring.js';
 import { AM_EAGER, EAGER_HDR, EAGER_OVERHEAD, encodeMatchHeader } from '../../dist/proto/wire.js';
@@ -47,19 +49,29 @@ function run(n) { for (let i = 0; i < n; i++) hop(); }
 // the measured entry runs optimized code (after one long warm-up only the
 // loop's on-stack-replacement code existed, and a CI run now and then
 // measured the few hundred KiB that a late tier-up allocates once).
+// Then a full collection: marking the warm-up's garbage, begun before the timed
+// loop, is finished by V8 inside the loop (a GC entry with no allocation of the
+// loop's; a CI run counted 2 that way), so none may be left in progress.
+v8.setFlagsFromString('--expose-gc');
+const fullGc = vm.runInNewContext('gc');
 async function warm(f) {
   for (let k = 0; k < 4; k++) { f(50000); await new Promise((r) => setTimeout(r, 25)); }
   await new Promise((r) => setTimeout(r, 100));
+  fullGc();
+  // (Its own entry reaches the observer later: let it come before the count is reset.)
+  await new Promise((r) => setTimeout(r, 50));
 }
 let gcs = 0;
-new PerformanceObserver((l) => { gcs += l.getEntries().length; }).observe({ entryTypes: ['gc'] });
+const KIND = { [constants.NODE_PERFORMANCE_GC_MINOR]: 'minor', [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major', [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental', [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb' };
+const kinds = [];
+new PerformanceObserver((l) => { for (const e of l.getEntries()) { gcs++; kinds.push(KIND[e.detail?.kind] ?? '?'); } }).observe({ entryTypes: ['gc'] });
 await warm(run);
-gcs = 0;
+gcs = 0; kinds.length = 0;
 const h0 = process.memoryUsage().heapUsed;
 run(HOPS);
 const h1 = process.memoryUsage().heapUsed;
 await new Promise((r) => setTimeout(r, 100));
-console.log(`ALLOC ${JSON.stringify({ hops: HOPS, gcs, heapGrowthBytes: h1 - h0 })}`);
+console.log(`ALLOC ${JSON.stringify({ hops: HOPS, gcs, kinds, heapGrowthBytes: h1 - h0 })}`);
 
 // allreduceSync: rank 1's arrival written by rank 0 (flat phases, 2 ranks: its flag on line 2, its
 // box for the round's parity after the flag word; shared.ts and shared-phase.ts lay them out).
@@ -74,10 +86,10 @@ function call() {
 }
 function calls(n) { for (let i = 0; i < n; i++) call(); if (y[0] !== 3) throw new Error(`allreduceSync gave ${y[0]}`); }
 await warm(calls);
-gcs = 0;
+gcs = 0; kinds.length = 0;
 const c0 = process.memoryUsage().heapUsed;
 calls(HOPS);
 const c1 = process.memoryUsage().heapUsed;
 await new Promise((r) => setTimeout(r, 100));
-console.log(`ALLOC_COLL ${JSON.stringify({ calls: HOPS, gcs, heapGrowthBytes: c1 - c0 })}`);
+console.log(`ALLOC_COLL ${JSON.stringify({ calls: HOPS, gcs, kinds, heapGrowthBytes: c1 - c0 })}`);
 await comm.finalize();
