@@ -187,11 +187,9 @@ export class Ring {
     let tail = this.tail;
     let off = tail & this.mask;
     const contiguous = this.capacity - off;
-    // The frame, the skipped end of the buffer if it does not fit there, and the word after it (zeroed).
-    const total = (need > contiguous ? contiguous + need : need) + 8;
-    if (((tail - this.headSeen) & POS_MASK) + total > this.capacity) {
+    if (!this.roomFor(need, this.headSeen)) {
       this.headSeen = loadAcquire(this.ctl, HEAD);
-      if (((tail - this.headSeen) & POS_MASK) + total > this.capacity) return false;
+      if (!this.roomFor(need, this.headSeen)) return false;
     }
     const w = this.words;
     let skip = -1;
@@ -233,11 +231,19 @@ export class Ring {
 
   /** Producer: whether a frame with this header and payload size would be written now. */
   fits(hdrLen: number, payLen: number): boolean {
-    const need = frameBytes(hdrLen, payLen);
+    return this.roomFor(frameBytes(hdrLen, payLen), loadAcquire(this.ctl, HEAD));
+  }
+
+  /**
+   * Producer: whether a frame of `need` bytes fits at the tail with the
+   * consumer at `head`: the frame, the end of the buffer it skips if it does
+   * not fit there, and the word after it, which write() zeroes.
+   */
+  private roomFor(need: number, head: number): boolean {
     const tail = this.tail;
     const contiguous = this.capacity - (tail & this.mask);
     const total = (need > contiguous ? contiguous + need : need) + 8;
-    return ((tail - loadAcquire(this.ctl, HEAD)) & POS_MASK) + total <= this.capacity;
+    return ((tail - head) & POS_MASK) + total <= this.capacity;
   }
 
   /**
