@@ -242,29 +242,23 @@ export class RmaEngine {
     return t === undefined || t.flushed >= t.issued;
   }
 
-  /** Before a flush or its test: native completions (and failures) already in the rail's queue are read (nativeQuiet). */
+  /**
+   * Before a flush or its test: when everything issued to target since its
+   * last completed flush ran natively, the rail is polled once (a completion
+   * already in its queue is seen: libfabric's shm writes and reads by
+   * cross-memory attach complete within the call), and if none is in flight
+   * and none failed, it all counts as flushed, with nothing to ask the target
+   * (a native operation completes only once it is complete there, native.ts).
+   * A failure the poll read is left for the flush to report.
+   */
   private lookNative(target: number): void {
     const t = this.targets.get(target);
-    if (t !== undefined && t.flushed < t.issued) this.nativeQuiet(target, t);
-  }
-
-  /**
-   * Whether everything issued to target since its last completed flush ran
-   * natively and has completed (a native operation completes only once it is
-   * complete at the target, native.ts): then it is all complete there, and
-   * counts as flushed, with nothing to ask the target. The rail is polled
-   * once first, so that a completion already in its queue is seen (libfabric's
-   * shm writes and reads by cross-memory attach complete within the call).
-   */
-  private nativeQuiet(target: number, t: TargetState): boolean {
-    if (t.flushed < t.emulatedTo || t.waitingLane.length > 0 || !this.native.tracks(target)) return false;
+    // (Operations issued since the last flush are each native, emulated or waiting for the lane.)
+    if (t === undefined || t.flushed >= t.issued || t.flushed < t.emulatedTo || t.waitingLane.length > 0) return;
     const rail = this.host.existingEndpoint(target)?.lane?.rail;
-    if (rail === undefined || rail.poll === undefined) return false;
+    if (rail === undefined || rail.poll === undefined) return;
     rail.poll();
-    // A failure it read is the flush's to report, not flushed.
-    if (!this.native.idle(target) || this.failedUnflushed.has(target)) return false;
-    t.flushed = t.issued;
-    return true;
+    if (this.native.idle(target) && !this.failedUnflushed.has(target)) t.flushed = t.issued;
   }
 
   /** Every operation this rank issued to target so far is complete there. */

@@ -122,15 +122,10 @@ export class NativeRma {
     return false;
   }
 
-  /** Whether this tracks operations to target (issued natively or emulated): the engine's fast flush looks only then. */
-  tracks(target: number): boolean {
-    return this.targets.has(target);
-  }
-
-  /** No native operation to target in flight or waiting, none failed unreported, and every emulated one covered by a flush asked. */
+  /** No native operation to target in flight or waiting, and none failed unreported (the engine's fast flush). */
   idle(target: number): boolean {
     const t = this.targets.get(target);
-    return t === undefined || (t.out === 0 && t.after.length === 0 && t.waiters.length === 0 && t.failure === null && t.am === t.amCovered);
+    return t === undefined || (t.out === 0 && t.after.length === 0 && t.waiters.length === 0 && t.failure === null);
   }
 
   /** The engine emulates op (counted: a flush then asks the target). */
