@@ -12,6 +12,8 @@
  *   --wait-fd: the completion queue with FI_WAIT_FD (as the ofi rail opens it, to sleep on), not FI_WAIT_NONE
  *   --tagged: latency and bw over the provider's tag matching (FI_TAGGED: fi_tsend/fi_tinject/fi_trecv,
  *             every receive posted for one exact 64-bit tag), not fi_send/fi_recv
+ *   --cma-put: rma's 8 B put without FI_DELIVERY_COMPLETE, as the ofi rail writes to a peer shm
+ *             reaches by cross-memory attach (complete when fi_writemsg returns; no target progress)
  *   (-p: "tcp;ofi_rxm" default; -d: lo for network providers)
  */
 #define _GNU_SOURCE
@@ -36,7 +38,7 @@
 #define MAX_MSG (4u << 20)
 
 static const char *prov = "tcp;ofi_rxm", *dom = NULL;
-static int json = 0, fixed_iters = -1, wait_fd = 0, tagged = 0;
+static int json = 0, fixed_iters = -1, wait_fd = 0, tagged = 0, cma_put = 0;
 /* The tag of every tagged message: a context, a source and a tag packed as railcomm would. */
 #define TAG ((uint64_t)0x0001000200000007ull)
 static struct fid_fabric *fabric;
@@ -152,7 +154,7 @@ static void emit_head(const char *kind) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) { fprintf(stderr, "usage: ofi-bench latency|bw|rma [-p provider] [-d domain] [--sizes a,b] [--iters N] [--json] [--wait-fd] [--tagged]\n"); return 1; }
+  if (argc < 2) { fprintf(stderr, "usage: ofi-bench latency|bw|rma [-p provider] [-d domain] [--sizes a,b] [--iters N] [--json] [--wait-fd] [--tagged] [--cma-put]\n"); return 1; }
   const char *kind = argv[1];
   long sizes[MAX_SIZES];
   int nsizes = 0;
@@ -162,6 +164,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--json")) json = 1;
     else if (!strcmp(argv[i], "--wait-fd")) wait_fd = 1;
     else if (!strcmp(argv[i], "--tagged")) tagged = 1;
+    else if (!strcmp(argv[i], "--cma-put")) cma_put = 1;
     else if (!strcmp(argv[i], "--iters") && i + 1 < argc) fixed_iters = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
       for (char *s = strtok(argv[++i], ","); s && nsizes < MAX_SIZES; s = strtok(NULL, ",")) sizes[nsizes++] = atol(s);
@@ -249,7 +252,7 @@ int main(int argc, char **argv) {
         struct fi_rma_iov rma = {peer_base, 8, peer_key};
         struct fi_msg_rma m = {.msg_iov = &iov, .iov_count = 1, .addr = peer, .rma_iov = &rma, .rma_iov_count = 1};
         ssize_t r;
-        while ((r = fi_writemsg(ep, &m, FI_COMPLETION | FI_DELIVERY_COMPLETE)) == -FI_EAGAIN) fi_cq_read(cq, NULL, 0);
+        while ((r = fi_writemsg(ep, &m, FI_COMPLETION | (cma_put ? 0 : FI_DELIVERY_COMPLETE))) == -FI_EAGAIN) fi_cq_read(cq, NULL, 0);
         CHECK(r);
         wait_cq(1);
         double t1 = now_us();
