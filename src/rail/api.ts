@@ -87,8 +87,10 @@ export interface RailRemoteKey {
 /**
  * Native one-sided operations on a peer's registered memory (the ofi rail:
  * fi_write, fi_read, fi_atomic). Each answers IN_PROGRESS (done fires once
- * the operation is complete at the target, or the data is here) or
- * NO_RESOURCE (nothing taken: retry once the rail calls `ready`). Types and
+ * the operation is complete at the target, or the data is here), DONE (put
+ * and get: complete at the target, or the data here, when the call returned;
+ * done is never called) or NO_RESOURCE (nothing taken: retry once the rail
+ * calls `ready`). Types and
  * ops are the one-sided engine's codes (proto/rma/apply.ts).
  */
 export interface RailRma {

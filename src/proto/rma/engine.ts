@@ -322,6 +322,12 @@ export class RmaEngine {
     if (op.kind <= K_ATOMIC) op.mark = ++t.issued;
     if (ep.lane === null) t.waitingLane.push(op);
     else this.issue(ep, op);
+    // Complete at the target already, and so is everything before it: flushed (no poll at the next flush).
+    if (op.landed) {
+      if (t.flushed === op.mark - 1 && (this.failedUnflushed.size === 0 || !this.failedUnflushed.has(op.target))) t.flushed = op.mark;
+      // (A put or get: nothing to hand back; no promise was made.)
+      if (op.settled && !op.failed) return RESOLVED as Promise<T>;
+    }
     return op.promise as Promise<T>;
   }
 

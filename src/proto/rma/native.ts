@@ -7,7 +7,7 @@
 // until it is quiet, and an unlock waits for native operations to finish.
 
 import type { Rail, RailEndpoint, RailRemoteKey, RailRma } from '../../rail/api.js';
-import { NO_RESOURCE } from '../../rail/api.js';
+import { DONE, NO_RESOURCE } from '../../rail/api.js';
 import type { RailcommError } from '../../core/errors.js';
 import type { Region, RemoteRegion } from './region.js';
 
@@ -28,6 +28,8 @@ export interface NativeOp {
   issued: boolean;
   /** A native operation of the rail in flight (its completion also ends it here). */
   native: boolean;
+  /** Complete at the target when the rail's call returned (no completion to wait for). */
+  landed: boolean;
   settled: boolean;
   check(): void;
   fail(err: RailcommError): void;
@@ -173,6 +175,13 @@ export class NativeRma {
       return false;
     }
     this.counted();
+    if (st === DONE) {
+      // Complete at the target within the call (done is never called).
+      op.native = false;
+      op.pieces--;
+      t.out--;
+      op.landed = true;
+    }
     if (op.kind !== K_GET) op.awaiting = 0;
     op.issued = true;
     op.check();

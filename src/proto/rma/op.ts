@@ -31,6 +31,8 @@ export class RmaOp implements ValueCompletion {
   rr: RemoteRegion | null = null;
   /** A native operation of the lane's rail in flight (native.ts). */
   native = false;
+  /** Complete at the target when the rail's call returned (native.ts). */
+  landed = false;
   /** FLUSH/UNLOCK: the emulated accumulates it covers (native.ts). */
   accMark = 0;
   /** Local completions outstanding: rail operations queued or in flight. */
@@ -44,7 +46,9 @@ export class RmaOp implements ValueCompletion {
   settled = false;
   private resolveFn: ((v: number | bigint) => void) | null = null;
   private rejectFn: ((e: RailcommError) => void) | null = null;
-  readonly promise: Promise<number | bigint>;
+  /** Made when first asked for: an operation that settles within its call may never need one. */
+  private made: Promise<number | bigint> | null = null;
+  private error: RailcommError | null = null;
 
   constructor(
     readonly engine: OpEngine,
@@ -57,10 +61,25 @@ export class RmaOp implements ValueCompletion {
     readonly code: number,
     readonly operand: number | bigint,
     readonly compare: number | bigint,
-  ) {
-    this.promise = pendingPromise<number | bigint>();
+  ) {}
+
+  /** Settles with the operation: its old value (atomics), or the failure. */
+  get promise(): Promise<number | bigint> {
+    if (this.made !== null) return this.made;
+    if (this.settled) return (this.made = this.error === null ? Promise.resolve(this.value()) : Promise.reject(this.error));
+    this.made = pendingPromise<number | bigint>();
     this.resolveFn = takeResolve<number | bigint>();
     this.rejectFn = takeReject();
+    return this.made;
+  }
+
+  /** It settled with a failure. */
+  get failed(): boolean {
+    return this.error !== null;
+  }
+
+  private value(): number | bigint {
+    return this.kind === K_ATOMIC ? this.result : 0;
   }
 
   railComplete(err: RailcommError | null): void {
@@ -83,19 +102,20 @@ export class RmaOp implements ValueCompletion {
     this.settled = true;
     if (this.kind === K_FLUSH || this.kind === K_UNLOCK) this.engine.flushFinished(this);
     this.engine.settled(this);
-    this.resolveFn!(this.kind === K_ATOMIC ? this.result : 0);
+    if (this.resolveFn !== null) this.resolveFn(this.value());
   }
 
   fail(err: RailcommError): void {
     if (this.settled) return;
     this.settled = true;
+    this.error = err;
     this.engine.settled(this);
     // An operation need not be awaited (MPI_Put's shape: the next flush
     // completes it): when its target failed, that flush rejects too, so the
     // operation's own rejection must not count as unhandled and end the
     // process. Other failures stay the operation's own to report.
     if (this.kind <= K_ATOMIC && err.code === ErrorCode.PEER_FAILED) this.engine.failedQuietly(this.target, this.promise);
-    this.rejectFn!(err);
+    if (this.rejectFn !== null) this.rejectFn(err);
   }
 }
 

@@ -9,7 +9,7 @@
 // answers CTS and the sender streams as usual: nothing is lost.
 
 import type { Completion, RailEndpoint, RailMemory } from '../../rail/api.js';
-import { NO_RESOURCE } from '../../rail/api.js';
+import { DONE, NO_RESOURCE } from '../../rail/api.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { PENDING, type Request } from '../request.js';
 import type { ProtoEndpoint } from '../endpoint.js';
@@ -109,6 +109,8 @@ export class RdmaRndv {
     };
     const st = lane.rma!.get(req.buf.subarray(0, size), k, 0, done);
     if (st === NO_RESOURCE) { rail.dropRemoteKey?.(k); return this.stream(req, ep, sendId, size, src, tag, finWanted); }
+    // Read within the call (the rail never calls done): finished now, as the shm rail's single copy is.
+    if (st === DONE) done.railComplete(null);
     return true;
   }
 

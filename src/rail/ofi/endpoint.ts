@@ -248,6 +248,8 @@ export class OfiEndpoint implements RailRma {
   private issue(r: number, id: number): RailStatus {
     if (r === IN_PROGRESS) return IN_PROGRESS;
     const rail = this.rail;
+    // Complete within the call (shm's cross-memory attach): done is never called.
+    if (r === DONE) { rail.ops.drop(id); return DONE; }
     // (The one-sided engine emulates what finds no room, or no connection yet:
     // its messages wait for one. Nothing to re-drive.)
     if (r === NO_RESOURCE || -r === NO_CONNECTION) { rail.ops.drop(id); return NO_RESOURCE; }
@@ -270,7 +272,7 @@ export class OfiEndpoint implements RailRma {
     const rail = this.rail;
     const id = rail.ops.take(done, this, src, -1);
     this.counters.bytesSent += src.length;
-    return this.issue(rail.b.rma(rail.h, K_WRITE, d, src, (key as OfiRemoteKey).index, offset, id, this.fastWrites(key as OfiRemoteKey)), id);
+    return this.issue(rail.b.rma(rail.h, K_WRITE, d, src, (key as OfiRemoteKey).index, offset, id, this.viaCma(key as OfiRemoteKey)), id);
   }
 
   get(dst: Uint8Array, key: RailRemoteKey, offset: number, done: Completion): RailStatus {
@@ -279,18 +281,20 @@ export class OfiEndpoint implements RailRma {
     const rail = this.rail;
     const id = rail.ops.take(done, this, dst, -1);
     this.counters.bytesRecv += dst.length;
-    return this.issue(rail.b.rma(rail.h, K_READ, d, dst, (key as OfiRemoteKey).index, offset, id, false), id);
+    return this.issue(rail.b.rma(rail.h, K_READ, d, dst, (key as OfiRemoteKey).index, offset, id, this.viaCma(key as OfiRemoteKey)), id);
   }
 
   /**
-   * Whether writes to this peer complete in the target's memory without
-   * FI_DELIVERY_COMPLETE: shm copies them itself over cross-memory attach
-   * (process_vm_writev) where the kernel lets this process read the peer's
-   * memory, before the call returns. Asking for delivery completion sends shm
-   * down its slow path instead, served only when the target reads its queue
-   * (an idle target: a timer tick per write).
+   * Whether writes and reads to this peer are done within the call: shm
+   * copies them itself over cross-memory attach (process_vm_writev,
+   * process_vm_readv) where the kernel lets this process reach the peer's
+   * memory, so a write complete at the call is complete in the target's
+   * memory without FI_DELIVERY_COMPLETE (asking for it sends shm down its
+   * slow path instead, served only when the target reads its queue: an idle
+   * target, a timer tick per write), and the binding looks for the
+   * completion at once (put and get then answer DONE).
    */
-  private fastWrites(key: OfiRemoteKey): boolean {
+  private viaCma(key: OfiRemoteKey): boolean {
     if (this.rail.provider !== 'shm' || this.pid === 0) return false;
     this.cma ??= this.rail.b.cmaCheck(this.pid, key.base);
     return this.cma;
