@@ -104,6 +104,22 @@ int EpArg(const Napi::CallbackInfo& cb, Ep** out) {
 namespace {
 
 /** Release everything of e in the order libfabric needs: endpoint, queues, registrations, domain, fabric; memory last. */
+/**
+ * A counter of peers' one-sided operations served here (Ep::remoteCntr),
+ * bound before the endpoint is enabled; none where the provider refuses it
+ * (the timer then backs off as it would without).
+ */
+void BindRemoteCounter(Ep* e) {
+  fi_cntr_attr ca{};
+  ca.events = FI_CNTR_EVENTS_COMP;
+  ca.wait_obj = FI_WAIT_NONE;
+  if (fi_cntr_open(e->domain, &ca, &e->remoteCntr, nullptr) != 0) { e->remoteCntr = nullptr; return; }
+  if (fi_ep_bind(e->ep, &e->remoteCntr->fid, FI_REMOTE_WRITE | FI_REMOTE_READ) != 0) {
+    fi_close(&e->remoteCntr->fid);
+    e->remoteCntr = nullptr;
+  }
+}
+
 void Destroy(Ep* e) {
   const bool watched = e->poll != nullptr;
   StopWatch(e);
@@ -132,6 +148,7 @@ void Destroy(Ep* e) {
     CloseContext(e, park);
   } else {
     if (e->ep) fi_close(&e->ep->fid);
+    if (e->remoteCntr) fi_close(&e->remoteCntr->fid);
     if (e->cq) fi_close(&e->cq->fid);
     if (e->av) fi_close(&e->av->fid);
     for (fid_mr* m : e->mrs) if (m) fi_close(&m->fid);
@@ -240,6 +257,7 @@ Napi::Value Open(const Napi::CallbackInfo& cb) {
     e->rx = e->ep;
     if ((r = fi_ep_bind(e->ep, &e->av->fid, 0)) != 0) return fail("fi_ep_bind(av)", r);
     if ((r = fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV)) != 0) return fail("fi_ep_bind(cq)", r);
+    if (e->waitFd < 0 && (info->caps & FI_RMA_EVENT) != 0) BindRemoteCounter(e);
     if ((r = fi_enable(e->ep)) != 0) return fail("fi_enable", r);
   }
 

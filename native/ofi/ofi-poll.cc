@@ -204,6 +204,25 @@ napi_value Pending(napi_env env, napi_callback_info info) {
   return Ret(env, static_cast<int32_t>(ReadAhead(e)));
 }
 
+/**
+ * remoteActivity(h) -> whether peers' writes or reads into this endpoint's
+ * memory were served since the last call (by any progress: a poll, pending),
+ * where the endpoint counts them (Ep::remoteCntr); false where it does not.
+ */
+napi_value RemoteActivity(napi_env env, napi_callback_info info) {
+  napi_value a[1];
+  Ep* e = EpArg(env, info, a, 1);
+  bool seen = false;
+  if (e != nullptr && e->remoteCntr != nullptr) {
+    const uint64_t v = fi_cntr_read(e->remoteCntr);
+    seen = v != e->remoteSeen;
+    e->remoteSeen = v;
+  }
+  napi_value r;
+  napi_get_boolean(env, seen, &r);
+  return r;
+}
+
 /** errText(h, i): the reason of error event i of the last poll. */
 napi_value ErrText(napi_env env, napi_callback_info info) {
   napi_value a[2];
@@ -367,6 +386,7 @@ void InitPoll(napi_env env, napi_value exports) {
   SetFn(env, exports, "poll", Poll);
   SetFn(env, exports, "errText", ErrText);
   SetFn(env, exports, "pending", Pending);
+  SetFn(env, exports, "remoteActivity", RemoteActivity);
   SetFn(env, exports, "watch", Watch);
   SetFn(env, exports, "arm", Arm);
   SetFn(env, exports, "disarm", Disarm);

@@ -95,6 +95,15 @@ struct Ep {
   fid_domain* domain = nullptr;
   fid_av* av = nullptr;
   fid_cq* cq = nullptr;
+  /**
+   * Counts peers' writes and reads into this endpoint's memory as the
+   * provider's progress serves them (FI_RMA_EVENT: FI_REMOTE_WRITE and
+   * FI_REMOTE_READ), where it offers that and has no wait fd: an idle rank's
+   * timer looks sooner while one-sided traffic flows. remoteSeen: its value
+   * at the last look.
+   */
+  fid_cntr* remoteCntr = nullptr;
+  uint64_t remoteSeen = 0;
   /** Where this rank transmits: its endpoint, or its transmit context of the Sep. */
   fid_ep* ep = nullptr;
   /** Where its receives are posted: the same endpoint, or its receive context of the Sep. */

@@ -100,6 +100,34 @@ for (const R of RAILS.filter((r) => r.name.startsWith('ofi-'))) {
     } finally { await pair.close(); }
   });
 
+  test(`${R.name}: a look at its queue says once whether a peer's writes and reads into this rank's memory were served (shm, udp;ofi_rxd: no wait fd, so the idle timer looks again soon)`, opts, async () => {
+    const pair = await R.open(resolveParams());
+    try {
+      const ab = pair.epAB();
+      ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
+      await pair.b.until(() => pair.b.got.length === 1, 'connected');
+      const b = loadOfi();
+      const hb = pair.b.rail.h;
+      const counts = R.name === 'ofi-shm' || R.name === 'ofi-udp';
+      const mem = new Uint8Array(4096);
+      const reg = pair.b.rail.registerMemory(mem);
+      const key = pair.a.rail.unpackRemoteKey(reg.packed);
+      b.remoteActivity(hb);
+      assert.equal(b.remoteActivity(hb), false, 'nothing served since the last look');
+      for (const [what, start] of [['put', (d) => ab.rma.put(fill(64, 5), key, 128, d)], ['get', (d) => ab.rma.get(new Uint8Array(64), key, 128, d)]]) {
+        let done = false;
+        const st = start({ railComplete: (e) => { assert.equal(e, null, what); done = true; pair.a.notify(); } });
+        assert.notEqual(st, NO_RESOURCE, what);
+        if (st !== DONE) await pair.a.until(() => done, `${what} complete`);
+        pair.b.rail.poll();
+        assert.equal(b.remoteActivity(hb), counts, `${what}: served, seen by the look after it`);
+        assert.equal(b.remoteActivity(hb), false, `${what}: seen once`);
+      }
+      assert.deepEqual(mem.subarray(128, 192), fill(64, 5), 'the put landed');
+      reg.release();
+    } finally { await pair.close(); }
+  });
+
   test(`${R.name}: a closed rail's native handle names nothing, even once another rail took its slot`, opts, async () => {
     const first = await R.open(resolveParams());
     const old = [first.a.rail.h, first.b.rail.h];

@@ -139,6 +139,8 @@ export interface OfiBinding {
   poll(h: number, reads?: number): number;
   /** Completions waiting, read ahead for the next poll (reading is progress: manual-progress providers serve RMA here). */
   pending(h: number): number;
+  /** Whether peers' one-sided operations were served here since the last call (where the endpoint counts them: FI_RMA_EVENT, no wait fd). */
+  remoteActivity(h: number): boolean;
   errText(h: number, i: number): string;
   watch(h: number, wake: () => void): boolean;
   arm(h: number): boolean;
