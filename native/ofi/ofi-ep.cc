@@ -197,6 +197,7 @@ Napi::Value Open(const Napi::CallbackInfo& cb) {
   const size_t largeBytes = o.Get("largeBytes").As<Napi::Number>().Uint32Value();
   const uint32_t largeCount = o.Get("largeCount").As<Napi::Number>().Uint32Value();
   const bool inject = !o.Has("inject") || o.Get("inject").ToBoolean().Value();
+  const bool remoteWakes = o.Has("remoteWakes") && o.Get("remoteWakes").ToBoolean().Value();
   // false: the completion queue without a wait object, polled only (RAILCOMM_OFI_WAIT_FD=0).
   const bool waitFd = !o.Has("waitFd") || o.Get("waitFd").ToBoolean().Value();
   // More than one: a context of a scalable endpoint this process's thread ranks share (ofi-sep.cc).
@@ -258,6 +259,7 @@ Napi::Value Open(const Napi::CallbackInfo& cb) {
     if ((r = fi_ep_bind(e->ep, &e->av->fid, 0)) != 0) return fail("fi_ep_bind(av)", r);
     if ((r = fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV)) != 0) return fail("fi_ep_bind(cq)", r);
     if (e->waitFd < 0 && (info->caps & FI_RMA_EVENT) != 0) BindRemoteCounter(e);
+    e->remoteWakes = remoteWakes && e->remoteCntr != nullptr;
     if ((r = fi_enable(e->ep)) != 0) return fail("fi_enable", r);
   }
 

@@ -102,6 +102,15 @@ void Handle(Ep* e, const fi_cq_data_entry& c, uint32_t& n, uint32_t& freed) {
   Free(e, x);
 }
 
+/** Whether peers' one-sided operations were served here since the last look (Ep::remoteCntr). */
+bool RemoteMoved(Ep* e) {
+  if (e->remoteCntr == nullptr) return false;
+  const uint64_t v = fi_cntr_read(e->remoteCntr);
+  if (v == e->remoteSeen) return false;
+  e->remoteSeen = v;
+  return true;
+}
+
 /** The error entry waiting in the queue, as an event. */
 void HandleError(Ep* e, uint32_t& n, uint32_t& freed) {
   fi_cq_err_entry err{};
@@ -130,7 +139,9 @@ void HandleError(Ep* e, uint32_t& n, uint32_t& freed) {
 
 /**
  * poll(h, reads = 1) -> events written (head: [count, transmit entries freed, still
- * unposted, in flight, free small entries, free large entries]). Receive slots delivered by the previous poll are
+ * unposted, in flight, free small entries, free large entries, reads made (below),
+ * 1 when peers' one-sided operations were served here since the last look (where
+ * they should wake: Ep::remoteWakes)]). Receive slots delivered by the previous poll are
  * posted again first: JavaScript has handled them by then. reads > 1: a
  * synchronous receive's spin, kept here while the queue is empty (up to that
  * many reads), so each look costs one fi_cq_read and not a call from JavaScript;
@@ -185,6 +196,7 @@ napi_value Poll(napi_env env, napi_callback_info info) {
   e->events[4] = static_cast<int32_t>(e->pools[0].free.size());
   e->events[5] = static_cast<int32_t>(e->pools[1].free.size());
   e->events[6] = static_cast<int32_t>(tried);
+  e->events[7] = e->remoteWakes && RemoteMoved(e) ? 1 : 0;
   return Ret(env, static_cast<int32_t>(n));
 }
 
@@ -212,14 +224,8 @@ napi_value Pending(napi_env env, napi_callback_info info) {
 napi_value RemoteActivity(napi_env env, napi_callback_info info) {
   napi_value a[1];
   Ep* e = EpArg(env, info, a, 1);
-  bool seen = false;
-  if (e != nullptr && e->remoteCntr != nullptr) {
-    const uint64_t v = fi_cntr_read(e->remoteCntr);
-    seen = v != e->remoteSeen;
-    e->remoteSeen = v;
-  }
   napi_value r;
-  napi_get_boolean(env, seen, &r);
+  napi_get_boolean(env, e != nullptr && RemoteMoved(e), &r);
   return r;
 }
 

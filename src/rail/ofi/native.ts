@@ -55,6 +55,8 @@ export interface OfiOpenOptions {
   inject?: boolean;
   /** Whether the completion queue gets a wait fd to sleep on where the provider has one (default true; RAILCOMM_OFI_WAIT_FD). */
   waitFd?: boolean;
+  /** Whether each poll reads the counter of peers' one-sided operations served here (poll head word 7; open.ts remoteWakes; default false). */
+  remoteWakes?: boolean;
   /** fi_getinfo's node with FI_SOURCE: the endpoint's own name where the provider takes one (shm: its /dev/shm file). */
   node?: string;
   /** At least 2: a context of a scalable endpoint of this many contexts, shared with this process's other thread ranks. */

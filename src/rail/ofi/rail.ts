@@ -16,7 +16,7 @@ import { FI_OP, FI_TYPE, nativeAtomicCount, packKey, unpackKey, type OfiRemoteKe
 import { EV_DONE, EV_ERROR, EV_RECV, EVENT_WORDS, type OfiBinding, type OfiInfo, type OfiOpened } from './native.js';
 import { OfiEndpoint } from './endpoint.js';
 import { OpTable } from './ops.js';
-import { RX_COUNT, nativeAtomicsOff, ofiCaps, openEndpoint, whyNotReach } from './open.js';
+import { RX_COUNT, nativeAtomicsOff, ofiCaps, openEndpoint, remoteWakes, whyNotReach } from './open.js';
 import { describeOfiRail } from './describe.js';
 import { completionError, controlFrame } from './peers.js';
 import {
@@ -106,6 +106,8 @@ export class OfiRail implements Rail {
   closing = false;
   /** finalize() began (beginFinalize): a peer that cannot be reached now finalized first. */
   finalizing = false;
+  /** Peers' one-sided operations served here wake this rank's progress (open.ts remoteWakes). */
+  private readonly remoteWakes: boolean;
   /** Native atomics refused on this provider, emulated there (open.ts nativeAtomicsOff says which and why). */
   private readonly atomicsOff: boolean;
   private readonly valueWords = new Int32Array(2);
@@ -130,6 +132,7 @@ export class OfiRail implements Rail {
     this.rx = { buf: this.rxBuf, view: this.rxView, hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null, words: null };
     this.gathers = this.opened.iovLimit >= 2;
     this.atomicsOff = nativeAtomicsOff(info.provider, this.opened);
+    this.remoteWakes = remoteWakes(info.provider);
     this.caps = ofiCaps(this.opened, info, device, this.gathers);
     this.myAddress = encodeAddress({ provider: info.provider, domain: info.domain, host: this.host, pid: process.pid, name: this.opened.name, ctx: this.opened.context });
     if (this.opened.contexts > 1) env.log.debug(`ofi (${this.provider}): context ${this.opened.context} of a scalable endpoint of ${this.opened.contexts}, shared with this process's other thread ranks`);
@@ -197,6 +200,9 @@ export class OfiRail implements Rail {
       for (let round = 0; round < 4; round++) {
         const n = b.poll(this.h, round === 0 ? reads : 1);
         if (round === 0 && n >= 0) this.readsMade = ev[6]!;
+        // Peers' one-sided operations served in this poll (where they need this rank's progress,
+        // open.ts remoteWakes): activity too, so a waiting rank keeps polling while they flow.
+        if (ev[7] !== 0) any = true;
         if (n <= 0) {
           if (ev[1]! > 0) any = true;
           break;
@@ -388,8 +394,13 @@ export class OfiRail implements Rail {
     if (this.closed || this.wake === null) return;
     this.idleTicks++;
     // Looking is progress too: a provider that needs it (manual progress) serves one-sided operations here.
+    // Peers' one-sided operations served by the look: progress takes over where they need this
+    // rank's progress (open.ts remoteWakes); on shm the look just comes again in a ms.
     if (this.b.pending(this.h) > 0) { this.idleTicks = 0; this.onReadable(); return; }
-    if (this.b.remoteActivity(this.h)) this.idleTicks = 0;
+    if (this.b.remoteActivity(this.h)) {
+      this.idleTicks = 0;
+      if (this.remoteWakes) { this.onReadable(); return; }
+    }
     this.timer = setTimeout(this.tick, tickDelay(this.idleTicks));
     this.timer.unref();
   };
