@@ -103,7 +103,6 @@ int EpArg(const Napi::CallbackInfo& cb, Ep** out) {
 
 namespace {
 
-/** Release everything of e in the order libfabric needs: endpoint, queues, registrations, domain, fabric; memory last. */
 /**
  * A counter of peers' one-sided operations served here (Ep::remoteCntr),
  * bound before the endpoint is enabled; none where the provider refuses it
@@ -120,6 +119,7 @@ void BindRemoteCounter(Ep* e) {
   }
 }
 
+/** Release everything of e in the order libfabric needs: endpoint, queues, registrations, domain, fabric; memory last. */
 void Destroy(Ep* e) {
   const bool watched = e->poll != nullptr;
   StopWatch(e);

@@ -99,8 +99,9 @@ struct Ep {
    * Counts peers' writes and reads into this endpoint's memory as the
    * provider's progress serves them (FI_RMA_EVENT: FI_REMOTE_WRITE and
    * FI_REMOTE_READ), where it offers that and has no wait fd: an idle rank's
-   * timer looks sooner while one-sided traffic flows. remoteSeen: its value
-   * at the last look.
+   * timer looks every ms while one-sided traffic flows, and where its progress
+   * moves that traffic (remoteWakes) a waiting rank keeps polling. remoteSeen:
+   * its value at the last look.
    */
   fid_cntr* remoteCntr = nullptr;
   uint64_t remoteSeen = 0;
