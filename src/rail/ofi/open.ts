@@ -20,11 +20,12 @@ const LARGE_ENTRIES = 32;
  * Whether peers' one-sided operations served here count as activity, so
  * that a waiting rank polls again while they flow (the binding's poll reads
  * its counter of them, 17 ns a poll): where the provider's progress at this
- * rank moves their data (udp;ofi_rxd; shm's delivery-complete writes). Not
- * on shm, whose peers write and read by cross-memory attach where the
- * kernel lets them, which needs no progress here, only a look at the
- * notices now and then (the timer's): a target kept spinning there cost its
- * writer 0.1-0.3 us a put on 2 vCPUs.
+ * rank moves their data (udp;ofi_rxd). Not on shm, whose peers write and
+ * read by cross-memory attach where the kernel lets them, which needs no
+ * progress here, only a look at the notices now and then (the timer's): a
+ * target kept spinning there cost its writer 0.1-0.3 us a put on 2 vCPUs.
+ * (A shm peer the kernel does not let attach writes with delivery
+ * completion, served at those looks, a millisecond apart: a gap left.)
  */
 export function remoteWakes(provider: string): boolean {
   return provider !== 'shm';
