@@ -17,7 +17,7 @@ import { DONE, IN_PROGRESS, NO_RESOURCE } from '../../dist/rail/api.js';
 import { needAddon } from '../helpers/requires.mjs';
 import { PEER_GONE_MS, MARGIN_MS, within } from '../helpers/promises.mjs';
 import { blackHole } from '../helpers/black-hole.mjs';
-import { JOB, polled, KEY, AM_MSG, AM_BULK, makeSide, first, loopback, RAILS, MUST, hdrOf, fill } from './harness.mjs';
+import { JOB, polled, KEY, AM_MSG, AM_BULK, makeSide, first, loopback, RAILS, MUST, hdrOf, fill, connected } from './harness.mjs';
 
 for (const R of RAILS) {
   // The cases of a rail that cannot open here skip (or fail, under CI) with its reason.
@@ -182,9 +182,7 @@ for (const R of RAILS) {
     if (!must.probe) { t.skip('this rail has no probe (by design)'); return; }
     const pair = await R.open(resolveParams());
     try {
-      const ab = pair.epAB();
-      ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
-      await pair.b.until(() => pair.b.got.length === 1, 'first message');
+      const ab = await connected(pair);
       ab.probe();
       ab.probe();
       ab.sendCopy(AM_MSG, hdrOf(1), 8, fill(40, 1));
@@ -287,9 +285,7 @@ for (const R of RAILS) {
     const pair = await R.open(resolveParams());
     try {
       if (!must.polled) { t.skip('not a polled rail (by design)'); return; }
-      const ep = pair.epAB();
-      ep.sendCopy(AM_MSG, hdrOf(0), 8, null);
-      await pair.b.until(() => pair.b.got.length === 1, 'first message (the ring is handed over)');
+      const ep = await connected(pair);
       const w = wokenWithin(5000);
       assert.equal(pair.b.rail.sleep(w.wake), true, 'nothing waits: the receiver may sleep');
       ep.sendCopy(AM_MSG, hdrOf(1), 8, null);
@@ -301,9 +297,7 @@ for (const R of RAILS) {
 
   /** Side a sends to side b (the ring handed over) until the rail answers no resource; returns a's endpoint. */
   const fillUntilBlocked = async (pair) => {
-    const ep = pair.epAB();
-    ep.sendCopy(AM_MSG, hdrOf(0), 8, null);
-    await pair.b.until(() => pair.b.got.length === 1, 'first message');
+    const ep = await connected(pair);
     const big = fill(8000, 2);
     let n = 1;
     while (ep.sendCopy(AM_MSG, hdrOf(n), 8, big) !== NO_RESOURCE) n++;
@@ -319,9 +313,7 @@ for (const R of RAILS) {
     const pair = await R.open(resolveParams());
     try {
       if (!must.polled || !must.bell) { t.skip('not a polled rail with a doorbell (by design)'); return; }
-      const ep = pair.epAB();
-      ep.sendCopy(AM_MSG, hdrOf(0), 8, null);
-      await pair.b.until(() => pair.b.got.length === 1, 'first message (the ring is handed over)');
+      const ep = await connected(pair);
       const w = wokenWithin(1000);
       assert.equal(pair.b.rail.sleep(w.wake), true, 'nothing waits: the receiver may sleep');
       pair.b.rail.bell.cancelSleep();
@@ -371,9 +363,7 @@ for (const R of RAILS) {
   test(`${R.name}: an endpoint polled alone shows its peer's next frame without delivering it, and takes it when told (peek, takePeeked, poll)`, async (t) => {
     const pair = await R.open(resolveParams());
     try {
-      const ab = pair.epAB();
-      ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
-      await pair.b.until(() => pair.b.got.length === 1, 'first message (the ring is handed over)');
+      const ab = await connected(pair);
       const ba = pair.epBA?.();
       if (!must.peek) { t.skip('this rail\'s endpoints are not polled alone (by design)'); return; }
       const rx = { buf: null, view: null, hdrOff: 0, hdrLen: 0, payOff: 0, payLen: 0, placed: null };
@@ -525,9 +515,7 @@ for (const R of RAILS) {
     test(`${R.name}: a ring that a dropped peer announces after the drop is never read`, async () => {
       const pair = await R.open(resolveParams());
       try {
-        const ab = pair.epAB();
-        ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
-        await pair.b.until(() => pair.b.got.length === 1, 'first message');
+        const ab = await connected(pair);
         ab.abort('a conformance test says so');
         pair.epBA().sendCopy(AM_MSG, hdrOf(1), 8, null); // b's first frame to a: a new ring
         await new Promise((r) => setTimeout(r, 50));
@@ -538,9 +526,7 @@ for (const R of RAILS) {
 
     test(`${R.name}: closing tells the peer it finalized (graceful)`, async () => {
       const pair = await R.open(resolveParams());
-      const ab = pair.epAB();
-      ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
-      await pair.b.until(() => pair.b.got.length === 1, 'first message');
+      const ab = await connected(pair);
       await pair.a.rail.close();
       await pair.b.until(() => pair.b.failed.length === 1, 'b learns a closed');
       assert.deepEqual(pair.b.failed[0], { peer: pair.a.id, code: 'ERR_PEER_FAILED', graceful: true });
@@ -612,9 +598,7 @@ for (const R of RAILS) {
     test('tcp: back-pressure answers NO_RESOURCE, then ready() once the socket drains', async () => {
       const pair = await R.open(resolveParams({ tcpSendHighWater: 65536 }));
       try {
-        const ep = pair.epAB();
-        ep.sendCopy(AM_MSG, hdrOf(0), 8, null);
-        await pair.b.until(() => pair.b.got.length === 1, 'connection');
+        const ep = await connected(pair);
         const big = fill(60000, 1);
         let sent = 1, st;
         for (let i = 0; i < 10000; i++) { st = ep.sendCopy(AM_MSG, hdrOf(sent), 8, big); if (st === NO_RESOURCE) break; sent++; }
@@ -645,9 +629,7 @@ for (const R of RAILS) {
 
     test('tcp: a graceful close is reported as graceful; a lost peer as a failure', async () => {
       const pair = await R.open(resolveParams());
-      const ab = pair.epAB();
-      ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
-      await pair.b.until(() => pair.b.got.length === 1, 'connected');
+      const ab = await connected(pair);
       await pair.a.rail.close();
       await pair.b.until(() => pair.b.failed.length === 1, 'b learns a closed');
       assert.deepEqual(pair.b.failed[0], { peer: pair.a.id, code: 'ERR_PEER_FAILED', graceful: true });

@@ -175,4 +175,15 @@ for (const name of [...OFI.map(([n]) => n), 'ofi-tcp-nowait']) MUST[name] = { ca
 assert.deepEqual(RAILS.map((r) => r.name).sort(), Object.keys(MUST).sort(), 'every rail has its row');
 
 export const hdrOf = (i) => { const h = new Uint8Array(8); new DataView(h.buffer).setUint32(0, i, true); return h; };
+/**
+ * a's endpoint to b, once a first message from a reached b: the peers know
+ * each other (and, on ofi and udp, a's HELLO proved the job key), so what a
+ * test sends next finds a connection.
+ */
+export async function connected(pair) {
+  const ab = pair.epAB();
+  ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
+  await pair.b.until(() => pair.b.got.length === 1, 'first message');
+  return ab;
+}
 export const fill = (n, seed) => { const b = new Uint8Array(n); for (let i = 0; i < n; i++) b[i] = (i * 31 + seed) & 0xff; return b; };

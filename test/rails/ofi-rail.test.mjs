@@ -15,7 +15,7 @@ import { OfiRail } from '../../dist/rail/ofi/rail.js';
 import { FRAME_HEAD, encodeHead, headAm, headFlags, headHdrLen, headJob, headPayLen, headRank } from '../../dist/rail/ofi/wire.js';
 import { loadOfi } from '../../dist/rail/ofi/native.js';
 import { PEER_GONE_MS, MARGIN_MS, within } from '../helpers/promises.mjs';
-import { JOB, polled, AM_MSG, makeSide, first, RAILS, hdrOf, fill } from './harness.mjs';
+import { JOB, polled, AM_MSG, makeSide, first, RAILS, hdrOf, fill, connected } from './harness.mjs';
 
 // ofi-specific behaviours, per provider: back-pressure from its own
 // transmit entries, the graceful close, a vanished peer process, a HELLO
@@ -26,9 +26,7 @@ for (const R of RAILS.filter((r) => r.name.startsWith('ofi-'))) {
   test(`${R.name}: out of transmit entries it answers NO_RESOURCE, then ready() once its completions are read, and everything arrives in order`, opts, async () => {
     const pair = await R.open(resolveParams());
     try {
-      const ep = pair.epAB();
-      ep.sendCopy(AM_MSG, hdrOf(0), 8, null);
-      await pair.b.until(() => pair.b.got.length === 1, 'first message');
+      const ep = await connected(pair);
       const big = fill(60000, 1);
       let sent = 1, st;
       for (let i = 0; i < 1000; i++) { st = ep.sendCopy(AM_MSG, hdrOf(sent), 8, big); if (st === NO_RESOURCE) break; sent++; }
@@ -81,9 +79,7 @@ for (const R of RAILS.filter((r) => r.name.startsWith('ofi-'))) {
   test(`${R.name}: poll(reads) reads an empty queue that many times before it returns, and returns at the first frame`, opts, async () => {
     const pair = await R.open(resolveParams());
     try {
-      const ab = pair.epAB();
-      ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
-      await pair.b.until(() => pair.b.got.length === 1, 'connected');
+      const ab = await connected(pair);
       await pair.a.until(() => pair.a.rail.describeState() === null, 'a settled');
       // (A liveness PING may land in any poll: the first poll(16) that found nothing counts.)
       let quiet = false;
@@ -103,9 +99,7 @@ for (const R of RAILS.filter((r) => r.name.startsWith('ofi-'))) {
   test(`${R.name}: a look at its queue says once whether a peer's writes and reads into this rank's memory were served (shm, udp;ofi_rxd: no wait fd, so the idle timer looks again soon)`, opts, async () => {
     const pair = await R.open(resolveParams());
     try {
-      const ab = pair.epAB();
-      ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
-      await pair.b.until(() => pair.b.got.length === 1, 'connected');
+      const ab = await connected(pair);
       const b = loadOfi();
       const hb = pair.b.rail.h;
       const counts = R.name === 'ofi-shm' || R.name === 'ofi-udp';
@@ -141,9 +135,7 @@ for (const R of RAILS.filter((r) => r.name.startsWith('ofi-'))) {
     if (!['ofi-shm', 'ofi-udp', 'ofi-tcp-nowait'].includes(R.name)) { t.skip('the rail sleeps on a wait fd here, not on its timer'); return; }
     const pair = await R.open(resolveParams());
     try {
-      const ab = pair.epAB();
-      ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
-      await pair.b.until(() => pair.b.got.length === 1, 'connected');
+      const ab = await connected(pair);
       const mem = new Uint8Array(4096);
       const reg = pair.b.rail.registerMemory(mem);
       const key = pair.a.rail.unpackRemoteKey(reg.packed);
@@ -234,9 +226,7 @@ for (const R of RAILS.filter((r) => r.name.startsWith('ofi-'))) {
   test(`${R.name}: blockSync (a synchronous call's wait) keeps its bound when nothing comes and returns early when a frame waits`, opts, async () => {
     const pair = await R.open(resolveParams());
     try {
-      const ab = pair.epAB();
-      ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
-      await pair.b.until(() => pair.b.got.length === 1, 'first message');
+      const ab = await connected(pair);
       const b = pair.b.rail;
       let t0 = performance.now();
       b.blockSync(20);
@@ -254,9 +244,7 @@ for (const R of RAILS.filter((r) => r.name.startsWith('ofi-'))) {
 
   test(`${R.name}: closing tells the peer it finalized (graceful)`, opts, async () => {
     const pair = await R.open(resolveParams());
-    const ab = pair.epAB();
-    ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
-    await pair.b.until(() => pair.b.got.length === 1, 'first message');
+    const ab = await connected(pair);
     await pair.a.rail.close();
     await pair.b.until(() => pair.b.failed.length === 1, 'b learns a closed');
     assert.deepEqual(pair.b.failed[0], { peer: pair.a.id, code: 'ERR_PEER_FAILED', graceful: true });
@@ -276,9 +264,7 @@ for (const R of RAILS.filter((r) => r.name.startsWith('ofi-'))) {
     const held = [];
     let closedB = false;
     try {
-      const ab = pair.epAB();
-      ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
-      await pair.b.until(() => pair.b.got.length === 1, 'first message');
+      const ab = await connected(pair);
       pair.epBA().sendCopy(AM_MSG, hdrOf(0), 8, null); // (a BYE comes from a peer that introduced itself)
       await pair.a.until(() => pair.a.got.length === 1, 'a message back');
       a.ops.complete = (id, value) => { held.push([id, value]); }; // the provider's completions, held back
@@ -380,9 +366,7 @@ for (const R of RAILS.filter((r) => r.name.startsWith('ofi-'))) {
     const pair = await R.open(resolveParams());
     let restore = () => {};
     try {
-      const ab = pair.epAB();
-      ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
-      await pair.b.until(() => pair.b.got.length === 1, 'first message');
+      const ab = await connected(pair);
       restore = refuseSends(pair.a.rail, 1);
       const readyBefore = pair.a.ready;
       assert.equal(ab.sendCopy(AM_MSG, hdrOf(1), 8, null), NO_RESOURCE);

@@ -8,7 +8,7 @@ import dgram from 'node:dgram';
 import { resolveParams } from '../../dist/core/params.js';
 import { DONE, NO_RESOURCE } from '../../dist/rail/api.js';
 import { MARGIN_MS, within } from '../helpers/promises.mjs';
-import { AM_MSG, first, RAILS, hdrOf, fill } from './harness.mjs';
+import { AM_MSG, first, RAILS, hdrOf, fill, connected } from './harness.mjs';
 
 // udp-specific behaviours: the datagram rail must survive what a stream rail never sees.
 const udpRail = RAILS.find((r) => r.name === 'udp');
@@ -16,9 +16,7 @@ const udpRail = RAILS.find((r) => r.name === 'udp');
 test('udp: sends of one run after one that went out go packed in one datagram, at the run\'s end or at flush(); all arrive in order', async () => {
   const pair = await udpRail.open(resolveParams());
   try {
-    const ab = pair.epAB();
-    ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
-    await pair.b.until(() => pair.b.got.length === 1, 'connected');
+    const ab = await connected(pair);
     const c = pair.a.rail.counters;
     for (const flush of [false, true]) {
       const sent = c.segsSent + 0, packed = c.bundled + 0, had = pair.b.got.length;
@@ -61,9 +59,7 @@ test('udp: flush() also runs a pass that waits for the event loop (an urgent ACK
 
 test('udp: a graceful close is reported as graceful', async () => {
   const pair = await udpRail.open(resolveParams());
-  const ab = pair.epAB();
-  ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
-  await pair.b.until(() => pair.b.got.length === 1, 'connected');
+  const ab = await connected(pair);
   await pair.a.rail.close();
   await pair.b.until(() => pair.b.failed.length === 1, 'b learns a closed');
   assert.deepEqual(pair.b.failed[0], { peer: pair.a.id, code: 'ERR_PEER_FAILED', graceful: true });
@@ -132,9 +128,7 @@ test('udp: a dropped peer that missed the RESET gets another when it next sends;
 test('udp: a peer that goes silent fails its endpoint with ERR_PEER_FAILED after RAILCOMM_UDP_PEER_TIMEOUT', async () => {
   const pair = await udpRail.open(resolveParams({ udpPeerTimeout: 1 }));
   try {
-    const ab = pair.epAB();
-    ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
-    await pair.b.until(() => pair.b.got.length === 1, 'connected');
+    const ab = await connected(pair);
     // b vanishes without a BYE, as a crashed process would (its sockets close).
     const bRail = pair.b.rail;
     await new Promise((r) => bRail.data.close(r));
@@ -156,9 +150,7 @@ test('udp: a peer that goes silent fails its endpoint with ERR_PEER_FAILED after
 test('udp keepalive: a peer this rank waits on is probed while silent, answers while alive, and fails once it vanishes with nothing in flight', async () => {
   const pair = await udpRail.open(resolveParams({ udpPeerTimeout: 1 }));
   try {
-    const ab = pair.epAB();
-    ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
-    await pair.b.until(() => pair.b.got.length === 1, 'connected');
+    const ab = await connected(pair);
     await pair.a.until(() => ab.session.idle, 'acknowledged');
     // The layer above now waits on b (a receive, say) and sends nothing.
     pair.a.upcalls.waitingOn = () => true;
@@ -184,9 +176,7 @@ test('udp keepalive: a peer this rank waits on is probed while silent, answers w
 test('udp: malformed, foreign, corrupt and unknown-peer datagrams are counted and dropped; traffic goes on', async () => {
   const pair = await udpRail.open(resolveParams());
   try {
-    const ab = pair.epAB();
-    ab.sendCopy(AM_MSG, hdrOf(0), 8, null);
-    await pair.b.until(() => pair.b.got.length === 1, 'connected');
+    const ab = await connected(pair);
     const [ip, dataPort, prioPort] = pair.b.rail.address().split(':');
     const s = dgram.createSocket('udp4');
     const send = (buf, port) => new Promise((r) => s.send(buf, Number(port), ip, r));
@@ -255,9 +245,7 @@ test('udp: under injected faults (drop, dup, reorder, corrupt) every message arr
 test('udp: back-pressure answers NO_RESOURCE past the queue limit, then ready()', async () => {
   const pair = await udpRail.open(resolveParams());
   try {
-    const ep = pair.epAB();
-    ep.sendCopy(AM_MSG, hdrOf(0), 8, null);
-    await pair.b.until(() => pair.b.got.length === 1, 'connected');
+    const ep = await connected(pair);
     const big = fill(1 << 20, 3);
     let sent = 1, st;
     for (let i = 0; i < 200; i++) { st = ep.sendCopy(AM_MSG, hdrOf(sent), 8, big); if (st === NO_RESOURCE) break; sent++; }
