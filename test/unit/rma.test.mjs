@@ -283,3 +283,46 @@ test('typeOfArray: each typed array kind by its built-in tag, a Buffer as bytes;
   assert.equal(a.accumulateOpCode('SUM'), -1);
   assert.equal(a.accumulateOpCode(0), -1);
 });
+
+// An operation's promise is made when first asked for (op.ts): a put that completes within its call
+// never makes one, and one asked for late settles as it would have.
+test('RmaOp: settled before its promise is asked for, it resolves (old value for atomics) or rejects with its failure; asked first, it settles later', async () => {
+  const { RmaOp, K_PUT, K_ATOMIC } = await import('../../dist/proto/rma/op.js');
+  const { RailcommError, ErrorCode } = await import('../../dist/core/errors.js');
+  const quiet = [];
+  const engine = { native: null, flushFinished() {}, settled() {}, failedQuietly: (target, p) => { quiet.push(p); p.catch(() => {}); } };
+  const op = (kind) => new RmaOp(engine, kind, 1, 0, 0, new Uint8Array(8), 8, 0, 1n, 0n);
+
+  const put = op(K_PUT);
+  put.issued = true;
+  put.check();
+  assert.equal(put.settled, true);
+  assert.equal(put.failed, false);
+  assert.equal(await put.promise, 0);
+  assert.equal(put.promise, put.promise, 'one promise, however often asked');
+
+  const fadd = op(K_ATOMIC);
+  fadd.railValue(41n);
+  fadd.issued = true;
+  fadd.check();
+  assert.equal(await fadd.promise, 41n, 'the old value');
+
+  const gone = new RailcommError(ErrorCode.PEER_FAILED, 'target gone');
+  const failed = op(K_PUT);
+  failed.fail(gone);
+  assert.equal(failed.failed, true);
+  assert.equal(quiet.length, 1, "a data operation whose target failed is marked handled (its flush reports it)");
+  assert.equal(quiet[0], failed.promise, 'the promise marked is the one handed out');
+  await assert.rejects(failed.promise, (e) => e === gone);
+
+  const later = op(K_ATOMIC);
+  const p = later.promise;
+  later.railValue(7n);
+  later.issued = true;
+  later.check();
+  assert.equal(await p, 7n, 'asked first, resolved when it completes');
+  const bad = op(K_PUT);
+  const q = bad.promise;
+  bad.fail(new RailcommError(ErrorCode.INVALID_ARG, 'refused'));
+  await assert.rejects(q, /refused/);
+});
