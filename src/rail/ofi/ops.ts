@@ -49,30 +49,38 @@ export class OpTable<E extends OpOwner> {
     return ((this.gen[i]! << SLOT_BITS) | i) >>> 0;
   }
 
-  /** The operation of id, taken out of the table (null: already failed or unknown). */
-  private release(id: number): { done: Completion; type: number } | null {
+  /** The type of the operation release() took last. */
+  private releasedType = -1;
+
+  /**
+   * The completion of id, taken out of the table (null: already failed or
+   * unknown); its type in releasedType (no object per operation: every native
+   * operation and zero-copy send comes through here).
+   */
+  private release(id: number): Completion | null {
     const i = id & SLOT_MASK;
     const g = id >>> SLOT_BITS;
     const d = this.done[i];
     if (d === undefined || d === null || this.gen[i] !== g) return null;
-    const type = this.type[i]!;
+    this.releasedType = this.type[i]!;
     this.done[i] = null; this.owner[i] = null; this.keep[i] = null; this.type[i] = -1;
     this.gen[i] = g + 1 >= GEN_LIMIT ? 1 : g + 1;
     this.free.push(i);
     this.count--;
-    return { done: d, type };
+    return d;
   }
 
   /** A native completion; value decodes a fetching atomic's old value for its type. */
   complete(id: number, value: ((type: number) => number | bigint) | null): void {
-    const r = this.release(id);
-    if (r === null) return;
-    if (r.type >= 0 && value !== null) (r.done as ValueCompletion).railValue(value(r.type));
-    r.done.railComplete(null);
+    const done = this.release(id);
+    if (done === null) return;
+    const type = this.releasedType;
+    if (type >= 0 && value !== null) (done as ValueCompletion).railValue(value(type));
+    done.railComplete(null);
   }
 
   fail(id: number, err: RailcommError): void {
-    this.release(id)?.done.railComplete(err);
+    this.release(id)?.railComplete(err);
   }
 
   /** The operation was not taken (no resource): its slot goes back, nobody is told. */
