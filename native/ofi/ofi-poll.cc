@@ -196,7 +196,9 @@ napi_value Poll(napi_env env, napi_callback_info info) {
   e->events[4] = static_cast<int32_t>(e->pools[0].free.size());
   e->events[5] = static_cast<int32_t>(e->pools[1].free.size());
   e->events[6] = static_cast<int32_t>(tried);
-  e->events[7] = e->remoteWakes && RemoteMoved(e) ? 1 : 0;
+  // Every 16th poll only: reading the counter runs the provider's progress again (udp;ofi_rxd: a
+  // poll of 470 ns took 875 with a read each time), and a waiting rank stays awake for 20 ms anyway.
+  e->events[7] = e->remoteWakes && (++e->remoteLooks & 15) == 0 && RemoteMoved(e) ? 1 : 0;
   return Ret(env, static_cast<int32_t>(n));
 }
 

@@ -107,6 +107,8 @@ struct Ep {
   uint64_t remoteSeen = 0;
   /** Each poll reads remoteCntr too (head word 7), where that activity should keep a waiting rank polling. */
   bool remoteWakes = false;
+  /** Polls made, for reading remoteCntr every 16th (ofi-poll.cc). */
+  uint32_t remoteLooks = 0;
   /** Where this rank transmits: its endpoint, or its transmit context of the Sep. */
   fid_ep* ep = nullptr;
   /** Where its receives are posted: the same endpoint, or its receive context of the Sep. */

@@ -18,8 +18,9 @@ const LARGE_ENTRIES = 32;
 
 /**
  * Whether peers' one-sided operations served here count as activity, so
- * that a waiting rank polls again while they flow (the binding's poll reads
- * its counter of them, 17 ns a poll): where the provider's progress at this
+ * that a waiting rank polls again while they flow (every 16th poll of the
+ * binding reads its counter of them: each read runs the provider's progress
+ * again, bench/ofi/poll-cost.mjs): where the provider's progress at this
  * rank moves their data (udp;ofi_rxd). Not on shm, whose peers write and
  * read by cross-memory attach where the kernel lets them, which needs no
  * progress here, only a look at the notices now and then (the timer's): a
