@@ -10,6 +10,9 @@ import { ANY_SOURCE } from '../proto/matching.js';
 import { QUEUED } from '../proto/at-call.js';
 import type { Request, Status } from '../proto/request.js';
 import type { Communicator } from './communicator.js';
+import type { World } from './world.js';
+import type { PointToPoint } from '../proto/p2p.js';
+import type { Progress } from '../proto/progress.js';
 import { checkRank, checkTag } from './checks.js';
 import { SyncEngine, StatusCache } from './sync.js';
 import type { ScratchPool } from './coll/engine.js';
@@ -36,6 +39,15 @@ export interface SyncHost {
 export class SyncCalls {
   private readonly h: SyncHost;
   private readonly engine: SyncEngine;
+  // What every call reads, held here: each hop's path from a received frame to
+  // the next send runs through these, and a chain of loads is time on it.
+  private readonly world: World;
+  private readonly p2p: PointToPoint;
+  private readonly progress: Progress;
+  private readonly group: readonly number[];
+  private readonly rank: number;
+  private readonly size: number;
+  private readonly p2pCtx: number;
   private readonly sent = new StatusCache();
   private readonly received = new StatusCache();
   /** Every member's lane checked (ANY_SOURCE receives). */
@@ -46,6 +58,13 @@ export class SyncCalls {
     this.h = h;
     const comm = h.comm;
     this.engine = SyncEngine.of(comm.world);
+    this.world = comm.world;
+    this.p2p = comm.world.ctx.p2p;
+    this.progress = comm.world.ctx.progress;
+    this.group = h.group;
+    this.rank = comm.rank;
+    this.size = comm.size;
+    this.p2pCtx = h.p2pCtx;
     let agree: Float64Array | null = null;
     this.coll = new SyncCollectives({
       rank: comm.rank, size: comm.size, world: comm.world, planner: comm.planner, scratch: h.scratch, checking: h.checking,
@@ -65,24 +84,22 @@ export class SyncCalls {
   }
 
   sendSync(buf: ArrayBufferView, dest: number, tag: number): Status {
-    const h = this.h, comm = h.comm;
-    comm.world.check('sendSync');
+    this.world.check('sendSync');
     const bytes = asBytes(buf, 'send buffer');
-    checkRank(dest, comm.size, 'destination', false);
+    checkRank(dest, this.size, 'destination', false);
     checkTag(tag, false);
-    const w = h.group[dest]!;
+    const w = this.group[dest]!;
     this.engine.need(w, dest, 'sendSync', 'await comm.send()');
-    this.sendOn(bytes, w, dest, tag, h.p2pCtx, 'sendSync');
-    return this.sent.get(comm.rank, tag, bytes.length);
+    this.sendOn(bytes, w, dest, tag, this.p2pCtx, 'sendSync');
+    return this.sent.get(this.rank, tag, bytes.length);
   }
 
   recvSync(buf: ArrayBufferView, source: number, tag: number): Status {
-    const comm = this.h.comm;
-    comm.world.check('recvSync');
+    this.world.check('recvSync');
     const bytes = asBytes(buf, 'receive buffer');
-    checkRank(source, comm.size, 'source', true);
+    checkRank(source, this.size, 'source', true);
     checkTag(tag, true);
-    return this.recvOn(bytes, source, tag, this.h.p2pCtx, 'recvSync');
+    return this.recvOn(bytes, source, tag, this.p2pCtx, 'recvSync');
   }
 
   sendrecvSync(sbuf: ArrayBufferView, dest: number, sendTag: number, rbuf: ArrayBufferView, source: number, recvTag: number): Status {
@@ -108,30 +125,27 @@ export class SyncCalls {
 
   /** A blocking send of bytes to world rank w (communicator rank dest) on context ctxId. */
   private sendOn(bytes: Uint8Array, w: number, dest: number, tag: number, ctxId: number, what: string): void {
-    const ctx = this.h.comm.world.ctx;
-    if (ctx.p2p.sendNow(bytes, w, ctxId, this.h.comm.rank, tag)) { ctx.progress.completedAtOnce(); return; }
+    if (this.p2p.sendNow(bytes, w, ctxId, this.rank, tag)) { this.progress.completedAtOnce(); return; }
     this.engine.waitRequest(this.h.startSend(bytes, dest, tag, ctxId), w, null, what, dest, tag);
   }
 
   /** A blocking receive on context ctxId: at the call when the message is (or comes) in order, else through a Request. */
   private recvOn(bytes: Uint8Array, source: number, tag: number, ctxId: number, what: string): Status {
-    const h = this.h;
-    const ctx = h.comm.world.ctx;
-    const p2p = ctx.p2p;
+    const atCall = this.p2p.atCall;
     let w = -1;
     if (source !== ANY_SOURCE) {
-      w = h.group[source]!;
+      w = this.group[source]!;
       this.engine.need(w, source, what, 'await comm.recv()');
     } else this.needAll(what, 'await comm.recv()');
-    let got = p2p.atCall.recvNow(bytes, ctxId, source, tag);
-    if (got === -1) got = this.engine.recvWait(bytes, ctxId, source, tag, w, h.group, what);
+    let got = atCall.recvNow(bytes, ctxId, source, tag);
+    if (got === -1) got = this.engine.recvWait(bytes, ctxId, source, tag, w, this.group, what);
     if (got === QUEUED) {
-      const r = h.startRecv(bytes, source, tag, ctxId);
-      this.engine.waitRequest(r, w, source === ANY_SOURCE ? h.group : null, what, source, tag);
+      const r = this.h.startRecv(bytes, source, tag, ctxId);
+      this.engine.waitRequest(r, w, source === ANY_SOURCE ? this.group : null, what, source, tag);
       return r.test()!;
     }
-    ctx.progress.completedAtOnce();
-    return this.received.get(p2p.atCall.gotSource, p2p.atCall.gotTag, got);
+    this.progress.completedAtOnce();
+    return this.received.get(atCall.gotSource, atCall.gotTag, got);
   }
 
   /** Blocking point-to-point on the collective context for one collective call (its tag). */

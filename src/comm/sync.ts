@@ -74,6 +74,8 @@ export class SyncEngine {
   private readonly anyBell: Bell | null;
   private firstQueueBell: Bell | null = null;
   private readonly channels: Array<{ pollChannel(): boolean }> = [];
+  /** The rails that hold frames back until a run of JavaScript ends (Rail.flush). */
+  private readonly holders: Rail[] = [];
   private selfLane: { poll?(): boolean } | null = null;
   /** The current wait (synchronous calls never nest): when it began (its first idle step), its next check, whether its hang was said. */
   private since = UNSET;
@@ -109,6 +111,7 @@ export class SyncEngine {
       }
       // A completion queue's bell is that rail's own (ofi: one per provider), named by the rail.
       if (queueRail(r)) { const b = queueBell(r as QueueBlock); this.bells.set(r.name, b); this.firstQueueBell ??= b; }
+      if (typeof r.flush === 'function') this.holders.push(r);
       const ch = r as unknown as { pollChannel?(): boolean };
       if (typeof ch.pollChannel === 'function') this.channels.push(ch as { pollChannel(): boolean });
     }
@@ -209,8 +212,8 @@ export class SyncEngine {
     this.steps = 0;
     this.blocking = false;
     // What a rail holds back until this run of JavaScript ends (udp's packed datagrams) goes now: a wait runs no microtasks.
-    const rails = this.ctx.rails;
-    for (let i = 0; i < rails.length; i++) rails[i]!.flush?.();
+    const rails = this.holders;
+    for (let i = 0; i < rails.length; i++) rails[i]!.flush!();
   }
 
   /** Every polled rail once, and the self lane; true if anything happened. */
