@@ -46,7 +46,9 @@ async function stream(env, rails, cut, heal = '', msgs = MSGS) {
   for (const r of res) assert.match(r, new RegExp(`: ${msgs} messages in \\d+ ms, 0 bad, longest pause \\d+ ms$`));
   const pause = Math.max(...res.map((r) => Number(/longest pause (\d+)/.exec(r)[1])));
   const lanes = JSON.parse(/^(\{.*\}) resends/.exec(linesWith(job.stdout, 'LANES').find((l) => l.rank === 0).rest)[1]);
-  return { pause, lanes, stderr: job.stderr };
+  // What the ranks said about their lanes, for a failed bound's message.
+  const said = job.stderr.split('\n').filter((l) => /lane /.test(l)).join('\n');
+  return { pause, lanes, stderr: job.stderr, said: `paused ${pause} ms; the ranks said:\n${said}` };
 }
 
 const TIMEOUT = 2000;
@@ -65,7 +67,7 @@ test('point-to-point suite over two lanes (two NICs) between hosts, data striped
 
 test('1 GiB stream while an nftables rule silently drops one link, then heals: no loss, a pause under the lane timeout, the lane rejoins', twoLinks, async () => {
   const r = await stream(twoNics, 'tcp', `nft add rule inet rclanes out ip daddr ${peerOn(2)} drop`, 'nft flush chain inet rclanes out');
-  assert.ok(r.pause < TIMEOUT + 1500, `paused ${r.pause} ms`);
+  assert.ok(r.pause < TIMEOUT + 1500, r.said);
   assert.equal(r.lanes['tcp:l2'].failures, 1, JSON.stringify(r.lanes));
   assert.equal(r.lanes['tcp:l2'].rejoins, 1, JSON.stringify(r.lanes));
   assert.match(r.stderr, /lane tcp:l2 to peer failed \(no answer on it/);
@@ -73,20 +75,20 @@ test('1 GiB stream while an nftables rule silently drops one link, then heals: n
 
 test('1 GiB stream while one link is set down', twoLinks, async () => {
   const r = await stream(twoNics, 'tcp', 'ip link set l2 down', 'ip link set l2 up');
-  assert.ok(r.pause < TIMEOUT + 1500, `paused ${r.pause} ms`);
+  assert.ok(r.pause < TIMEOUT + 1500, r.said);
   assert.equal(r.lanes['tcp:l2'].failures, 1, JSON.stringify(r.lanes));
 });
 
 test('1 GiB stream while one link\'s connection is reset', twoLinks, async () => {
   const r = await stream(twoNics, 'tcp', `ss -K dst ${peerOn(2)}`);
-  assert.ok(r.pause < 1500, `paused ${r.pause} ms`);
+  assert.ok(r.pause < 1500, r.said);
   assert.equal(r.lanes['tcp:l2'].failures, 1, JSON.stringify(r.lanes));
 });
 
 // (256 MiB: udp over a 1500-byte MTU moves about 15 MB/s here.)
 test('tcp and udp lanes on one link while all tcp is dropped: the stream goes on over udp', twoLinks, async () => {
   const r = await stream({ RAILCOMM_TCP_DEVICES: 'l1', RAILCOMM_LANE_TIMEOUT: String(TIMEOUT) }, 'tcp,udp', `nft add rule inet rclanes out ip daddr ${peerOn(1)} meta l4proto tcp drop`, '', 64);
-  assert.ok(r.pause < TIMEOUT + 1500, `paused ${r.pause} ms`);
+  assert.ok(r.pause < TIMEOUT + 1500, r.said);
   assert.equal(r.lanes['tcp:l1'].failures, 1, JSON.stringify(r.lanes));
   assert.ok(r.lanes['udp:l1'].bytes > 0, JSON.stringify(r.lanes));
 });

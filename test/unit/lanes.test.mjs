@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { planLanes, pickByWeight, sameSubnet } from '../../dist/proto/lanes/select.js';
 import { Lane, MultiLane } from '../../dist/proto/lanes/multi-lane.js';
 import { LaneReceiver } from '../../dist/proto/lanes/receiver.js';
-import { AM_LANE_ENV, AM_LANE_ACK, AM_LANE_PING } from '../../dist/proto/lanes/wire.js';
+import { AM_LANE_ENV, AM_LANE_ACK, AM_LANE_PING, AM_LANE_DOWN, decodeDown } from '../../dist/proto/lanes/wire.js';
 import { TrafficCounters } from '../../dist/core/counters.js';
 
 const rail = (name, component, device, { network = true, lat = 50, bw = 1000, net = '10.1.0.0', bits = 24, reach = true } = {}) => ({
@@ -57,7 +57,7 @@ test('pickByWeight: shares follow the weights, skipping lanes that take nothing 
 
 /** A simulated rail endpoint: frames queue in order until delivered, or vanish when the lane fails. */
 function fakeLane(name) {
-  const r = { name, component: 'tcp', device: name, caps: { amCopyMax: 1 << 20, amZcopyMax: 1 << 20, bandwidthMBps: 1000 }, endpoint: null };
+  const r = { name, component: 'tcp', device: name, caps: { amCopyMax: 1 << 20, amZcopyMax: 1 << 20, bandwidthMBps: 1000 }, endpoint: null, address: () => `${name}:here` };
   const rep = {
     rail: r, peer: 1n, owner: null, counters: new TrafficCounters(), queue: [], dead: false,
     sendCopy(am, hdr, hdrLen, payload) {
@@ -65,7 +65,7 @@ function fakeLane(name) {
       return 0;
     },
     sendZcopy(am, hdr, hdrLen, payload, done) { this.sendCopy(am, hdr, hdrLen, payload); done.railComplete(null); return 1; },
-    abort() {}, async close() {},
+    abort() {}, async close() {}, giveUp(why) { this.dead = true; this.gaveUp = why; },
   };
   r.endpoint = () => rep;
   return rep;
@@ -164,4 +164,46 @@ test('heartbeat after a pause (nothing outstanding, or the event loop held): eac
   assert.deepEqual(failed, []);
   rig.now = 21_000; m.heartbeat();
   assert.deepEqual(failed, ['b']);
+});
+
+test('a lane one side gives up on is failed on the other at once: the notice names it, the peer fails its own and answers nothing', () => {
+  // Two ranks' views of the same two lanes: a lane from here (rail `a`, address a:here) to there (x), and one over b.
+  const here = heartbeatRig();
+  const there = { failed: [], reps: [fakeLane('x'), fakeLane('y')] };
+  const host = { laneTimeoutMs: 1000, now: () => here.now, ackFor: () => 0, ackSent: () => {}, laneFailed: (_m, l) => there.failed.push(l.rail.name), laneJoined: () => {}, ready: () => {}, log: () => {} };
+  // There, each lane goes to this side's rail address: x to a:here, y to b:here.
+  there.m = new MultiLane(host, 1n, [new Lane(there.reps[0], true, true, 'a:here'), new Lane(there.reps[1], true, true, 'b:here')], 1);
+  // Here, lanes a and b go to x:here and y:here (heartbeatRig made them to 'x': aim them right).
+  here.m.lanes[0].address = 'x:here';
+  here.m.lanes[1].address = 'y:here';
+  // Lane b goes silent here; a answers: b is given up on, and the notice goes out on a.
+  for (here.now = 250; here.now <= 1250; here.now += 250) { here.m.heartbeat(); here.m.pong(here.reps[0], 0); }
+  assert.deepEqual(here.failed, ['b']);
+  const notices = here.reps[0].queue.filter((f) => f.am === AM_LANE_DOWN);
+  assert.equal(notices.length, 1);
+  assert.equal(here.reps[1].queue.filter((f) => f.am === AM_LANE_DOWN).length, 0, 'not on the lane that failed');
+  const n = decodeDown(notices[0].payload.toString('utf8'));
+  assert.equal(n.component, 'tcp');
+  assert.equal(n.from, 'b:here');
+  assert.equal(n.to, 'y:here');
+  assert.match(n.why, /no answer on it/);
+  // A notice that names no live lane there (wrong addresses) changes nothing.
+  assert.equal(there.m.peerGaveUp('tcp', 'b:here', 'x:here', n.why), false);
+  assert.equal(there.m.peerGaveUp('udp', n.from, n.to, n.why), false);
+  assert.deepEqual(there.failed, []);
+  // The notice itself: there, lane y (to b:here) fails at once, its endpoint given up, and no notice comes back.
+  assert.equal(there.m.peerGaveUp(n.component, n.from, n.to, n.why), true);
+  assert.deepEqual(there.failed, ['y']);
+  assert.equal(there.m.liveCount, 1);
+  assert.match(there.reps[1].gaveUp, /closed by the peer, which gave up on it \(no answer on it/);
+  assert.ok(there.reps.every((r) => r.queue.every((f) => f.am !== AM_LANE_DOWN)), 'a lane failed on the peer\'s word is not reported back');
+  // Told twice (a repeat, or both sides at once): nothing more happens.
+  assert.equal(there.m.peerGaveUp(n.component, n.from, n.to, n.why), false);
+  assert.deepEqual(there.failed, ['y']);
+});
+
+test('lane-down notice: encoded and decoded; a malformed one is not one', () => {
+  const text = (c, f, t, w) => Buffer.from(`${c}\n${f}\n${t}\n${w}`).toString('utf8');
+  assert.deepEqual(decodeDown(text('tcp', '10.0.0.1:5', '10.0.0.2:6', 'why\nwith a line')), { component: 'tcp', from: '10.0.0.1:5', to: '10.0.0.2:6', why: 'why\nwith a line' });
+  for (const bad of ['', 'tcp', 'tcp\na', 'tcp\na\nb', '\na\nb\nc', 'tcp\n\nb\nc']) assert.equal(decodeDown(bad), null, JSON.stringify(bad));
 });

@@ -14,7 +14,7 @@ import { channels } from '../observe.js';
 import { Lane, MultiLane, heartbeatEvery, type LaneHost } from './multi-lane.js';
 import { LaneReceiver } from './receiver.js';
 import { planLanes, sameSubnet, type LanePlan, type RailChoice } from './select.js';
-import { AM_LANE_ACK, AM_LANE_ENV, AM_LANE_PING, AM_LANE_PONG, PING_HDR, encodePing, pingLane, pingNum } from './wire.js';
+import { AM_LANE_ACK, AM_LANE_DOWN, AM_LANE_ENV, AM_LANE_PING, AM_LANE_PONG, DOWN_HDR, DOWN_MAX, PING_HDR, decodeDown, encodePing, pingLane, pingNum } from './wire.js';
 
 /** What the lanes need from the context. */
 export interface LanesHost {
@@ -94,6 +94,7 @@ export class Lanes {
     am.register(AM_LANE_ACK, 'lane-ack', this.ackHandler);
     am.register(AM_LANE_PING, 'lane-ping', this.pingHandler);
     am.register(AM_LANE_PONG, 'lane-pong', this.pongHandler);
+    am.register(AM_LANE_DOWN, 'lane-down', this.downHandler);
   }
 
   /** The lanes to a peer that published `addrs`, fastest first (RAILCOMM_MAX_EAGER_RAILS, RAILCOMM_MAX_RNDV_RAILS). */
@@ -150,6 +151,16 @@ export class Lanes {
     recv: (rep, rx) => {
       const ep = rep.owner as ProtoEndpoint;
       if (ep.lane instanceof MultiLane) ep.lane.pong(rep, pingLane(rx.view, rx.hdrOff));
+    },
+  };
+
+  /** The peer gave up on one of its lanes to us: ours fails with it (MultiLane.peerGaveUp). */
+  private readonly downHandler: AmHandler = {
+    recv: (rep, rx) => {
+      const notice = rx.hdrLen === DOWN_HDR && rx.payLen <= DOWN_MAX ? decodeDown(rx.buf.toString('utf8', rx.payOff, rx.payOff + rx.payLen)) : null;
+      if (notice === null) { this.bad(rep, 'a malformed lane-down notice'); return; }
+      const ep = rep.owner as ProtoEndpoint | null;
+      if (ep !== null && ep.lane instanceof MultiLane) ep.lane.peerGaveUp(notice.component, notice.from, notice.to, notice.why);
     },
   };
 

@@ -14,7 +14,7 @@ import { TrafficCounters } from '../../core/counters.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { AM_DATA } from '../wire.js';
 import { pickByWeight } from './select.js';
-import { ACK_HDR, AM_LANE_ACK, AM_LANE_ENV, AM_LANE_PING, ENV_HDR, PING_HDR, encodeEnvelope, encodePing } from './wire.js';
+import { ACK_HDR, AM_LANE_ACK, AM_LANE_DOWN, AM_LANE_ENV, AM_LANE_PING, DOWN_HDR, ENV_HDR, PING_HDR, encodeDown, encodeEnvelope, encodePing } from './wire.js';
 
 /** One lane: a rail endpoint to the peer and what we know of it. */
 export class Lane {
@@ -246,8 +246,13 @@ export class MultiLane implements RailEndpoint {
    * it: `byPeer`, said at debug level only, since the peer that finalizes
    * may close one lane before its BYE arrives on another). Returns whether
    * other lanes live: then what it may have lost is sent again on them.
+   * Unless the peer told us (`tell` false), the peer hears it on a lane
+   * that lives (tellPeer): a silent drop shows to each side only through its
+   * own heartbeats, and a side whose heartbeats had paused (a receiver that
+   * had nothing outstanding until a resent message woke it) would find out
+   * a whole lane timeout later, holding up what it must ask for again.
    */
-  laneFailed(rep: RailEndpoint, why: string, byPeer = false): boolean {
+  laneFailed(rep: RailEndpoint, why: string, byPeer = false, tell = !byPeer): boolean {
     const i = this.indexOf(rep);
     if (i < 0) return this.liveCount > 0;
     const lane = this.lanes[i]!;
@@ -259,6 +264,7 @@ export class MultiLane implements RailEndpoint {
       lane.outstanding = 0;
       if (this.liveCount > 0) {
         this.host.log(`lane ${lane.rail.name} to peer failed (${why}); traffic moves to ${this.lanes.filter((l) => l.live).map((l) => l.rail.name).join(', ')}`, byPeer);
+        if (tell) this.tellPeer(lane, why);
         this.resendFrom = this.keptHead < this.kept.length ? this.keptHead : -1;
         this.resendKept();
         this.host.laneFailed(this, lane);
@@ -267,6 +273,36 @@ export class MultiLane implements RailEndpoint {
     }
     if (this.liveCount > 0) this.scheduleRejoin(lane);
     return this.liveCount > 0;
+  }
+
+  /**
+   * Tell the peer, on a lane that lives, that this side gave up on `lane`
+   * (named as the peer knows it: its component and this side's rail
+   * address). Best effort, not kept: a peer that does not hear it finds
+   * out by its own heartbeats, as before.
+   */
+  private tellPeer(lane: Lane, why: string): void {
+    const via = this.eagerLane();
+    if (via === null) return;
+    this.ctlView.setUint32(0, 0, true);
+    via.rep.sendCopy(AM_LANE_DOWN, this.ctl, DOWN_HDR, encodeDown(lane.rail.component, lane.rail.address(), lane.address, why));
+  }
+
+  /**
+   * The peer gave up on its lane of `component` from its address `from` to
+   * our `to`: ours (from our `to` to its `from`) fails too, at once, and
+   * what it held moves to the lanes that live. False when no live lane is that one.
+   */
+  peerGaveUp(component: string, from: string, to: string, why: string): boolean {
+    for (const lane of this.lanes) {
+      if (!lane.live || lane.rail.component !== component || lane.address !== from || lane.rail.address() !== to) continue;
+      const rep = lane.rep;
+      const reason = `closed by the peer, which gave up on it (${why})`;
+      this.laneFailed(rep, reason, false, false);
+      if (rep.giveUp !== undefined) rep.giveUp(reason); else void rep.close().catch(() => undefined);
+      return true;
+    }
+    return false;
   }
 
   /** A lane closed gracefully (the peer finalized): true while others live. */

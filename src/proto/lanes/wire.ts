@@ -8,6 +8,7 @@ export const AM_LANE_ENV = 11;
 export const AM_LANE_ACK = 12;
 export const AM_LANE_PING = 13;
 export const AM_LANE_PONG = 14;
+export const AM_LANE_DOWN = 15;
 
 /*
  * ENVELOPE (12 bytes), then the inner AM's header, then its payload:
@@ -17,10 +18,15 @@ export const AM_LANE_PONG = 14;
  *
  * ACK (4 bytes): 0 cumulative acknowledgement (u32)
  * PING, PONG (8 bytes): 0 lane index at the sender of the PING (u32) | 4 ping number (u32)
+ * DOWN (4 bytes, reserved, 0), then a UTF-8 payload of at most DOWN_MAX bytes,
+ *   "component\nfrom\nto\nwhy": the sender gave up, for that reason, on its lane
+ *   of that component from its rail address `from` to the receiver's `to`
  */
 export const ENV_HDR = 12;
 export const ACK_HDR = 4;
 export const PING_HDR = 8;
+export const DOWN_HDR = 4;
+export const DOWN_MAX = 1024;
 
 export function encodeEnvelope(v: DataView, num: number, ack: number, am: number, innerHdrLen: number): void {
   v.setUint32(0, num, true);
@@ -40,3 +46,15 @@ export function encodePing(v: DataView, lane: number, n: number): void {
 }
 export const pingLane = (v: DataView, o: number): number => v.getUint32(o, true);
 export const pingNum = (v: DataView, o: number): number => v.getUint32(o + 4, true);
+
+/** A lane-down notice's payload; the reason is cut to keep it under DOWN_MAX bytes. */
+export function encodeDown(component: string, from: string, to: string, why: string): Buffer {
+  return Buffer.from(`${component}\n${from}\n${to}\n${why.slice(0, 400)}`, 'utf8').subarray(0, DOWN_MAX);
+}
+
+/** A lane-down notice's parts, or null when it is not one. */
+export function decodeDown(text: string): { component: string; from: string; to: string; why: string } | null {
+  const parts = text.split('\n');
+  if (parts.length < 4 || parts[0] === '' || parts[1] === '' || parts[2] === '') return null;
+  return { component: parts[0]!, from: parts[1]!, to: parts[2]!, why: parts.slice(3).join('\n') };
+}
