@@ -92,9 +92,12 @@ export class PeerFailures {
         return;
       }
       if (graceful) m.laneClosed(lane);
+      // The peer's state first: shutdown gives up the failed lanes' rejoin
+      // attempts, whose endpoints report that here again, at once, and must
+      // find the peer finalized, not take it for failed.
+      this.failEndpoint(ep, graceful ? err : m.lostError(), graceful);
       this.host.lanes.forget(m);
       m.shutdown();
-      this.failEndpoint(ep, graceful ? err : m.lostError(), graceful);
       return;
     }
     if (ep.lane !== lane) return;
