@@ -33,6 +33,12 @@ if [ "$cmd" = up ]; then
     i=$((i + 1))
   done
 else
+  # The hosts' veth ends in this namespace go first, by name: left to the
+  # namespaces' deletion they linger a moment (the kernel cleans a namespace
+  # up later), and an `up` with the same tag right after failed with
+  # "RTNETLINK answers: File exists" (seen: the multirail tests skipped).
+  ip link del "v${tag}2" 2>/dev/null || true
+  ip link del "v${tag}3" 2>/dev/null || true
   ip netns del "$a" 2>/dev/null || true
   ip netns del "$b" 2>/dev/null || true
   ip link del "$br" 2>/dev/null || true
