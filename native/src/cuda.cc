@@ -6,66 +6,20 @@
 // element-wise kernel launch. Contexts are per thread in the driver: every
 // thread (a worker-thread rank) selects its device with cudaUse first.
 #include "common.h"
-#include "cuda-abi.h"
+// Memory and IPC are in cuda-memory.cc, kernels in cuda-kernels.cc; what they
+// share, in cuda-driver.h.
+#include "cuda-driver.h"
 #include <cstdint>
 #include <cstring>
 #include <dlfcn.h>
-#include <mutex>
-#include <string>
-#include <vector>
 
 namespace railcomm {
-namespace {
+namespace cudadrv {
 
-/** The driver's entry points; loaded once per process (the driver is per process). */
-struct Driver {
-  void* handle = nullptr;
-  std::string file;
-  cu::GetErrorStringFn GetErrorString = nullptr;
-  cu::GetErrorNameFn GetErrorName = nullptr;
-  cu::InitFn Init = nullptr;
-  cu::DriverGetVersionFn DriverGetVersion = nullptr;
-  cu::DeviceGetFn DeviceGet = nullptr;
-  cu::DeviceGetCountFn DeviceGetCount = nullptr;
-  cu::DeviceGetNameFn DeviceGetName = nullptr;
-  cu::DeviceGetAttributeFn DeviceGetAttribute = nullptr;
-  cu::DeviceTotalMemFn DeviceTotalMem = nullptr;
-  cu::DeviceCanAccessPeerFn DeviceCanAccessPeer = nullptr;
-  cu::DevicePrimaryCtxRetainFn DevicePrimaryCtxRetain = nullptr;
-  cu::CtxSetCurrentFn CtxSetCurrent = nullptr;
-  cu::CtxSynchronizeFn CtxSynchronize = nullptr;
-  cu::MemAllocFn MemAlloc = nullptr;
-  cu::MemFreeFn MemFree = nullptr;
-  cu::MemGetAddressRangeFn MemGetAddressRange = nullptr;
-  cu::MemHostAllocFn MemHostAlloc = nullptr;
-  cu::MemFreeHostFn MemFreeHost = nullptr;
-  cu::MemcpyHtoDAsyncFn MemcpyHtoDAsync = nullptr;
-  cu::MemcpyDtoHAsyncFn MemcpyDtoHAsync = nullptr;
-  cu::MemcpyDtoDAsyncFn MemcpyDtoDAsync = nullptr;
-  cu::MemsetD8AsyncFn MemsetD8Async = nullptr;
-  cu::StreamCreateFn StreamCreate = nullptr;
-  cu::StreamSynchronizeFn StreamSynchronize = nullptr;
-  cu::PointerGetAttributeFn PointerGetAttribute = nullptr;
-  cu::IpcGetMemHandleFn IpcGetMemHandle = nullptr;
-  cu::IpcOpenMemHandleFn IpcOpenMemHandle = nullptr;
-  cu::IpcCloseMemHandleFn IpcCloseMemHandle = nullptr;
-  cu::ModuleLoadDataExFn ModuleLoadDataEx = nullptr;
-  cu::ModuleGetFunctionFn ModuleGetFunction = nullptr;
-  cu::LaunchKernelFn LaunchKernel = nullptr;
-};
-
-std::mutex g_mu;              // guards everything below while it changes
-Driver g_drv;                 // filled once, read-only after
-bool g_initialised = false;   // cuInit succeeded
-std::vector<cu::Context> g_primary;  // retained primary context per device (kept for the process)
-
-/** What this thread uses: its device, that device's primary context, and one stream per device. */
-struct Local {
-  int device = -1;
-  cu::Context ctx = nullptr;
-  cu::Stream stream = nullptr;
-  std::vector<cu::Stream> streams;  // by device ordinal
-};
+std::mutex g_mu;
+Driver g_drv;
+bool g_initialised = false;
+std::vector<cu::Context> g_primary;
 thread_local Local t_local;
 
 void ThrowCuda(napi_env env, const char* what, cu::Result rc) {
@@ -123,6 +77,12 @@ bool Sync(napi_env env, const char* what, cu::Result rc) {
   if (rc == cu::kSuccess) rc = g_drv.StreamSynchronize(t_local.stream);
   if (rc != cu::kSuccess) { ThrowCuda(env, what, rc); return false; }
   return true;
+}
+
+bool HostBytes(napi_env env, napi_value v, char** data, size_t* len) {
+  if (BytesOf(env, v, data, len)) return true;
+  ThrowType(env, "expected a typed array, DataView or ArrayBuffer");
+  return false;
 }
 
 // ---- loading --------------------------------------------------------------
@@ -317,274 +277,9 @@ napi_value CanAccessPeer(napi_env env, napi_callback_info info) {
   return Bool(env, can != 0);
 }
 
-// ---- memory ---------------------------------------------------------------
+}  // namespace cudadrv
 
-/** cudaAlloc(bytes): device memory on this thread's device. */
-napi_value Alloc(napi_env env, napi_callback_info info) {
-  if (!Ready(env)) return nullptr;
-  napi_value argv[1];
-  Args(env, info, argv, 1);
-  size_t bytes = 0;
-  if (!Size(env, argv[0], &bytes)) return nullptr;
-  cu::DevicePtr p = 0;
-  const cu::Result rc = g_drv.MemAlloc(&p, bytes == 0 ? 1 : bytes);
-  if (rc != cu::kSuccess) { ThrowCuda(env, "cuMemAlloc", rc); return nullptr; }
-  return BigPtr(env, p);
-}
-
-napi_value Free(napi_env env, napi_callback_info info) {
-  if (!Ready(env)) return nullptr;
-  napi_value argv[1];
-  Args(env, info, argv, 1);
-  cu::DevicePtr p = 0;
-  if (!Ptr(env, argv[0], &p)) return nullptr;
-  const cu::Result rc = g_drv.MemFree(p);
-  if (rc != cu::kSuccess) ThrowCuda(env, "cuMemFree", rc);
-  return nullptr;
-}
-
-/**
- * cudaPointer(ptr): null when the driver does not know the address, else
- * { type (CUmemorytype), device, base, size, bufferId, ipc, managed }.
- */
-napi_value PointerInfo(napi_env env, napi_callback_info info) {
-  if (!Ready(env)) return nullptr;
-  napi_value argv[1];
-  Args(env, info, argv, 1);
-  cu::DevicePtr p = 0;
-  if (!Ptr(env, argv[0], &p)) return nullptr;
-  unsigned int type = 0;
-  cu::Result rc = g_drv.PointerGetAttribute(&type, cu::kPtrMemoryType, p);
-  napi_value out;
-  if (rc == cu::kErrorInvalidValue) { napi_get_null(env, &out); return out; }
-  if (rc != cu::kSuccess) { ThrowCuda(env, "cuPointerGetAttribute(MEMORY_TYPE)", rc); return nullptr; }
-  napi_create_object(env, &out);
-  napi_set_named_property(env, out, "type", Uint(env, type));
-  if (type != cu::kMemoryTypeDevice && type != cu::kMemoryTypeUnified) return out;
-  int ordinal = -1;
-  unsigned long long id = 0;
-  unsigned int ipc = 0, managed = 0;  // booleans: zeroed, so a one-byte answer reads the same
-  cu::DevicePtr base = 0;
-  size_t size = 0;
-  if ((rc = g_drv.PointerGetAttribute(&ordinal, cu::kPtrDeviceOrdinal, p)) != cu::kSuccess ||
-      (rc = g_drv.PointerGetAttribute(&id, cu::kPtrBufferId, p)) != cu::kSuccess ||
-      (rc = g_drv.MemGetAddressRange(&base, &size, p)) != cu::kSuccess) {
-    ThrowCuda(env, "cuPointerGetAttribute", rc);
-    return nullptr;
-  }
-  // Older drivers may not know these two: then no IPC, and not managed.
-  if (g_drv.PointerGetAttribute(&ipc, cu::kPtrLegacyIpcCapable, p) != cu::kSuccess) ipc = 0;
-  if (g_drv.PointerGetAttribute(&managed, cu::kPtrIsManaged, p) != cu::kSuccess) managed = 0;
-  napi_set_named_property(env, out, "device", Int(env, ordinal));
-  napi_set_named_property(env, out, "base", BigPtr(env, base));
-  napi_set_named_property(env, out, "size", Double(env, static_cast<double>(size)));
-  napi_value idv;
-  napi_create_bigint_uint64(env, id, &idv);
-  napi_set_named_property(env, out, "bufferId", idv);
-  napi_set_named_property(env, out, "ipc", Bool(env, ipc != 0));
-  napi_set_named_property(env, out, "managed", Bool(env, managed != 0));
-  return out;
-}
-
-bool HostBytes(napi_env env, napi_value v, char** data, size_t* len) {
-  if (BytesOf(env, v, data, len)) return true;
-  ThrowType(env, "expected a typed array, DataView or ArrayBuffer");
-  return false;
-}
-
-/** cudaUpload(dst, hostView): hostView's bytes to device address dst; returns when they are there. */
-napi_value Upload(napi_env env, napi_callback_info info) {
-  if (!Ready(env)) return nullptr;
-  napi_value argv[2];
-  Args(env, info, argv, 2);
-  cu::DevicePtr dst = 0;
-  char* src = nullptr;
-  size_t n = 0;
-  if (!Ptr(env, argv[0], &dst) || !HostBytes(env, argv[1], &src, &n)) return nullptr;
-  if (n > 0) Sync(env, "cuMemcpyHtoDAsync", g_drv.MemcpyHtoDAsync(dst, src, n, t_local.stream));
-  return nullptr;
-}
-
-/** cudaDownload(hostView, src): hostView.byteLength bytes from device address src. */
-napi_value Download(napi_env env, napi_callback_info info) {
-  if (!Ready(env)) return nullptr;
-  napi_value argv[2];
-  Args(env, info, argv, 2);
-  char* dst = nullptr;
-  size_t n = 0;
-  cu::DevicePtr src = 0;
-  if (!HostBytes(env, argv[0], &dst, &n) || !Ptr(env, argv[1], &src)) return nullptr;
-  if (n > 0) Sync(env, "cuMemcpyDtoHAsync", g_drv.MemcpyDtoHAsync(dst, src, n, t_local.stream));
-  return nullptr;
-}
-
-/** cudaCopy(dst, src, bytes): device to device (also through IPC-opened addresses); returns once done. */
-napi_value Copy(napi_env env, napi_callback_info info) {
-  if (!Ready(env)) return nullptr;
-  napi_value argv[3];
-  Args(env, info, argv, 3);
-  cu::DevicePtr dst = 0, src = 0;
-  size_t n = 0;
-  if (!Ptr(env, argv[0], &dst) || !Ptr(env, argv[1], &src) || !Size(env, argv[2], &n)) return nullptr;
-  if (n > 0) Sync(env, "cuMemcpyDtoDAsync", g_drv.MemcpyDtoDAsync(dst, src, n, t_local.stream));
-  return nullptr;
-}
-
-/** cudaMemset(ptr, byte, bytes). */
-napi_value Memset(napi_env env, napi_callback_info info) {
-  if (!Ready(env)) return nullptr;
-  napi_value argv[3];
-  Args(env, info, argv, 3);
-  cu::DevicePtr p = 0;
-  double v = 0;
-  size_t n = 0;
-  if (!Ptr(env, argv[0], &p) || !Num(env, argv[1], &v) || !Size(env, argv[2], &n)) return nullptr;
-  if (n > 0) Sync(env, "cuMemsetD8Async", g_drv.MemsetD8Async(p, static_cast<unsigned char>(static_cast<int>(v) & 0xff), n, t_local.stream));
-  return nullptr;
-}
-
-/** cudaSynchronize(): every piece of work queued in this thread's context is done. */
-napi_value Synchronize(napi_env env, napi_callback_info) {
-  if (!Ready(env)) return nullptr;
-  const cu::Result rc = g_drv.CtxSynchronize();
-  if (rc != cu::kSuccess) ThrowCuda(env, "cuCtxSynchronize", rc);
-  return nullptr;
-}
-
-void FreeHost(napi_env, void* data, void*) {
-  // The finalizer runs on the thread that made the buffer, whose context is still current.
-  if (data != nullptr && g_drv.MemFreeHost != nullptr) g_drv.MemFreeHost(data);
-}
-
-/** cudaHostAlloc(bytes): page-locked host memory as an ArrayBuffer (freed when it is collected). */
-napi_value HostAlloc(napi_env env, napi_callback_info info) {
-  if (!Ready(env)) return nullptr;
-  napi_value argv[1];
-  Args(env, info, argv, 1);
-  size_t bytes = 0;
-  if (!Size(env, argv[0], &bytes)) return nullptr;
-  if (bytes == 0) { ThrowType(env, "cudaHostAlloc(0)"); return nullptr; }
-  void* p = nullptr;
-  // Portable: pinned for every context, so thread ranks on other devices may stage through it too.
-  const cu::Result rc = g_drv.MemHostAlloc(&p, bytes, cu::kMemHostAllocPortable);
-  if (rc != cu::kSuccess) { ThrowCuda(env, "cuMemHostAlloc", rc); return nullptr; }
-  napi_value ab;
-  if (napi_create_external_arraybuffer(env, p, bytes, FreeHost, nullptr, &ab) != napi_ok) {
-    g_drv.MemFreeHost(p);
-    ThrowPlain(env, "this Node.js cannot wrap pinned memory as an ArrayBuffer (napi_create_external_arraybuffer failed)");
-    return nullptr;
-  }
-  return ab;
-}
-
-// ---- IPC --------------------------------------------------------------------
-
-/** cudaIpcHandle(base): the 64-byte handle of the allocation that starts at base. */
-napi_value IpcHandle(napi_env env, napi_callback_info info) {
-  if (!Ready(env)) return nullptr;
-  napi_value argv[1];
-  Args(env, info, argv, 1);
-  cu::DevicePtr p = 0;
-  if (!Ptr(env, argv[0], &p)) return nullptr;
-  cu::IpcMemHandle h;
-  std::memset(&h, 0, sizeof h);
-  const cu::Result rc = g_drv.IpcGetMemHandle(&h, p);
-  if (rc != cu::kSuccess) { ThrowCuda(env, "cuIpcGetMemHandle", rc); return nullptr; }
-  napi_value out;
-  void* data = nullptr;
-  napi_create_buffer_copy(env, sizeof h, &h, &data, &out);
-  return out;
-}
-
-/** cudaIpcOpen(handle64): the allocation's base in this process (opened once per context: the driver counts). */
-napi_value IpcOpen(napi_env env, napi_callback_info info) {
-  if (!Ready(env)) return nullptr;
-  napi_value argv[1];
-  Args(env, info, argv, 1);
-  char* data = nullptr;
-  size_t n = 0;
-  if (!HostBytes(env, argv[0], &data, &n)) return nullptr;
-  if (n != cu::kIpcHandleSize) { ThrowType(env, "cudaIpcOpen: the handle must be 64 bytes"); return nullptr; }
-  cu::IpcMemHandle h;
-  std::memcpy(&h, data, sizeof h);
-  cu::DevicePtr p = 0;
-  const cu::Result rc = g_drv.IpcOpenMemHandle(&p, h, cu::kIpcMemLazyEnablePeerAccess);
-  if (rc != cu::kSuccess) { ThrowCuda(env, "cuIpcOpenMemHandle", rc); return nullptr; }
-  return BigPtr(env, p);
-}
-
-napi_value IpcClose(napi_env env, napi_callback_info info) {
-  if (!Ready(env)) return nullptr;
-  napi_value argv[1];
-  Args(env, info, argv, 1);
-  cu::DevicePtr p = 0;
-  if (!Ptr(env, argv[0], &p)) return nullptr;
-  const cu::Result rc = g_drv.IpcCloseMemHandle(p);
-  if (rc != cu::kSuccess) ThrowCuda(env, "cuIpcCloseMemHandle", rc);
-  return nullptr;
-}
-
-// ---- kernels ------------------------------------------------------------------
-
-/** cudaModuleLoad(ptx): a module JIT-compiled from PTX text by the driver (for this thread's device). */
-napi_value ModuleLoad(napi_env env, napi_callback_info info) {
-  if (!Ready(env)) return nullptr;
-  napi_value argv[1];
-  Args(env, info, argv, 1);
-  size_t len = 0;
-  if (napi_get_value_string_utf8(env, argv[0], nullptr, 0, &len) != napi_ok) { ThrowType(env, "cudaModuleLoad(ptx)"); return nullptr; }
-  std::string ptx(len + 1, '\0');
-  napi_get_value_string_utf8(env, argv[0], &ptx[0], len + 1, &len);
-  char log[8192] = {0};
-  int opts[2] = {cu::kJitErrorLogBuffer, cu::kJitErrorLogBufferSizeBytes};
-  void* vals[2] = {log, reinterpret_cast<void*>(static_cast<uintptr_t>(sizeof log - 1))};
-  cu::Module m = nullptr;
-  const cu::Result rc = g_drv.ModuleLoadDataEx(&m, ptx.c_str(), 2, opts, vals);
-  if (rc != cu::kSuccess) {
-    const std::string what = std::string("cuModuleLoadDataEx (the PTX JIT said: ") + (log[0] != '\0' ? log : "nothing") + ")";
-    ThrowCuda(env, what.c_str(), rc);
-    return nullptr;
-  }
-  return BigPtr(env, reinterpret_cast<uintptr_t>(m));
-}
-
-napi_value GetFunction(napi_env env, napi_callback_info info) {
-  if (!Ready(env)) return nullptr;
-  napi_value argv[2];
-  Args(env, info, argv, 2);
-  cu::DevicePtr m = 0;
-  char name[256];
-  size_t n = 0;
-  if (!Ptr(env, argv[0], &m) || napi_get_value_string_utf8(env, argv[1], name, sizeof name, &n) != napi_ok) { ThrowType(env, "cudaFunction(module, name)"); return nullptr; }
-  cu::Function f = nullptr;
-  const cu::Result rc = g_drv.ModuleGetFunction(&f, reinterpret_cast<cu::Module>(static_cast<uintptr_t>(m)), name);
-  if (rc != cu::kSuccess) { ThrowCuda(env, (std::string("cuModuleGetFunction ") + name).c_str(), rc); return nullptr; }
-  return BigPtr(env, reinterpret_cast<uintptr_t>(f));
-}
-
-/**
- * cudaLaunch(fn, grid, block, dst, src, n): an element-wise kernel
- * f(dst, src, n) (three 64-bit parameters) on this thread's stream; returns
- * once it finished.
- */
-napi_value Launch(napi_env env, napi_callback_info info) {
-  if (!Ready(env)) return nullptr;
-  napi_value argv[6];
-  Args(env, info, argv, 6);
-  cu::DevicePtr f = 0, dst = 0, src = 0;
-  double grid = 0, block = 0;
-  size_t n = 0;
-  if (!Ptr(env, argv[0], &f) || !Num(env, argv[1], &grid) || !Num(env, argv[2], &block) || !Ptr(env, argv[3], &dst) ||
-      !Ptr(env, argv[4], &src) || !Size(env, argv[5], &n)) return nullptr;
-  if (!Whole(grid, 2147483647.0) || grid < 1 || !Whole(block, 1024) || block < 1) { ThrowType(env, "cudaLaunch: grid and block out of range"); return nullptr; }
-  unsigned long long count = n;
-  void* params[3] = {&dst, &src, &count};
-  Sync(env, "cuLaunchKernel", g_drv.LaunchKernel(reinterpret_cast<cu::Function>(static_cast<uintptr_t>(f)),
-      static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(block), 1, 1, 0, t_local.stream, params, nullptr));
-  return nullptr;
-}
-
-}  // namespace
+using namespace cudadrv;
 
 void InitCuda(Napi::Env env, Napi::Object exports) {
   napi_env e = env;
