@@ -114,14 +114,18 @@ async function main(): Promise<void> {
           done += m;
         }
         await pp(iters, 1, me === 0 ? times : null);
+        // Medians of batch averages, with no clock read per round trip (as bench/mpi/pingpong's usec_batch).
+        // Straight after the per-round-trip phase: the loops that sum and sort `times` run after it.
+        // Between the two they made V8 compile main() on a background thread (a hot loop in it, on
+        // both ranks) while the first batch ran: one stalled batch of 0.4-2.3 ms in 7 runs of 15 of
+        // `bench latency --threads --sync`, 1.3-1.5x on the average.
+        if (small) await pp(batches.length * BATCH, BATCH, me === 0 ? batches : null);
         let total = 0;
         for (let i = 0; i < iters; i++) total += times[i]!;
         times.sort();
         const q = (f: number): number => round(times[Math.min(times.length - 1, Math.floor(times.length * f))]!);
         const row: Row = { size, usec: round(total / iters), usec_median: q(0.5), usec_p90: q(0.9), usec_p99: q(0.99), iters };
         if (small) {
-          // Medians of batch averages, with no clock read per round trip (as bench/mpi/pingpong's usec_batch).
-          await pp(batches.length * BATCH, BATCH, me === 0 ? batches : null);
           // Their mean too: the average over all those round trips, the clock read once per batch
           // (osu_latency's average; bench/mpi/pingpong's usec_batch_avg).
           let sum = 0;
