@@ -8,7 +8,10 @@ import fc from 'fast-check';
 import { planLanes, pickByWeight, sameSubnet } from '../../dist/proto/lanes/select.js';
 import { Lane, MultiLane } from '../../dist/proto/lanes/multi-lane.js';
 import { LaneReceiver } from '../../dist/proto/lanes/receiver.js';
-import { AM_LANE_ENV, AM_LANE_ACK, AM_LANE_PING, AM_LANE_DOWN, decodeDown } from '../../dist/proto/lanes/wire.js';
+import { Lanes } from '../../dist/proto/lanes/lanes.js';
+import { AmRegistry } from '../../dist/proto/am.js';
+import { Logger } from '../../dist/core/log.js';
+import { AM_LANE_ENV, AM_LANE_ACK, AM_LANE_PING, AM_LANE_DOWN, decodeDown, encodeDown } from '../../dist/proto/lanes/wire.js';
 import { TrafficCounters } from '../../dist/core/counters.js';
 
 const rail = (name, component, device, { network = true, lat = 50, bw = 1000, net = '10.1.0.0', bits = 24, reach = true } = {}) => ({
@@ -65,7 +68,7 @@ function fakeLane(name) {
       return 0;
     },
     sendZcopy(am, hdr, hdrLen, payload, done) { this.sendCopy(am, hdr, hdrLen, payload); done.railComplete(null); return 1; },
-    abort() {}, async close() {}, giveUp(why) { this.dead = true; this.gaveUp = why; },
+    abort(why) { this.aborted = why; }, async close() {}, giveUp(why) { this.dead = true; this.gaveUp = why; },
   };
   r.endpoint = () => rep;
   return rep;
@@ -206,4 +209,32 @@ test('lane-down notice: encoded and decoded; a malformed one is not one', () => 
   const text = (c, f, t, w) => Buffer.from(`${c}\n${f}\n${t}\n${w}`).toString('utf8');
   assert.deepEqual(decodeDown(text('tcp', '10.0.0.1:5', '10.0.0.2:6', 'why\nwith a line')), { component: 'tcp', from: '10.0.0.1:5', to: '10.0.0.2:6', why: 'why\nwith a line' });
   for (const bad of ['', 'tcp', 'tcp\na', 'tcp\na\nb', '\na\nb\nc', 'tcp\n\nb\nc']) assert.equal(decodeDown(bad), null, JSON.stringify(bad));
+});
+
+test('lane-down notices as they arrive: a malformed one is counted and its lane dropped, a good one fails the lane it names', () => {
+  const am = new AmRegistry();
+  const said = [];
+  const lanes = new Lanes({ laneFailed: () => {}, drain: () => {}, busy: () => false }, am, { laneTimeout: 1000, maxEagerRails: 1, maxRndvRails: 2 }, new Logger('warn', 't', (l) => said.push(l)));
+  try {
+    const reps = [fakeLane('x'), fakeLane('y')];
+    const ep = { id: 1n, rank: 1, lane: null, failure: null };
+    ep.lane = lanes.multi(ep, reps.map((r, i) => ({ rail: { rail: r.rail }, address: `peer${i}:there`, eager: i === 0, rndv: true })), null);
+    const frame = (payload) => {
+      const buf = Buffer.concat([Buffer.alloc(4), payload]);
+      return { buf, view: new DataView(buf.buffer, buf.byteOffset, buf.length), hdrOff: 0, hdrLen: 4, payOff: 4, payLen: payload.length, placed: null, words: null };
+    };
+    const down = am.table[AM_LANE_DOWN];
+    down.recv(reps[0], frame(Buffer.from('no lines here')));
+    assert.equal(lanes.protocolErrors, 1);
+    assert.match(reps[0].aborted, /malformed lane-down notice/);
+    assert.equal(ep.lane.liveCount, 2, 'nothing failed on a malformed notice');
+    // The peer gave up on its lane from peer1:there to our y's address: lane y fails here, x carries on.
+    down.recv(reps[0], frame(encodeDown('tcp', 'peer1:there', 'y:here', 'no answer on it for 1000 ms')));
+    assert.equal(ep.lane.liveCount, 1);
+    assert.equal(ep.lane.lanes[1].live, false);
+    assert.match(reps[1].gaveUp, /closed by the peer, which gave up on it/);
+    assert.ok(said.some((l) => /lane y to peer failed \(closed by the peer/.test(l)), said.join('\n'));
+  } finally {
+    lanes.close();
+  }
 });
