@@ -2,8 +2,10 @@
 // by two veth links (test/helpers/netns-links.sh): 4 MiB bandwidth and 8 B
 // latency over one lane (l1), the other (l2), and both (striped), in
 // alternating rounds; and the pause a 1 GiB stream sees when one link is cut
-// (nftables silent drop, link down, connection reset). Needs root.
-//   node bench/multirail.mjs [--rounds N] [--json]
+// (nftables silent drop, link down, connection reset), and with tcp and udp
+// lanes on one link when all its tcp is dropped (256 MiB: udp is slower).
+// Needs root.
+//   node bench/multirail.mjs [--rounds N] [--json] [--pauses]   (--pauses: the cuts only)
 // The links share this machine's CPUs: on 2 cores both lanes compete for the
 // same cores, which bounds striping (say so with the figures).
 import { spawnSync } from 'node:child_process';
@@ -34,7 +36,7 @@ const results = { bw4MiB: {}, lat8B: {}, pause: {} };
 try {
   const configs = [['l1', 'l1'], ['l2', 'l2'], ['both', 'l1,l2']];
   for (const [name] of configs) { results.bw4MiB[name] = []; results.lat8B[name] = []; }
-  for (let k = 0; k < rounds; k++) {
+  for (let k = 0; k < rounds && !args.includes('--pauses'); k++) {
     for (const [name, devs] of configs) {
       const bw = /"mbps":(\d+(\.\d+)?)/.exec(run(p2p, ['bw', '4194304', '40', '16'], { RAILCOMM_TCP_DEVICES: devs }));
       const lat = /"usec_median":(\d+(\.\d+)?)/.exec(run(p2p, ['latency', '8', '2000'], { RAILCOMM_TCP_DEVICES: devs }));
@@ -45,14 +47,15 @@ try {
   }
   const stream = join(root, 'test/jobs/lane-failover.mjs');
   const cuts = {
-    'nftables drop': `nft add rule inet rclanes out ip daddr 10.82.${tag}.2 drop`,
-    'link down': 'ip link set l2 down',
-    'connection reset': `ss -K dst 10.82.${tag}.2`,
+    'nftables drop': [`nft add rule inet rclanes out ip daddr 10.82.${tag}.2 drop`, 'tcp', 'l1,l2', 256],
+    'link down': ['ip link set l2 down', 'tcp', 'l1,l2', 256],
+    'connection reset': [`ss -K dst 10.82.${tag}.2`, 'tcp', 'l1,l2', 256],
+    'tcp dropped, udp lane on the link': [`nft add rule inet rclanes out ip daddr 10.81.${tag}.2 meta l4proto tcp drop`, 'tcp,udp', 'l1', 64],
   };
-  for (const [name, cut] of Object.entries(cuts)) {
+  for (const [name, [cut, rails, devs, msgs]] of Object.entries(cuts)) {
     const pauses = [];
     for (let k = 0; k < rounds; k++) {
-      const out = run(stream, ['256', String(4 << 20), '40', '-1'], { RAILCOMM_TCP_DEVICES: 'l1,l2', LANE_CUT: cut });
+      const out = run(stream, [String(msgs), String(4 << 20), String(msgs >> 3), '-1'], { RAILCOMM_TCP_DEVICES: devs, LANE_CUT: cut }, rails);
       const m = [...out.matchAll(/longest pause (\d+) ms/g)].map((x) => Number(x[1]));
       if (m.length === 2) pauses.push(Math.max(...m));
       spawnSync('ip', ['netns', 'exec', A, 'nft', 'flush', 'chain', 'inet', 'rclanes', 'out']);
@@ -67,10 +70,12 @@ try {
 const med = (xs) => (xs.length ? Number(median(xs).toFixed(2)) : null);
 if (args.includes('--json')) console.log(JSON.stringify(results));
 else {
-  console.log('| lanes | 4 MiB bandwidth MB/s (median) | 8 B half round trip us (median) |\n|---|---|---|');
-  for (const n of Object.keys(results.bw4MiB)) console.log(`| ${n} | ${med(results.bw4MiB[n])} | ${med(results.lat8B[n])} |`);
-  const best = Math.max(med(results.bw4MiB.l1) ?? 0, med(results.bw4MiB.l2) ?? 0);
-  console.log(`\nstriping: both / better single lane = ${(med(results.bw4MiB.both) / best).toFixed(2)}x; two-lane 8 B latency / l1 = ${(med(results.lat8B.both) / med(results.lat8B.l1)).toFixed(2)}x`);
+  if (!args.includes('--pauses')) {
+    console.log('| lanes | 4 MiB bandwidth MB/s (median) | 8 B half round trip us (median) |\n|---|---|---|');
+    for (const n of Object.keys(results.bw4MiB)) console.log(`| ${n} | ${med(results.bw4MiB[n])} | ${med(results.lat8B[n])} |`);
+    const best = Math.max(med(results.bw4MiB.l1) ?? 0, med(results.bw4MiB.l2) ?? 0);
+    console.log(`\nstriping: both / better single lane = ${(med(results.bw4MiB.both) / best).toFixed(2)}x; two-lane 8 B latency / l1 = ${(med(results.lat8B.both) / med(results.lat8B.l1)).toFixed(2)}x`);
+  }
   console.log('\n| cut (RAILCOMM_LANE_TIMEOUT 3000 ms) | longest pause ms (median) | runs |\n|---|---|---|');
   for (const [n, p] of Object.entries(results.pause)) console.log(`| ${n} | ${med(p)} | ${p.join(', ')} |`);
 }
