@@ -277,9 +277,9 @@ export class MultiLane implements RailEndpoint {
 
   /**
    * Tell the peer, on a lane that lives, that this side gave up on `lane`
-   * (named as the peer knows it: its component and this side's rail
-   * address). Best effort, not kept: a peer that does not hear it finds
-   * out by its own heartbeats, as before.
+   * (named by its component, this side's rail address and the peer's).
+   * Best effort, not kept: a peer that does not hear it finds out by its
+   * own heartbeats, as before.
    */
   private tellPeer(lane: Lane, why: string): void {
     const via = this.eagerLane();
