@@ -296,10 +296,7 @@ export class MultiLane implements RailEndpoint {
   peerGaveUp(component: string, from: string, to: string, why: string): boolean {
     for (const lane of this.lanes) {
       if (!lane.live || lane.rail.component !== component || lane.address !== from || lane.rail.address() !== to) continue;
-      const rep = lane.rep;
-      const reason = `closed by the peer, which gave up on it (${why})`;
-      this.laneFailed(rep, reason, false, false);
-      if (rep.giveUp !== undefined) rep.giveUp(reason); else void rep.close().catch(() => undefined);
+      this.giveUpOn(lane, `closed by the peer, which gave up on it (${why})`, false);
       return true;
     }
     return false;
@@ -414,11 +411,15 @@ export class MultiLane implements RailEndpoint {
     if (!someoneAnswers) return;
     for (const l of this.lanes) {
       if (!l.live || now - l.lastPong < limit) continue;
-      const why = `no answer on it for ${Math.round(now - l.lastPong)} ms while other lanes answer (RAILCOMM_LANE_TIMEOUT)`;
-      const rep = l.rep;
-      this.laneFailed(rep, why);
-      if (rep.giveUp !== undefined) rep.giveUp(why); else void rep.close();
+      this.giveUpOn(l, `no answer on it for ${Math.round(now - l.lastPong)} ms while other lanes answer (RAILCOMM_LANE_TIMEOUT)`, true);
     }
+  }
+
+  /** This side gives up on a live lane: it fails (the peer told when `tell`), and its rail endpoint is given up (or closed). */
+  private giveUpOn(lane: Lane, why: string, tell: boolean): void {
+    const rep = lane.rep;
+    this.laneFailed(rep, why, false, tell);
+    if (rep.giveUp !== undefined) rep.giveUp(why); else void rep.close().catch(() => undefined);
   }
 
   // ---- the rest of RailEndpoint ------------------------------------------------
