@@ -4,8 +4,10 @@
 // alternating rounds; and the pause a 1 GiB stream sees when one link is cut
 // (nftables silent drop, link down, connection reset), and with tcp and udp
 // lanes on one link when all its tcp is dropped (256 MiB: udp is slower).
-// Needs root.
-//   node bench/multirail.mjs [--rounds N] [--json] [--pauses]   (--pauses: the cuts only)
+// The cuts come in the stream's first tenth of a second (message 32 of 256),
+// before its heartbeats run; --late adds an nftables drop at message 1536 of
+// 2048 (8 GiB), with the heartbeats running. Needs root.
+//   node bench/multirail.mjs [--rounds N] [--json] [--pauses] [--late]   (--pauses: the cuts only)
 // The links share this machine's CPUs: on 2 cores both lanes compete for the
 // same cores, which bounds striping (say so with the figures).
 import { spawnSync } from 'node:child_process';
@@ -51,11 +53,12 @@ try {
     'link down': ['ip link set l2 down', 'tcp', 'l1,l2', 256],
     'connection reset': [`ss -K dst 10.82.${tag}.2`, 'tcp', 'l1,l2', 256],
     'tcp dropped, udp lane on the link': [`nft add rule inet rclanes out ip daddr 10.81.${tag}.2 meta l4proto tcp drop`, 'tcp,udp', 'l1', 64],
+    ...(args.includes('--late') ? { 'nftables drop, late in the stream': [`nft add rule inet rclanes out ip daddr 10.82.${tag}.2 drop`, 'tcp', 'l1,l2', 2048, 1536] } : {}),
   };
-  for (const [name, [cut, rails, devs, msgs]] of Object.entries(cuts)) {
+  for (const [name, [cut, rails, devs, msgs, cutAt = msgs >> 3]] of Object.entries(cuts)) {
     const pauses = [];
     for (let k = 0; k < rounds; k++) {
-      const out = run(stream, [String(msgs), String(4 << 20), String(msgs >> 3), '-1'], { RAILCOMM_TCP_DEVICES: devs, LANE_CUT: cut }, rails);
+      const out = run(stream, [String(msgs), String(4 << 20), String(cutAt), '-1'], { RAILCOMM_TCP_DEVICES: devs, LANE_CUT: cut }, rails);
       const m = [...out.matchAll(/longest pause (\d+) ms/g)].map((x) => Number(x[1]));
       if (m.length === 2) pauses.push(Math.max(...m));
       spawnSync('ip', ['netns', 'exec', A, 'nft', 'flush', 'chain', 'inet', 'rclanes', 'out']);
