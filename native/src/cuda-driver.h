@@ -72,6 +72,8 @@ bool Loaded(napi_env env);
 bool Ready(napi_env env);
 /** A bigint device pointer argument. */
 bool Ptr(napi_env env, napi_value v, cu::DevicePtr* out);
+/** Ready(), and the call's one argument as a device pointer (else thrown). */
+bool ReadyWithPtr(napi_env env, napi_callback_info info, cu::DevicePtr* out);
 napi_value BigPtr(napi_env env, cu::DevicePtr p);
 /** A byte count argument. */
 bool Size(napi_env env, napi_value v, size_t* out);

@@ -25,11 +25,8 @@ napi_value Alloc(napi_env env, napi_callback_info info) {
 }
 
 napi_value Free(napi_env env, napi_callback_info info) {
-  if (!Ready(env)) return nullptr;
-  napi_value argv[1];
-  Args(env, info, argv, 1);
   cu::DevicePtr p = 0;
-  if (!Ptr(env, argv[0], &p)) return nullptr;
+  if (!ReadyWithPtr(env, info, &p)) return nullptr;
   const cu::Result rc = g_drv.MemFree(p);
   if (rc != cu::kSuccess) ThrowCuda(env, "cuMemFree", rc);
   return nullptr;
@@ -40,11 +37,8 @@ napi_value Free(napi_env env, napi_callback_info info) {
  * { type (CUmemorytype), device, base, size, bufferId, ipc, managed }.
  */
 napi_value PointerInfo(napi_env env, napi_callback_info info) {
-  if (!Ready(env)) return nullptr;
-  napi_value argv[1];
-  Args(env, info, argv, 1);
   cu::DevicePtr p = 0;
-  if (!Ptr(env, argv[0], &p)) return nullptr;
+  if (!ReadyWithPtr(env, info, &p)) return nullptr;
   unsigned int type = 0;
   cu::Result rc = g_drv.PointerGetAttribute(&type, cu::kPtrMemoryType, p);
   napi_value out;
@@ -167,11 +161,8 @@ napi_value HostAlloc(napi_env env, napi_callback_info info) {
 
 /** cudaIpcHandle(base): the 64-byte handle of the allocation that starts at base. */
 napi_value IpcHandle(napi_env env, napi_callback_info info) {
-  if (!Ready(env)) return nullptr;
-  napi_value argv[1];
-  Args(env, info, argv, 1);
   cu::DevicePtr p = 0;
-  if (!Ptr(env, argv[0], &p)) return nullptr;
+  if (!ReadyWithPtr(env, info, &p)) return nullptr;
   cu::IpcMemHandle h;
   std::memset(&h, 0, sizeof h);
   const cu::Result rc = g_drv.IpcGetMemHandle(&h, p);
@@ -200,11 +191,8 @@ napi_value IpcOpen(napi_env env, napi_callback_info info) {
 }
 
 napi_value IpcClose(napi_env env, napi_callback_info info) {
-  if (!Ready(env)) return nullptr;
-  napi_value argv[1];
-  Args(env, info, argv, 1);
   cu::DevicePtr p = 0;
-  if (!Ptr(env, argv[0], &p)) return nullptr;
+  if (!ReadyWithPtr(env, info, &p)) return nullptr;
   const cu::Result rc = g_drv.IpcCloseMemHandle(p);
   if (rc != cu::kSuccess) ThrowCuda(env, "cuIpcCloseMemHandle", rc);
   return nullptr;

@@ -60,6 +60,13 @@ bool Ptr(napi_env env, napi_value v, cu::DevicePtr* out) {
   return true;
 }
 
+bool ReadyWithPtr(napi_env env, napi_callback_info info, cu::DevicePtr* out) {
+  if (!Ready(env)) return false;
+  napi_value argv[1];
+  Args(env, info, argv, 1);
+  return Ptr(env, argv[0], out);
+}
+
 napi_value BigPtr(napi_env env, cu::DevicePtr p) {
   napi_value r;
   napi_create_bigint_uint64(env, static_cast<uint64_t>(p), &r);
