@@ -1,9 +1,10 @@
-// The rail conformance suite's harness (conformance.test.mjs, ofi-rail.test.mjs,
-// udp-rail.test.mjs): two sides of a rail that reach each other, recording what
+// The rail conformance suite's harness (conformance*.test.mjs and each rail's
+// own *-rail.test.mjs): two sides of a rail that reach each other, recording what
 // arrives, every rail under test with what it must declare and offer, and the
 // payload helpers. Not a test file itself.
 
 import assert from 'node:assert/strict';
+import { test as nodeTest } from 'node:test';
 import { selfComponent } from '../../dist/rail/self/component.js';
 import { tcpComponent } from '../../dist/rail/tcp/component.js';
 import { tbsmComponent } from '../../dist/rail/tbsm/component.js';
@@ -187,3 +188,15 @@ export async function connected(pair) {
   return ab;
 }
 export const fill = (n, seed) => { const b = new Uint8Array(n); for (let i = 0; i < n; i++) b[i] = (i * 31 + seed) & 0xff; return b; };
+
+/** A rail by its name in RAILS. */
+export const railNamed = (name) => RAILS.find((r) => r.name === name);
+
+/**
+ * The test function for a rail's cases and what the rail must offer: the cases
+ * of a rail that cannot open here skip (or fail, under CI) with its reason.
+ */
+export function forRail(R) {
+  const test = R.missing === undefined || R.missing.reason === null ? nodeTest : (name, fn) => nodeTest(name, R.missing, fn);
+  return { test, must: MUST[R.name] };
+}

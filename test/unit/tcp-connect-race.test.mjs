@@ -2,7 +2,7 @@
 // proving the peer's connection to it must not dial the peer meanwhile (each
 // side could then keep the connection the other dropped, and what was
 // written on it be lost); a peer that answers its handshake late is waited
-// for (a dial nothing answers: the conformance suite's tcp section). A real TcpRail on loopback; the
+// for (a dial nothing answers: test/rails/tcp-rail.test.mjs). A real TcpRail on loopback; the
 // peer is this test speaking the handshake by hand, so the moments are exact.
 
 import { test } from 'node:test';
