@@ -332,6 +332,32 @@ const cases = [
     await w.free();
   }],
 
+  ['a rank polling a flag in its own window (get + flush, compare-and-swap) still serves the others', async () => {
+    // Every call of the loop completes at once on mapped memory: railcomm must
+    // let the event loop turn now and then, or rank 0's locks are never granted.
+    for (const plain of [false, true]) {
+      const w = plain ? await comm.window(new Int32Array(2)) : await comm.allocWindow(8);
+      if (me === 0) {
+        await w.lock(0, 'shared');
+        const flag = new Int32Array(1);
+        while (flag[0] !== p - 1) { await w.get(flag, 0, 0); await w.flush(0); }
+        await w.unlock(0);
+      } else {
+        await sleep(20);
+        await w.lock(0, 'shared');
+        await w.accumulate(new Int32Array([1]), 0, 0, 'sum');
+        await w.unlock(0);
+      }
+      await comm.barrier();
+      // The same with compare-and-swap in a fence epoch: rank 0 waits for the others' increments of element 1.
+      await w.fence();
+      if (me === 0) { while ((await w.compareAndSwap(p - 1, 0, 0, 4, 'i32')) !== p - 1); }
+      else await w.fetchAndOp(1, 0, 4, 'sum', 'i32');
+      await w.fence();
+      await w.free();
+    }
+  }],
+
   ['accumulate: every type and op from every rank', async () => {
     const TYPES = [Int8Array, Uint8Array, Int16Array, Uint16Array, Int32Array, Uint32Array, Float32Array, Float64Array, BigInt64Array, BigUint64Array];
     const n = 5;

@@ -41,6 +41,17 @@ export interface RmaHost {
 const ignore = (): void => { /* reported by the next flush */ };
 const RESOLVED: Promise<void> = Promise.resolve();
 
+/**
+ * Calls that complete at once (on mapped memory, or a flush with nothing in
+ * flight) between two turns of the event loop: a loop that awaits only them
+ * (a rank polling a flag in its own window) runs as microtasks, and lock
+ * requests and operations of other ranks would never be served. Every
+ * YIELD_EVERY-th such call resolves on the next turn instead (setImmediate:
+ * the rails' progress and sockets run), as MPI's flush and get drive progress.
+ */
+const YIELD_EVERY = 1024;
+const nextTurn = (resolve: () => void): void => { setImmediate(resolve); };
+
 /** Per target: operations sent that only a FLUSH can confirm, and operations waiting for the lane. */
 interface TargetState {
   issued: number;
@@ -176,7 +187,16 @@ export class RmaEngine {
     if (n <= 64) for (let i = 0; i < n; i++) dst[i] = src[offset + i]!;
     else copyElements(dst, 0, src, offset, n);
     this.nativeOps++;
-    return RESOLVED;
+    return ++this.atOnce < YIELD_EVERY ? RESOLVED : this.yieldTurn();
+  }
+
+  /** Calls completed at once since the last yield (YIELD_EVERY). */
+  private atOnce = 0;
+
+  /** A promise for the next turn of the event loop (the count starts again). */
+  private yieldTurn(): Promise<void> {
+    this.atOnce = 0;
+    return new Promise<void>(nextTurn);
   }
 
   /** get through the target (AMs), or from a mapped target that failed. */
@@ -218,7 +238,8 @@ export class RmaEngine {
       const dead = this.deadTarget(target);
       if (dead !== null) return dead;
       this.nativeOps++;
-      return Promise.resolve(applyAtomic(rr.local, offset, type, op, operand, compare));
+      const old = applyAtomic(rr.local, offset, type, op, operand, compare);
+      return ++this.atOnce < YIELD_EVERY ? Promise.resolve(old) : this.yieldTurn().then(() => old);
     }
     const o = new RmaOp(this, K_ATOMIC, target, rr.id, offset, EMPTY, type, op, operand, compare);
     o.rr = rr;
@@ -268,9 +289,9 @@ export class RmaEngine {
     const failed = this.unflushedFailure(target, true);
     if (failed !== null) return Promise.reject(failed);
     // Only operations on mapped memory so far: nothing can be outstanding (no lookup).
-    if (this.targets.size === 0) return RESOLVED;
+    if (this.targets.size === 0) return ++this.atOnce < YIELD_EVERY ? RESOLVED : this.yieldTurn();
     const t = this.targets.get(target);
-    if (t === undefined || t.flushed >= t.issued) return RESOLVED;
+    if (t === undefined || t.flushed >= t.issued) return ++this.atOnce < YIELD_EVERY ? RESOLVED : this.yieldTurn();
     const op = new RmaOp(this, K_FLUSH, target, 0, 0, EMPTY, 0, 0, 0, 0);
     op.mark = t.issued;
     op.accMark = this.native.accMark(target);
