@@ -37,7 +37,8 @@ export function dimsCreate(n: number, d: number | readonly number[]): number[] {
   if (n % fixed !== 0 || (free === 0 && fixed !== n)) {
     throw invalid(`dimsCreate(${n}, [${given.join(', ')}]): the fixed dimensions multiply to ${fixed}, which ${free === 0 ? `is not ${n}` : `does not divide ${n}`}; change them or pass 0 for dimensions railcomm may choose`);
   }
-  const chosen = balanced(n / fixed, free, n / fixed);
+  const m = n / fixed;
+  const chosen = balanced(m, free, m, divisors(m));
   // balanced() always finds one: 1 x ... x m is a candidate.
   let k = 0;
   return given.map((x) => (x > 0 ? x : chosen![k++]!));
@@ -48,18 +49,30 @@ export function dimsCreate(n: number, d: number | readonly number[]): number[] {
  * `max`: the first factor as small as it can be, then the next, and so on,
  * which keeps them as close to each other as possible. null if none exists.
  */
-function balanced(m: number, k: number, max: number): number[] | null {
+function balanced(m: number, k: number, max: number, divs: readonly number[]): number[] | null {
   if (k === 0) return m === 1 ? [] : null;
   if (k === 1) return m <= max ? [m] : null;
-  // The first (largest) factor is at least the k-th root of m.
-  let f = Math.max(1, Math.floor(Math.pow(m, 1 / k)));
-  while (Math.pow(f, k) < m) f++;
-  for (; f <= Math.min(m, max); f++) {
-    if (m % f !== 0) continue;
-    const rest = balanced(m / f, k - 1, f);
+  // Candidates are the divisors of the whole (divs, ascending), which hold m's:
+  // the first (largest) factor is at least the k-th root of m.
+  for (const f of divs) {
+    if (f > m || f > max) break;
+    if (m % f !== 0 || Math.pow(f, k) < m) continue;
+    const rest = balanced(m / f, k - 1, f, divs);
     if (rest !== null) return [f, ...rest];
   }
   return null;
+}
+
+/** The divisors of m, ascending (trial division to its square root: a prime of 2^53 takes ~0.1 s, not a loop to m). */
+function divisors(m: number): number[] {
+  const low: number[] = [];
+  const high: number[] = [];
+  for (let i = 1; i * i <= m; i++) {
+    if (m % i !== 0) continue;
+    low.push(i);
+    if (i * i !== m) high.push(m / i);
+  }
+  return low.concat(high.reverse());
 }
 
 /** dims and periods of a grid, checked; periods may be one boolean for every dimension. */

@@ -4,6 +4,8 @@
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import { describe } from '../core/bytes.js';
 import { ANY_SOURCE, ANY_TAG } from '../proto/matching.js';
+import type { AbortSignalLike } from '../core/signal.js';
+import { constants } from 'node:buffer';
 
 export const TAG_MAX = 0x7fffffff;
 
@@ -46,11 +48,39 @@ function badTag(t: unknown, allowAny: boolean): never {
   throw new RailcommError(ErrorCode.TAG, `tag ${t} is not an integer in ${range}`);
 }
 
-export function checkSignal(opts: unknown): AbortSignal | null {
+/** options.signal: an AbortSignal, or any object of its shape (AbortSignalLike). */
+export function checkSignal(opts: unknown): AbortSignalLike | null {
   if (opts === undefined || opts === null) return null;
   if (typeof opts !== 'object') throw new RailcommError(ErrorCode.INVALID_ARG, `options must be an object such as { signal }, got ${describe(opts)}`);
   const s = (opts as { signal?: unknown }).signal;
   if (s === undefined) return null;
-  if (!(s instanceof AbortSignal)) throw new RailcommError(ErrorCode.INVALID_ARG, `options.signal must be an AbortSignal, got ${describe(s)}`);
-  return s;
+  if (s instanceof AbortSignal) return s;
+  const like = s as Partial<AbortSignalLike> | null;
+  if (typeof like !== 'object' || like === null || typeof like.aborted !== 'boolean' || typeof like.addEventListener !== 'function' || typeof like.removeEventListener !== 'function') {
+    throw new RailcommError(ErrorCode.INVALID_ARG, `options.signal must be an AbortSignal (or an object with aborted, reason, addEventListener and removeEventListener), got ${describe(s)}`);
+  }
+  return like as AbortSignalLike;
+}
+
+/** A value as an error message shows it: strings quoted, bigints with their n ("'8'", "8n", "8"). */
+export function shown(v: unknown): string {
+  if (typeof v === 'string') return `'${v}'`;
+  if (typeof v === 'bigint') return `${v}n`;
+  if (typeof v === 'object' && v !== null) return describe(v);
+  return String(v);
+}
+
+/** The most bytes one typed array can view on this Node (buffer.constants.MAX_LENGTH: 4 GiB on Node 20). */
+export const MAX_VIEW_BYTES = constants.MAX_LENGTH;
+
+/** A byte count for alloc and allocWindow: a safe integer from 0 to what one Uint8Array can hold. */
+export function checkByteCount(n: unknown, what: string): number {
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw new RailcommError(ErrorCode.INVALID_ARG, `${what}(${shown(n)}): expected a byte count, an integer >= 0`);
+  if (n > MAX_VIEW_BYTES) throw new RailcommError(ErrorCode.INVALID_ARG, `${what}(${n}): at most ${MAX_VIEW_BYTES} bytes (the largest typed array this Node makes)`);
+  return n;
+}
+
+/** A failed allocation of `n` bytes, as the RailcommError the caller gets. */
+export function allocFailed(what: string, n: number, e: unknown): RailcommError {
+  return e instanceof RailcommError ? e : new RailcommError(ErrorCode.INVALID_ARG, `${what}(${n}): cannot allocate ${n} bytes: ${(e as Error)?.message ?? String(e)}`, { cause: e });
 }

@@ -4,7 +4,7 @@
 // algorithm does). Every rank must call collectives in the same order.
 
 import { RailcommError, ErrorCode } from '../core/errors.js';
-import { describe } from '../core/bytes.js';
+import { describe, isDetached } from '../core/bytes.js';
 import type { Params } from '../core/params.js';
 import type { Logger } from '../core/log.js';
 import { checkOp, isCommutative, isReduceArray, type ReduceOp, type ReduceArray } from './coll/ops.js';
@@ -22,8 +22,19 @@ const invalid = (m: string): RailcommError => new RailcommError(ErrorCode.INVALI
 
 export function checkArray(v: unknown, what: string): ReduceArray {
   if (!isReduceArray(v)) throw invalid(`${what} must be a typed array (Float64Array, Int32Array, ...), got ${describe(v)}`);
+  if (v.length === 0 && isDetached(v.buffer)) throw detached(what);
   return v;
 }
+
+/** A buffer a collective moves as bytes (bcast): any ArrayBufferView whose buffer is not detached. */
+export function checkView(v: unknown, what: string): ArrayBufferView {
+  if (!ArrayBuffer.isView(v)) throw invalid(`${what} must be an ArrayBufferView, got ${describe(v)}`);
+  // A detached buffer reads as zero bytes (byteLength is a call on Node 20: a Uint8Array's length is not).
+  if ((v instanceof Uint8Array ? v.length : v.byteLength) === 0 && isDetached(v.buffer)) throw detached(what);
+  return v;
+}
+
+const detached = (what: string): RailcommError => invalid(`${what} is backed by a detached ArrayBuffer (it was transferred); pass a live buffer`);
 
 function sameType(a: ReduceArray, b: ReduceArray, what: string): void {
   if (a.constructor !== b.constructor) throw invalid(`${what}: send is ${a.constructor.name} but recv is ${b.constructor.name}; use one element type`);
@@ -115,13 +126,13 @@ export class CollectivePlanner {
   }
 
   bcast(buf: unknown, root: unknown, name = 'bcast'): CollPlan {
-    if (!ArrayBuffer.isView(buf)) throw invalid(`${name}: buf must be an ArrayBufferView, got ${describe(buf)}`);
+    const view = checkView(buf, `${name}: buf`);
     const rt = checkRoot(root, this.size, name);
-    const bytes = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+    const bytes = view instanceof Uint8Array ? view : new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
     const sh = this.viaShared(bytes.length);
     const plan: CollPlan = sh !== null ? sharedPlan(name, sh, () => sh.bcast(bytes, rt)) : { name, algorithm: 'binomial tree', run: (c) => bcastBinomial(c, bytes, rt) };
     // byteLength is a call on Node 20 (core/bytes.ts): only when the signature is wanted.
-    return this.checking ? this.signed(plan, name, rt, null, buf, isReduceArray(buf) ? buf.length : buf.byteLength, null) : plan;
+    return this.checking ? this.signed(plan, name, rt, null, view, isReduceArray(view) ? view.length : bytes.length, null) : plan;
   }
 
   reduce(send: unknown, recv: unknown, op: unknown, root: unknown): CollPlan {
@@ -146,8 +157,8 @@ export class CollectivePlanner {
   /** Argument checks of allreduce (thrown at the call); the op, checked against the element type. */
   checkAllreduce(send: unknown, recv: unknown, op: unknown, what: string): ReduceOp {
     // Messages are built only for a bad argument: a string per call was garbage on the fast path.
-    const s = isReduceArray(send) ? send : checkArray(send, `${what} send`);
-    const r = isReduceArray(recv) ? recv : checkArray(recv, `${what} recv`);
+    const s = isReduceArray(send) && send.length !== 0 ? send : checkArray(send, `${what} send`);
+    const r = isReduceArray(recv) && recv.length !== 0 ? recv : checkArray(recv, `${what} recv`);
     sameType(s, r, what);
     const o: ReduceOp = checkOp(op, s, what);
     if (r.length !== s.length) throw invalid(`${what}: recv has ${r.length} elements, send has ${s.length}; they must match`);
@@ -304,8 +315,8 @@ export class CollectivePlanner {
   scan(send: unknown, recv: unknown, op: unknown, exclusive: boolean): CollPlan {
     const what = exclusive ? 'exscan' : 'scan';
     // Messages are built only for a bad argument: a string per call was garbage on the fast path.
-    const s = isReduceArray(send) ? send : checkArray(send, `${what} send`);
-    const r = isReduceArray(recv) ? recv : checkArray(recv, `${what} recv`);
+    const s = isReduceArray(send) && send.length !== 0 ? send : checkArray(send, `${what} send`);
+    const r = isReduceArray(recv) && recv.length !== 0 ? recv : checkArray(recv, `${what} recv`);
     sameType(s, r, what);
     const o = checkOp(op, s, what);
     if (r.length !== s.length) throw invalid(`${what}: recv has ${r.length} elements, send has ${s.length}; they must match`);

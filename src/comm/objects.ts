@@ -30,7 +30,7 @@ function pack(value: unknown, what: string): Uint8Array {
 }
 
 function unpack<T>(bytes: Uint8Array): T {
-  return deserialize(bytes) as T;
+  return deserialize(bytes, () => `an object collective's ${bytes.length}-byte value`) as T;
 }
 
 function checkFn(fn: unknown, what: string): void {

@@ -8,7 +8,7 @@ import { asBytes, DeviceBuffer } from '../core/bytes.js';
 import { ANY_SOURCE, ANY_TAG } from '../proto/matching.js';
 import { Request, KIND_PROBE, KIND_RECV, KIND_SEND, statusOf, type Status } from '../proto/request.js';
 import type { Unexpected } from '../proto/p2p.js';
-import { checkRank, checkSignal, checkTag } from './checks.js';
+import { allocFailed, checkByteCount, checkRank, checkSignal, checkTag } from './checks.js';
 import { Message } from './message.js';
 import { deserialize, serialize, type World } from './world.js';
 import { SettledStatus } from './settled-status.js';
@@ -112,7 +112,7 @@ export class PointToPoint {
   }
 
   /** @internal */
-  protected startSend(bytes: Uint8Array, dest: number, tag: number, ctx: number, signal: AbortSignal | null): Request {
+  protected startSend(bytes: Uint8Array, dest: number, tag: number, ctx: number, signal: AbortSignalLike | null): Request {
     const r = new Request(KIND_SEND, bytes);
     r.ctx = ctx;
     r.source = this.rank;
@@ -124,7 +124,7 @@ export class PointToPoint {
   }
 
   /** @internal */
-  protected startRecv(bytes: Uint8Array, source: number, tag: number, ctx: number, signal: AbortSignal | null): Request {
+  protected startRecv(bytes: Uint8Array, source: number, tag: number, ctx: number, signal: AbortSignalLike | null): Request {
     const r = new Request(KIND_RECV, bytes);
     r.ctx = ctx;
     r.matchSrc = source;
@@ -136,13 +136,13 @@ export class PointToPoint {
   }
 
   /** A device array (src/cuda/p2p.ts): the same argument checks, then the device datapaths. */
-  private deviceSend(buf: DeviceBuffer, dest: number, tag: number, signal: AbortSignal | null): Request {
+  private deviceSend(buf: DeviceBuffer, dest: number, tag: number, signal: AbortSignalLike | null): Request {
     checkRank(dest, this.size, 'destination', false);
     checkTag(tag, false);
     return deviceIsend(this.deviceLink(), buf as DeviceArray, dest, tag, this.p2pCtx, signal);
   }
 
-  private deviceRecv(buf: DeviceBuffer, source: number, tag: number, signal: AbortSignal | null): Request {
+  private deviceRecv(buf: DeviceBuffer, source: number, tag: number, signal: AbortSignalLike | null): Request {
     checkRank(source, this.size, 'source', true);
     checkTag(tag, true);
     return deviceIrecv(this.deviceLink(), buf as DeviceArray, source, tag, this.p2pCtx, signal);
@@ -253,15 +253,19 @@ export class PointToPoint {
 
   async recvObject(source: number = ANY_SOURCE, tag: number = ANY_TAG): Promise<{ value: unknown; source: number; tag: number }> {
     const m = await this.recvBytes(source, tag);
-    return { value: deserialize(m.data), source: m.source, tag: m.tag };
+    return { value: deserialize(m.data, () => `recvObject: the ${m.data.length}-byte message from rank ${m.source} with tag ${m.tag}`), source: m.source, tag: m.tag };
   }
 
   /** A buffer in railcomm's shared pool; large sends from it need no staging copy. */
   alloc(bytes: number): Uint8Array {
     this.world.check('alloc');
-    if (!Number.isSafeInteger(bytes) || bytes < 0) throw new RailcommError(ErrorCode.INVALID_ARG, `alloc(${String(bytes)}): expected a byte count >= 0`);
-    // Large ones live in a segment peers on this host map (shm): their large sends are read once, no handshake.
-    return this.world.ctx.allocShared(bytes) ?? new Uint8Array(new SharedArrayBuffer(bytes));
+    checkByteCount(bytes, 'alloc');
+    try {
+      // Large ones live in a segment peers on this host map (shm): their large sends are read once, no handshake.
+      return this.world.ctx.allocShared(bytes) ?? new Uint8Array(new SharedArrayBuffer(bytes));
+    } catch (e) {
+      throw allocFailed('alloc', bytes, e);
+    }
   }
 }
 

@@ -4,13 +4,13 @@
 
 import { RailcommError, ErrorCode, type ErrorCodeName } from '../core/errors.js';
 import type { Communicator } from './communicator.js';
-import { checkRank } from './checks.js';
+import { checkRank, shown } from './checks.js';
 import { closePort, interConnect, openPort, type InterCommunicator } from './inter.js';
 
 function checkArgs(script: unknown, args: unknown, n: unknown): { command: string[]; n: number } {
   if (typeof script !== 'string' || script === '') throw new RailcommError(ErrorCode.INVALID_ARG, `spawn(script, args, n): script must be the path of a script or program, got ${JSON.stringify(script)}`);
   if (!Array.isArray(args) || !args.every((a) => typeof a === 'string')) throw new RailcommError(ErrorCode.INVALID_ARG, 'spawn(script, args, n): args must be an array of strings');
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1) throw new RailcommError(ErrorCode.INVALID_ARG, `spawn(script, args, n): n must be a positive integer, got ${String(n)}`);
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1) throw new RailcommError(ErrorCode.INVALID_ARG, `spawn(script, args, n): n must be a positive integer, got ${shown(n)}`);
   return { command: [script, ...(args as string[])], n };
 }
 

@@ -9,7 +9,7 @@ import { shmJobPrefix } from '../native/addon.js';
 import { cleanupOnSignal } from '../core/signal-cleanup.js';
 import { UserOp } from './coll/ops.js';
 import { asBytes, describe } from '../core/bytes.js';
-import { checkRank } from './checks.js';
+import { allocFailed, checkByteCount, checkRank, kindOf, shown } from './checks.js';
 import type { Communicator } from './communicator.js';
 import type { World } from './world.js';
 import type { RmaEngine } from '../proto/rma/engine.js';
@@ -112,7 +112,7 @@ export class Window {
   fetchAndOp(value: number | bigint, target: number, targetByteOffset: number, op: FetchOp, type: AtomicType): Promise<number | bigint> {
     const t = this.atomicType('fetchAndOp', type);
     const code = (t === T_F64 ? FLOAT_FETCH_CODES : FETCH_CODES).get(op);
-    if (code === undefined) throw new RailcommError(ErrorCode.INVALID_ARG, `fetchAndOp: op must be one of ${(t === T_F64 ? FLOAT_FETCH_OPS : FETCH_OPS).join(', ')} for ${type}, got ${String(op)}`);
+    if (code === undefined) throw new RailcommError(ErrorCode.INVALID_ARG, `fetchAndOp: op must be one of ${(t === T_F64 ? FLOAT_FETCH_OPS : FETCH_OPS).join(', ')} for ${type}, got ${shown(op)}`);
     const v = this.atomicValue('fetchAndOp', 'value', value, t, type);
     const rr = this.access('fetchAndOp', target, targetByteOffset, TYPE_SIZE[t]!, TYPE_SIZE[t]!);
     return this.rma.atomic(rr.world, rr, targetByteOffset, t, code, v, v);
@@ -145,7 +145,7 @@ export class Window {
   async lock(target: number, mode: LockMode = 'exclusive'): Promise<void> {
     this.live('lock');
     const rr = this.target('lock', target);
-    if (mode !== 'exclusive' && mode !== 'shared') throw new RailcommError(ErrorCode.INVALID_ARG, `lock: mode must be 'exclusive' or 'shared', got ${String(mode)}`);
+    if (mode !== 'exclusive' && mode !== 'shared') throw new RailcommError(ErrorCode.INVALID_ARG, `lock: mode must be 'exclusive' or 'shared', got ${shown(mode)}`);
     if (this.locked[target] !== 0) throw new RailcommError(ErrorCode.INVALID_ARG, `lock: this rank already holds the lock of rank ${target}'s window; unlock it first`);
     this.locked[target] = ACQUIRING;
     try {
@@ -257,7 +257,7 @@ export class Window {
 
   private badTarget(what: string, target: unknown): RailcommError {
     checkRank(target, this.comm.size, what, false, ': target');
-    return new RailcommError(ErrorCode.RANK, `${what}: target ${String(target)} is not a rank of this communicator`);
+    return new RailcommError(ErrorCode.RANK, `${what}: target ${shown(target)} is not a rank of this communicator`);
   }
 
   private noEpoch(what: string, target: number): never {
@@ -265,7 +265,8 @@ export class Window {
   }
 
   private outOfRange(what: string, target: number, offset: number, len: number): never {
-    throw new RailcommError(ErrorCode.INVALID_ARG, `${what}: ${len} bytes at offset ${String(offset)} do not fit rank ${target}'s window of ${this.remote[target]!.length} bytes`);
+    if (typeof offset !== 'number' || !Number.isSafeInteger(offset)) throw new RailcommError(ErrorCode.INVALID_ARG, `${what}: offset ${kindOf(offset)}; pass a byte offset into rank ${target}'s window`);
+    throw new RailcommError(ErrorCode.INVALID_ARG, `${what}: ${len} bytes at offset ${shown(offset)} do not fit rank ${target}'s window of ${this.remote[target]!.length} bytes`);
   }
 
   private misaligned(what: string, target: number, offset: number, align: number): never {
@@ -274,7 +275,7 @@ export class Window {
 
   private atomicType(what: string, type: unknown): number {
     const t = typeof type === 'string' ? ATOMIC_TYPES[type] : undefined;
-    if (t === undefined) throw new RailcommError(ErrorCode.INVALID_ARG, `${what}: type must be one of ${Object.keys(ATOMIC_TYPES).join(', ')}, got ${String(type)}`);
+    if (t === undefined) throw new RailcommError(ErrorCode.INVALID_ARG, `${what}: type must be one of ${Object.keys(ATOMIC_TYPES).join(', ')}, got ${shown(type)}`);
     return t;
   }
 
@@ -304,24 +305,37 @@ export async function exposeWindow(comm: Communicator, buf: ArrayBufferView): Pr
 /** comm.allocWindow(bytes): railcomm allocates zero-filled, 8-byte aligned memory, shared where ranks share a host. */
 export async function allocateWindow(comm: Communicator, size: number): Promise<Window> {
   comm.world.check('allocWindow');
-  if (!Number.isSafeInteger(size) || size < 0) throw new RailcommError(ErrorCode.INVALID_ARG, `allocWindow(${String(size)}): expected a byte count >= 0`);
+  checkByteCount(size, 'allocWindow');
   const ctx = comm.world.ctx;
   const launch = ctx.launch;
   const segs = ctx.rma.segments;
   const otherProcessesHere = launch.localSize > launch.threads;
   if (segs !== null && otherProcessesHere) {
     const name = `${shmJobPrefix(launch.jobId, launch.jobKey)}w${launch.rank}-${process.pid}-${nextSegment++}`;
-    const sab = segs.shmCreate(name, Math.max(size, 8));
+    let sab: SharedArrayBuffer;
+    try {
+      sab = segs.shmCreate(name, Math.max(size, 8));
+    } catch (e) {
+      throw allocFailed('allocWindow', size, e);
+    }
     // Until every rank mapped it (createWindow removes the name), a signal must not leave it behind.
     const release = cleanupOnSignal(() => segs.shmUnlink(name));
     try {
       return await createWindow(comm, { bytes: new Uint8Array(sab, 0, size), share: SHARE_HOST, segment: name });
+    } catch (e) {
+      segs.shmUnlink(name); // a window that was not made leaves no name behind (once unlinked, again is harmless)
+      throw e;
     } finally {
       release();
     }
   }
-  if (launch.threads >= 2) return createWindow(comm, { bytes: new Uint8Array(new SharedArrayBuffer(size)), share: SHARE_THREADS, segment: null });
-  return createWindow(comm, { bytes: new Uint8Array(new ArrayBuffer(size)), share: SHARE_NONE, segment: null });
+  let bytes: Uint8Array;
+  try {
+    bytes = new Uint8Array(launch.threads >= 2 ? new SharedArrayBuffer(size) : new ArrayBuffer(size));
+  } catch (e) {
+    throw allocFailed('allocWindow', size, e);
+  }
+  return createWindow(comm, { bytes, share: launch.threads >= 2 ? SHARE_THREADS : SHARE_NONE, segment: null });
 }
 
 let nextSegment = 0;
@@ -370,5 +384,5 @@ function badAccumulateOp(op: unknown): RailcommError {
   if (op instanceof UserOp) {
     return new RailcommError(ErrorCode.INVALID_ARG, `accumulate: user-defined ops (${String(op)}) are not supported: accumulate is applied where the target's memory is, which may be another process that cannot run your function; lock the target exclusively, get, combine and put, or use one of ${ACC_OPS.join(', ')}`);
   }
-  return new RailcommError(ErrorCode.INVALID_ARG, `accumulate: op must be one of ${ACC_OPS.join(', ')}, got ${String(op)}`);
+  return new RailcommError(ErrorCode.INVALID_ARG, `accumulate: op must be one of ${ACC_OPS.join(', ')}, got ${shown(op)}`);
 }

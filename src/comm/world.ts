@@ -6,7 +6,7 @@ import v8 from 'node:v8';
 import { DeviceBuffer, deviceWhereHostOnly } from '../core/bytes.js';
 import type { Context } from '../proto/context.js';
 import type { KeyValueStore } from '../boot/kv.js';
-import { finalized } from '../core/errors.js';
+import { finalized, RailcommError, ErrorCode } from '../core/errors.js';
 import { formatStats } from '../core/stats-table.js';
 import { KIND_SEND, type Request, type RequestWatcher } from '../proto/request.js';
 import { HangWatch, type HangReport, type HangWait } from '../proto/hang.js';
@@ -130,6 +130,11 @@ export function serialize(value: unknown): Uint8Array {
   return v8.serialize(value);
 }
 
-export function deserialize(bytes: Uint8Array): unknown {
-  return v8.deserialize(bytes);
+/** A value sent by sendObject or an object collective; `from` names the message in the error when its bytes are not one. */
+export function deserialize(bytes: Uint8Array, from: () => string): unknown {
+  try {
+    return v8.deserialize(bytes);
+  } catch (e) {
+    throw new RailcommError(ErrorCode.INVALID_ARG, `${from()} is not a value serialised by railcomm (${(e as Error).message}); a message sent with send() is received with recv() or recvBytes()`, { cause: e });
+  }
 }

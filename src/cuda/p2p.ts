@@ -13,6 +13,7 @@ import { cudaFailed } from './driver.js';
 import { staging } from './staging.js';
 import { cudaCounters } from './counters.js';
 import { mpsRunning, mpsText } from './mps.js';
+import type { AbortSignalLike } from '../core/signal.js';
 
 let mpsChecked = false;
 
@@ -51,7 +52,7 @@ function placeholder(bytes: number): Uint8Array {
 }
 
 /** Send a device array to `dest` (a rank of the communicator) on context ctx. */
-export function deviceIsend(link: DeviceLink, d: DeviceArray, dest: number, tag: number, ctx: number, signal: AbortSignal | null): Request {
+export function deviceIsend(link: DeviceLink, d: DeviceArray, dest: number, tag: number, ctx: number, signal: AbortSignalLike | null): Request {
   const drv = d.live('send');
   const bytes = d.byteLength;
   const world = link.world;
@@ -86,7 +87,7 @@ export function deviceIsend(link: DeviceLink, d: DeviceArray, dest: number, tag:
  * Receive into a device array. The protocol's request stages what comes from
  * host memory; the returned one completes once the data is on the device.
  */
-export function deviceIrecv(link: DeviceLink, d: DeviceArray, source: number, tag: number, ctx: number, signal: AbortSignal | null): Request {
+export function deviceIrecv(link: DeviceLink, d: DeviceArray, source: number, tag: number, ctx: number, signal: AbortSignalLike | null): Request {
   d.live('recv');
   const bytes = d.byteLength;
   const world = link.world;

@@ -9,6 +9,7 @@ import { RailcommError, ErrorCode } from '../core/errors.js';
 import type { DeviceBuffer } from '../core/bytes.js';
 import { pendingPromise, takeReject, takeResolve } from '../core/settlers.js';
 import { failedHere, rejectAtAwait } from '../core/at-await.js';
+import type { AbortSignalLike } from '../core/signal.js';
 
 /** What a completed send or receive reports. Frozen: railcomm may hand the same object to several calls. */
 export interface Status {
@@ -179,7 +180,7 @@ export class Request {
 
   /** Bind an AbortSignal: aborting cancels the request if it can still be cancelled. */
   /** @internal */
-  bindSignal(signal: AbortSignal): void {
+  bindSignal(signal: AbortSignalLike): void {
     // Already settled (an irecv that matched at once): nothing to cancel, and a
     // listener added now would never be removed (settle() already ran).
     if (this.state !== PENDING) return;

@@ -145,6 +145,7 @@ const cases = [
       [60, 3, [5, 4, 3]], [64, 3, [4, 4, 4]], [30, 4, [5, 3, 2, 1]], [1, 0, []]];
     for (const [n, d, want] of table) assert.deepEqual(dimsCreate(n, d), want, `dimsCreate(${n}, ${d})`);
     assert.deepEqual(dimsCreate(12, [0, 2]), [6, 2]);
+    assert.deepEqual(dimsCreate(1_000_000_007, 2), [1_000_000_007, 1], 'a large prime (divisors by trial division to its root)');
     assert.deepEqual(dimsCreate(12, [3, 0, 0]), [3, 2, 2]);
     assert.deepEqual(dimsCreate(p, 2).reduce((a, b) => a * b, 1), p);
     throwsWith(() => dimsCreate(12, [5, 0]), 'ERR_INVALID_ARG');
@@ -268,6 +269,30 @@ const cases = [
     await rejectsWith(comm.cartCreate([p + 1], true), 'ERR_INVALID_ARG');
     await rejectsWith(comm.cartCreate([p], [true, false]), 'ERR_INVALID_ARG');
     await rejectsWith(comm.cartCreate([p], true, 'no'), 'ERR_INVALID_ARG');
+    // Values shown as they are: a string quoted, not printed as the number it looks like.
+    assert.match(throwsWith(() => comm.alloc('8'), 'ERR_INVALID_ARG').message, /alloc\('8'\)/);
+    assert.match(throwsWith(() => comm.alloc(2 ** 53), 'ERR_INVALID_ARG').message, /expected a byte count/);
+    assert.match(throwsWith(() => comm.alloc(2 ** 50), 'ERR_INVALID_ARG').message, /at most \d+ bytes/);
+    await rejectsWith(comm.allocWindow(2 ** 50), 'ERR_INVALID_ARG');
+    // A signal is anything of AbortSignal's shape (RequestOptions.signal: AbortSignalLike).
+    const like = { aborted: false, reason: undefined, addEventListener() {}, removeEventListener() {} };
+    const r = comm.irecv(new Uint8Array(1), 0, 9999, { signal: like });
+    r.cancel();
+    await rejectsWith(r.wait(), 'ERR_CANCELLED');
+    throwsWith(() => comm.irecv(new Uint8Array(1), 0, 9999, { signal: { aborted: false } }), 'ERR_INVALID_ARG');
+    // Buffers whose ArrayBuffer was transferred away, in collectives as in point-to-point.
+    const gone = () => { const a = new Float64Array(4); structuredClone(a.buffer, { transfer: [a.buffer] }); return a; };
+    throwsWith(() => comm.ibcast(gone(), 0), 'ERR_INVALID_ARG');
+    throwsWith(() => comm.iallreduce(gone(), new Float64Array(4), 'sum'), 'ERR_INVALID_ARG');
+    throwsWith(() => comm.iallreduce(new Float64Array(4), gone(), 'sum'), 'ERR_INVALID_ARG');
+    throwsWith(() => comm.ialltoall(gone(), new Float64Array(4 * p)), 'ERR_INVALID_ARG');
+    // (Over tcp a synchronous call is refused first: ERR_NO_RAIL.)
+    const e7 = throwsWith(() => comm.bcastSync(gone(), 0), process.env.RAILCOMM_RAILS === 'tcp' && p > 1 ? 'ERR_NO_RAIL' : 'ERR_INVALID_ARG');
+    assert.ok(e7.message.length > 20);
+    // A message that sendObject did not send: recvObject says so with a code.
+    const [left, right] = [(comm.rank + p - 1) % p, (comm.rank + 1) % p];
+    const e6 = await rejectsWith(Promise.all([comm.recvObject(left, 4242), comm.send(new Uint8Array([1, 2, 3]), right, 4242)]), 'ERR_INVALID_ARG');
+    assert.match(e6.message, /not a value serialised by railcomm/);
     // accumulate applies at the target: a user-defined op is refused, saying so.
     const win = await comm.allocWindow(8);
     await win.fence();

@@ -8,10 +8,9 @@
 // attached segment build no plan: nothing is allocated per call.
 
 import type { CollectivePlanner, CollPlan } from '../collectives.js';
-import { checkArray, checkRoot } from '../collectives.js';
+import { checkArray, checkRoot, checkView } from '../collectives.js';
 import type { World } from '../world.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
-import { describe } from '../../core/bytes.js';
 import { checkOp, isCommutative, type ReduceArray, type ReduceOpName, type UserOp } from './ops.js';
 import type { ScratchPool } from './engine.js';
 import { SharedCollectives } from './shared.js';
@@ -83,7 +82,7 @@ export class SyncCollectives {
     const what = 'bcastSync';
     const sh = this.fast(what, 'await comm.bcast()');
     if (sh !== null) {
-      if (!ArrayBuffer.isView(buf)) throw new RailcommError(ErrorCode.INVALID_ARG, `bcast: buf must be an ArrayBufferView, got ${describe(buf)}`);
+      checkView(buf, 'bcast: buf');
       const rt = checkRoot(root, this.h.size, 'bcast');
       const bytes = buf instanceof Uint8Array ? buf : new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
       if (this.h.planner.viaShared(bytes.length) !== null) {
