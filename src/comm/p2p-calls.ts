@@ -117,6 +117,7 @@ export class PointToPoint {
     r.ctx = ctx;
     r.source = this.rank;
     r.tag = tag;
+    r.bytes = bytes.length; // the size at the call: a send that starts later checks its buffer still holds it
     this.world.track(r);
     if (signal !== null) r.bindSignal(signal);
     this.world.ctx.p2p.isend(r, this.group[dest]!);

@@ -186,6 +186,7 @@ export class PointToPoint implements Canceller {
     let req = userReq;
     const lane = ep.lane!;
     const len = req.buf.length;
+    if (len !== req.bytes) { detachedBeforeStart(req, ep.rank); return null; }
     const cost = len + EAGER_OVERHEAD;
     const eager = len <= ep.th.eager ? this.eagerNow(ep, req.buf, req.ctx, req.source, req.tag) : EAGER_NO_CREDIT;
     if (eager === EAGER_SENT) {
@@ -213,6 +214,7 @@ export class PointToPoint implements Canceller {
       encodeMatchHeader(v, req.ctx, req.source, req.tag, seq, ep.takeOwed());
       req.railPending++;
       req.progressBytes = len;
+      req.bytes = len;
       const st = lane.sendZcopy(AM_EAGER, this.scratch, EAGER_HDR, req.buf, req);
       if (st === NO_RESOURCE) return ProtoEndpoint.op(AM_EAGER, this.scratch, EAGER_HDR, req.buf, true, req);
       return null;
@@ -277,7 +279,7 @@ export class PointToPoint implements Canceller {
     if (u.data === null && this.prefetch.matched(req, u)) return;
     if (u.data !== null) {
       this.returnCredit(ep, u.size + EAGER_OVERHEAD);
-      if (u.size > req.buf.byteLength) { req.fail(truncated(u.size, req.buf.byteLength, u.src, u.tag)); return; }
+      if (u.size > req.buf.byteLength) { req.fail(truncated(u.size, req.buf, u.src, u.tag)); return; }
       if (u.size > 0) req.buf.set(u.data);
       req.complete(u.src, u.tag, u.size);
       return;
@@ -380,7 +382,7 @@ export class PointToPoint implements Canceller {
     const r = st.queues.matchPosted(src, tag);
     if (r !== null) {
       this.returnCredit(ep, len + EAGER_OVERHEAD);
-      if (len > r.buf.length) { r.fail(truncated(len, r.buf.length, src, tag)); return; }
+      if (len > r.buf.length) { r.fail(truncated(len, r.buf, src, tag)); return; }
       copyOut(ep, buf, words, off, len, r.buf);
       r.complete(src, tag, len);
       return;
@@ -508,4 +510,9 @@ export class PointToPoint implements Canceller {
   snapshot(): P2pSnapshot {
     return p2pSnapshot(this, this.contexts, this.singleCopy);
   }
+}
+
+/** A send that started after the call (its peer was being connected, or earlier sends waited) found its buffer detached or resized. */
+function detachedBeforeStart(req: Request, world: number): void {
+  req.fail(new RailcommError(ErrorCode.INVALID_ARG, `the send buffer was detached or resized before its ${req.bytes}-byte message (tag ${req.tag}) to world rank ${world} could start; nothing was sent`));
 }

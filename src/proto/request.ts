@@ -231,8 +231,9 @@ export class Request {
   railComplete(err: RailcommError | null): void {
     this.railPending--;
     if (err !== null) { this.fail(err); return; }
-    if (this.railPending === 0 && this.kind === KIND_SEND && this.progressBytes >= this.buf.byteLength) {
-      this.complete(this.source, this.tag, this.buf.byteLength);
+    // bytes: the size the send announced (a buffer detached meanwhile reads as 0 bytes long).
+    if (this.railPending === 0 && this.kind === KIND_SEND && this.progressBytes >= this.bytes) {
+      this.complete(this.source, this.tag, this.bytes);
     }
   }
 

@@ -11,7 +11,9 @@ export const AM_CREDIT = 5;
 export const AM_FIN = 6;
 export const AM_BYE = 7;
 export const AM_REVOKE = 8;
-export const AM_MAX = 32;
+/** A sender gives up a large message it announced (its buffer was detached): after the ids 9-31 in use elsewhere. */
+export const AM_ABANDON = 32;
+export const AM_MAX = 40;
 
 /*
  * EAGER (20 bytes), payload = the message
@@ -36,6 +38,9 @@ export const AM_MAX = 32;
  *   handled after every message sent before it).
  * REVOKE (8 bytes): 0 context id u32 | 4 world rank that failed u32. A member
  *   of a collective context saw that rank fail: no collective on it can finish.
+ * ABANDON (4 bytes): 0 receive request id u32. The sender cannot send the data
+ *   of the large message that receive asked for (the user detached or shrank
+ *   its buffer after the announcement): the receive fails, nothing more comes.
  */
 export const EAGER_HDR = 20;
 export const RTS_HDR = 32;
@@ -45,6 +50,7 @@ export const CREDIT_HDR = 4;
 export const FIN_HDR = 4;
 export const BYE_HDR = 4;
 export const REVOKE_HDR = 8;
+export const ABANDON_HDR = 4;
 /** CTS flags: the receiver's buffer is too small (it reports truncation; the send succeeds). */
 export const CTS_DISCARD = 1;
 /** The receiver finalized without matching the message: the send fails. */

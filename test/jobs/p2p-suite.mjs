@@ -355,6 +355,44 @@ const cases = [
     }
   }],
 
+  ['buffers detached while railcomm holds them: the request fails with ERR_INVALID_ARG (or completes whole), never a 0-byte success, and the peers go on', async () => {
+    if (rank > 1) return;
+    const N = 1 << 20;
+    /** What a request ended in: ERR_INVALID_ARG, or the bytes it completed with. */
+    const outcome = async (p) => { try { return (await p).bytes; } catch (e) { assert.equal(e.code, 'ERR_INVALID_ARG', e.message); return 'ERR_INVALID_ARG'; } };
+    if (rank === 0) {
+      // A large send whose buffer is transferred away before the receiver asks for the data: it
+      // fails on both sides (a rail whose receiver reads the sender's memory itself may deliver it whole).
+      const b = pattern(N, 5);
+      const s = comm.isend(b, 1, 880);
+      structuredClone(b.buffer, { transfer: [b.buffer] });
+      await comm.send(new Uint8Array(1), 1, 881);
+      const mine = await outcome(s.wait());
+      const theirs = (await comm.recvObject(1, 882)).value;
+      assert.ok(mine === 'ERR_INVALID_ARG' || mine === N, `send: ${mine}`);
+      assert.equal(theirs, mine, 'the receive ended as the send did');
+      // Receives whose buffers were transferred away: the messages they match fail them, not truncate.
+      await comm.recv(new Uint8Array(1), 1, 883);
+      assert.equal((await comm.send(new Uint8Array(100), 1, 884)).bytes, 100);
+      assert.equal((await comm.send(new Uint8Array(N), 1, 885)).bytes, N, 'the receiver drops it; the send is not harmed');
+    } else {
+      await comm.recv(new Uint8Array(1), 0, 881);
+      const got = await outcome(comm.recv(new Uint8Array(N), 0, 880));
+      await comm.sendObject(got, 0, 882);
+      const small = new Uint8Array(100), large = new Uint8Array(N);
+      const rs = comm.irecv(small, 0, 884), rl = comm.irecv(large, 0, 885);
+      structuredClone(small.buffer, { transfer: [small.buffer] });
+      structuredClone(large.buffer, { transfer: [large.buffer] });
+      await comm.send(new Uint8Array(1), 0, 883);
+      assert.equal(await outcome(rs.wait()), 'ERR_INVALID_ARG');
+      assert.equal(await outcome(rl.wait()), 'ERR_INVALID_ARG');
+    }
+    // And the two ranks still talk, both ways.
+    const back = new Int32Array(1);
+    const st = await comm.sendrecv(new Int32Array([rank + 1]), 1 - rank, 886, back, 1 - rank, 886);
+    assert.deepEqual([st.bytes, back[0]], [4, 2 - rank]);
+  }],
+
   ['bad arguments throw at the call', async () => {
     const e = throwsWith(() => comm.isend(new Uint8Array(1), size, 0), 'ERR_RANK');
     assert.match(e.message, /not a rank/);

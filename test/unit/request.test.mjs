@@ -340,9 +340,11 @@ test('onSettled listeners and the watcher run before the promise settles; the wa
 // ---- railComplete (zero-copy sends) ----------------------------------------------------
 
 test('railComplete: a send completes when every rail piece is done and all bytes were handed over', async () => {
+  // A send knows its size from the call (comm.isend sets bytes), as it announced it.
   const s = new Request(KIND_SEND, new Uint8Array(100));
   s.source = 0;
   s.tag = 4;
+  s.bytes = 100;
   s.railPending = 2;
   s.progressBytes = 100;
   s.railComplete(null);
@@ -352,10 +354,20 @@ test('railComplete: a send completes when every rail piece is done and all bytes
   assert.deepEqual(await s.wait(), { source: 0, tag: 4, bytes: 100 });
 
   const partial = new Request(KIND_SEND, new Uint8Array(100));
+  partial.bytes = 100;
   partial.railPending = 1;
   partial.progressBytes = 60;
   partial.railComplete(null);
   assert.equal(partial.state, PENDING, 'bytes still to hand over');
+
+  // A buffer detached while its pieces were out still completes with the size sent, never 0 bytes.
+  const moved = new Request(KIND_SEND, new Uint8Array(64));
+  moved.bytes = 64;
+  moved.railPending = 1;
+  moved.progressBytes = 64;
+  structuredClone(moved.buf.buffer, { transfer: [moved.buf.buffer] });
+  moved.railComplete(null);
+  assert.deepEqual(await moved.wait(), { source: 0, tag: 0, bytes: 64 });
 
   const failed = new Request(KIND_SEND, new Uint8Array(10));
   failed.railPending = 2;

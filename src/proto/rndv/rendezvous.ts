@@ -6,13 +6,14 @@
 import type { AmHandler, RailEndpoint } from '../../rail/api.js';
 import { NO_RESOURCE } from '../../rail/api.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
+import { isDetached } from '../../core/bytes.js';
 import { Request, PENDING } from '../request.js';
 import { ProtoEndpoint, type PendingOp } from '../endpoint.js';
 import type { AmRegistry } from '../am.js';
 import type { ControlSender } from '../control.js';
 import { rtsHeaderLength, type SingleCopy } from './single-copy.js';
 import {
-  AM_CTS, AM_DATA, AM_FIN, CTS_DISCARD, CTS_HDR, CTS_REFUSED_BROKEN, CTS_REFUSED_FINALIZED, DATA_HDR, FIN_HDR,
+  ABANDON_HDR, AM_ABANDON, AM_CTS, AM_DATA, AM_FIN, CTS_DISCARD, CTS_HDR, CTS_REFUSED_BROKEN, CTS_REFUSED_FINALIZED, DATA_HDR, FIN_HDR,
   ctsCredits, ctsFlags, ctsRecvId, ctsSendId, dataOffset, dataRecvId, encodeCts, encodeData, encodeRts, encodeU32, readU32,
 } from '../wire.js';
 
@@ -28,6 +29,8 @@ export class Rendezvous {
   readonly sends = new Map<number, Request>();
   /** Our receives being filled (DATA, PUT_DONE), by receive id. */
   readonly recvs = new Map<number, Request>();
+  /** Sends given up after the receiver read part of them (abandon): their FIN is still to come. */
+  private readonly abandoned = new Set<number>();
   private nextSendId = 1;
   private nextRecvId = 1;
   private readonly host: RndvHost;
@@ -41,6 +44,7 @@ export class Rendezvous {
     am.register(AM_CTS, 'cts', this.ctsHandler);
     am.register(AM_DATA, 'data', this.dataHandler);
     am.register(AM_FIN, 'fin', this.finHandler);
+    am.register(AM_ABANDON, 'abandon', this.abandonHandler);
   }
 
   // ---- sender ------------------------------------------------------------
@@ -59,7 +63,9 @@ export class Rendezvous {
     this.sends.set(id, req);
     ep.sendsActive.add(req);
     const v = this.out.view;
-    encodeRts(v, req.ctx, req.source, req.tag, seq, ep.takeOwed(), id, req.buf.length);
+    // The size announced: what the send completes with, and what its buffer must still hold when the data goes.
+    req.bytes = req.buf.length;
+    encodeRts(v, req.ctx, req.source, req.tag, seq, ep.takeOwed(), id, req.bytes);
     const am = this.singleCopy.encodePlan(plan, ep, req, v);
     const hdrLen = rtsHeaderLength(am);
     if (ep.lane!.sendCopy(am, this.out.scratch, hdrLen, null) === NO_RESOURCE) return ProtoEndpoint.op(am, this.out.scratch, hdrLen, null, false, null);
@@ -86,6 +92,7 @@ export class Rendezvous {
     const lane = ep.lane!;
     const buf = req.buf;
     const size = buf.byteLength;
+    if (size !== req.bytes) { this.abandon(ep, req, recvId); return; }
     const chunk = ep.th.chunk;
     if (size === 0) { req.complete(req.source, req.tag, 0); return; }
     const v = this.out.view;
@@ -100,6 +107,33 @@ export class Rendezvous {
       if (req.state !== PENDING) return;
     }
   }
+
+  /**
+   * The user detached or shrank a send's buffer after it was announced
+   * (DESIGN 4: detected, ERR_INVALID_ARG): the send fails, and the receive that
+   * asked for the data (recvId) is told, so that it fails too instead of waiting.
+   */
+  abandon(ep: ProtoEndpoint, req: Request, recvId: number, finFollows = false): void {
+    this.takeSend(ep, req.rndvId);
+    // A receiver that read part of it itself sends its FIN before it learns this: expected, not a lie.
+    if (finFollows) this.abandoned.add(req.rndvId);
+    encodeU32(this.out.view, recvId);
+    this.out.send(ep, AM_ABANDON, ABANDON_HDR);
+    req.fail(new RailcommError(ErrorCode.INVALID_ARG, `the send buffer was detached or resized while its ${req.bytes}-byte message (tag ${req.tag}) to world rank ${ep.rank} waited for the receiver; the receive there fails too`));
+  }
+
+  private readonly abandonHandler: AmHandler = {
+    recv: (rep, rx) => {
+      const ep = rep.owner as ProtoEndpoint;
+      const id = readU32(rx.view, rx.hdrOff);
+      const req = this.recvOf(ep, id);
+      // Already failed here (or, with several lanes, finished): nothing waits for it.
+      if (req === undefined) return;
+      this.recvs.delete(id);
+      ep.recvsActive.delete(req);
+      req.fail(new RailcommError(ErrorCode.INVALID_ARG, `the ${req.bytes}-byte message from world rank ${ep.rank} (tag ${req.tag}) will not arrive: its sender detached or resized the buffer it was sending from`));
+    },
+  };
 
   private readonly ctsHandler: AmHandler = {
     recv: (rep, rx) => {
@@ -116,7 +150,7 @@ export class Rendezvous {
       if (!req.finWanted || flags !== 0) this.takeSend(ep, sendId);
       if (flags & CTS_DISCARD) {
         // The receiver's buffer was too small: it reports truncation; the sender is not harmed.
-        req.complete(req.source, req.tag, req.buf.byteLength);
+        req.complete(req.source, req.tag, req.bytes);
         return;
       }
       if (flags & (CTS_REFUSED_FINALIZED | CTS_REFUSED_BROKEN)) {
@@ -138,11 +172,12 @@ export class Rendezvous {
       const ep = rep.owner as ProtoEndpoint;
       const sendId = readU32(rx.view, rx.hdrOff);
       const req = this.takeSend(ep, sendId);
+      if (req === undefined && this.abandoned.delete(sendId)) return;
       if (req === undefined) { this.host.peerLied(rep, `FIN for unknown send ${sendId}`); return; }
       if (req.awaitingFin) { req.awaitingFin = false; req.railComplete(null); return; }
       // A split transfer may still have our part in flight (DATA fallback): it completes the send.
-      if (req.railPending === 0) req.complete(req.source, req.tag, req.buf.byteLength);
-      else req.progressBytes = req.buf.byteLength;
+      if (req.railPending === 0) req.complete(req.source, req.tag, req.bytes);
+      else req.progressBytes = req.bytes;
     },
   };
 
@@ -154,7 +189,7 @@ export class Rendezvous {
     if (size > req.buf.byteLength) {
       encodeCts(this.out.view, sendId, 0, CTS_DISCARD, ep.takeOwed());
       this.out.send(ep, AM_CTS, CTS_HDR);
-      req.fail(truncated(size, req.buf.byteLength, src, tag));
+      req.fail(truncated(size, req.buf, src, tag));
       return;
     }
     if (size > 0 && this.singleCopy.read(req, ep, sendId, size, src, tag, remote, segment, finWanted)) return;
@@ -311,6 +346,11 @@ export function largeSendText(r: Request): string {
   return `large send (${r.buf.byteLength} B, tag ${r.tag}) to world rank ${r.peerWorld}: waiting for the receiver ${r.progressBytes > 0 ? `to confirm its data (${r.progressBytes} B sent)` : 'to match it (a receive posted there), or to finish taking its data'}`;
 }
 
-export function truncated(size: number, room: number, src: number, tag: number): RailcommError {
+/** A message larger than its receive's buffer; a buffer the user detached meanwhile says so instead. */
+export function truncated(size: number, buf: Uint8Array, src: number, tag: number): RailcommError {
+  const room = buf.byteLength;
+  if (room === 0 && isDetached(buf.buffer)) {
+    return new RailcommError(ErrorCode.INVALID_ARG, `the receive buffer was detached (transferred) while the receive was posted; the ${size}-byte message from rank ${src} (tag ${tag}) it matched is dropped`);
+  }
   return new RailcommError(ErrorCode.TRUNCATE, `message of ${size} bytes from rank ${src} (tag ${tag}) does not fit the ${room}-byte receive buffer; post a larger buffer or probe first`);
 }

@@ -100,8 +100,9 @@ export class SingleCopy {
       const sendId = ctsPutSendId(v, o);
       const req = this.rndv.sends.get(sendId);
       const split = ctsPutSplit(v, o);
-      if (req === undefined || req.peerWorld !== ep.rank || split > req.buf.byteLength) { this.host.peerLied(rep, `write request for unknown send ${sendId} or beyond its end`); return; }
       const recvId = ctsPutRecvId(v, o);
+      if (req !== undefined && req.peerWorld === ep.rank && req.buf.byteLength !== req.bytes) { this.rndv.abandon(ep, req, recvId, true); return; }
+      if (req === undefined || req.peerWorld !== ep.rank || split > req.bytes) { this.host.peerLied(rep, `write request for unknown send ${sendId} or beyond its end`); return; }
       const piece = req.buf.subarray(split);
       const w = ep.lane?.ipc?.write(piece, ctsPutAddress(v, o) + BigInt(split)) ?? -1;
       if (w === 0) {
