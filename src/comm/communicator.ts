@@ -11,7 +11,7 @@ import { Request, KIND_COLL, type Status } from '../proto/request.js';
 import { CollectivePlanner, type CollPlan } from './collectives.js';
 import { ScratchPool, type CollComm } from './coll/engine.js';
 import { checkedRun } from './coll/checked.js';
-import { SIG_WORDS } from './coll/check.js';
+import { SIG_WORDS, refusedSignature } from './coll/check.js';
 import { hash32, type ReduceArray, type ReduceOpName, type UserOp } from './coll/ops.js';
 import * as objects from './objects.js';
 import { CartTopology, checkGrid } from './cart.js';
@@ -110,7 +110,7 @@ export class Communicator extends PointToPoint {
 
   private startColl(what: string, plan: () => CollPlan): Request {
     this.world.check(what);
-    const p = plan();
+    const p = this.planOrRefuse(what, plan);
     const r = new Request(KIND_COLL, EMPTY);
     this.world.track(r);
     this.collsInFlight++;
@@ -132,7 +132,7 @@ export class Communicator extends PointToPoint {
   /** A blocking collective: through shared memory directly, otherwise as its nonblocking twin. */
   private coll(what: string, plan: () => CollPlan): Promise<void> {
     this.world.check(what);
-    const p = plan();
+    const p = this.planOrRefuse(what, plan);
     if (p.shared !== true) return this.done(this.startColl(what, () => p));
     // No Request counts it: starting one tells the hang report the last one completed.
     this.world.ctx.progress.completedAtOnce();
@@ -145,6 +145,36 @@ export class Communicator extends PointToPoint {
       return p.run(UNUSED_COMM);
     }
     return p.run(this.collComm());
+  }
+
+  /** plan(); when it throws (this rank's arguments are wrong), the call is refused (refuse()) and the error thrown. */
+  private planOrRefuse(what: string, plan: () => CollPlan): CollPlan {
+    try {
+      return plan();
+    } catch (e) {
+      this.refuse(what, e);
+      throw e;
+    }
+  }
+
+  /**
+   * A collective this rank refused at the call still takes its place in the
+   * sequence, so that later collectives match theirs on every rank (a root
+   * whose receive buffer is too small must not take the others' data of this
+   * call for its next one). With RAILCOMM_CHECK it also joins the agreement,
+   * saying it refused: every other rank fails the call (ERR_COLLECTIVE_MISMATCH)
+   * instead of waiting in it. Without the check, ranks whose arguments passed
+   * go on into the call and wait there (the hang report names it).
+   */
+  private refuse(what: string, e: unknown): void {
+    if (!(e instanceof RailcommError)) return;
+    if (!this.checking) {
+      this.collSeq = (this.collSeq + 1) & 0x7fffffff;
+      return;
+    }
+    const refused: CollPlan = { name: what, algorithm: 'refused', run: () => Promise.reject(e), sig: refusedSignature(what, e.code) };
+    // Settles with the mismatch (or, were every rank to refuse, with e): thrown at the call already.
+    checkedRun(this, refused, ++this.checkedCalls).catch(() => {});
   }
 
   /** @internal A blocking collective for the object collectives (objects.ts). */
@@ -195,7 +225,13 @@ export class Communicator extends PointToPoint {
     this.world.check('allreduce');
     // The most frequent collective, through shared memory: no plan, no closures.
     // (Device arrays never take it: they are staged, or reduced on the GPU by the plan.)
-    const now = send instanceof DeviceBuffer || recv instanceof DeviceBuffer ? undefined : this.planner.allreduceNow(send, recv, op);
+    let now: Promise<void> | undefined;
+    try {
+      now = send instanceof DeviceBuffer || recv instanceof DeviceBuffer ? undefined : this.planner.allreduceNow(send, recv, op);
+    } catch (e) {
+      this.refuse('allreduce', e);
+      throw e;
+    }
     if (now !== undefined) {
       this.collSeq = (this.collSeq + 1) & 0x7fffffff;
       return now;

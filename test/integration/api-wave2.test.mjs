@@ -39,13 +39,13 @@ const checkModes = [
 for (const { p, args, what } of checkModes) {
   test(`RAILCOMM_CHECK=1 fails every mismatch on every rank and the communicator stays usable: ${what}`, async () => {
     const job = await railcomm(['run', '-n', String(p), ...args, '-x', 'RAILCOMM_CHECK=1', '--timeout', '100', jobScript('check-suite.mjs')], { limitMs: 130_000 });
-    allOk(job, p, p > 1 ? 12 : 1);
+    allOk(job, p, p > 1 ? 13 : 1);
   });
 }
 
 test('init({ check: true }) turns the check on without the environment', async () => {
   const job = await railcomm(['run', '-n', '3', '-x', 'USE_INIT_CHECK=1', '--timeout', '100', jobScript('check-suite.mjs')], { limitMs: 130_000, env: { RAILCOMM_CHECK: '' } });
-  allOk(job, 3, 12);
+  allOk(job, 3, 13);
 });
 
 test('the API suite also passes with the check on (every collective agreed first)', async () => {

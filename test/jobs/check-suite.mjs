@@ -65,6 +65,21 @@ const mismatches = [
     me === 0 ? comm.bcastObject({ a: 1 }, 0) : comm.gatherObject({ a: 1 }, 0), /rank 0 called bcastObject\(/, /called gatherObject\(/)],
   ['nonblocking: iallreduce sum against max', () => mismatch(
     comm.iallreduce(new Float64Array(1), new Float64Array(1), me === 0 ? 'sum' : 'max').wait(), /op sum/, /op max/)],
+  ['a gather whose root refuses its arguments (its receive buffer too small there only): every rank fails it, the next gets its own data', async () => {
+    const call = () => comm.gather(new Float64Array([me]), me === 0 ? new Float64Array(p - 1) : null, 0);
+    if (me === 0) {
+      let thrown = null;
+      try { call(); } catch (e) { thrown = e; }
+      assert.equal(thrown?.code, 'ERR_INVALID_ARG', 'the root throws at the call');
+    } else {
+      const e = await rejectsWith(call(), 'ERR_COLLECTIVE_MISMATCH');
+      assert.match(e.message, /rank 0 called gather with arguments it refused \(it threw ERR_INVALID_ARG at the call\)/);
+    }
+    const recv = me === 0 ? new Float64Array(p) : null;
+    await comm.gather(new Float64Array([100 + me]), recv, 0);
+    if (me === 0) assert.deepEqual(Array.from(recv), Array.from({ length: p }, (_, r) => 100 + r));
+    await stillWorks();
+  }],
   ['a large bcast (point-to-point) against a small one (shared memory)', () => mismatch(
     comm.bcast(new Uint8Array(me === 0 ? 2 << 20 : 8), 0), /rank 0 called bcast\(2097152 x Uint8Array, root 0\)/)],
 ];

@@ -17,6 +17,7 @@ const KINDS = [
   'barrier', 'bcast', 'reduce', 'allreduce', 'gather', 'gatherv', 'scatter', 'scatterv',
   'allgather', 'allgatherv', 'alltoall', 'alltoallv', 'reduceScatter', 'scan', 'exscan',
   'bcastObject', 'gatherObject', 'allgatherObject', 'alltoallObject', 'reduceObject', 'allreduceObject',
+  'refused',
 ] as const;
 
 /** Element types, by the view's toStringTag; the index + 1 is the signature's type word (0: none). */
@@ -58,6 +59,7 @@ const TYPE_INDEX = new Map<string, number>(TYPES.map((t, i) => [t, i + 1]));
 export function describeSignature(all: Float64Array, r: number): string {
   const w = (i: number): number => all[r * SIG_WORDS + i]!;
   const kind = KINDS[w(0)] ?? `collective #${w(0)}`;
+  if (kind === 'refused') return `${KINDS[w(1)] ?? 'a collective'} with arguments it refused (it threw ${REFUSED_CODES[w(2)] ?? 'an error'} at the call)`;
   const parts: string[] = [];
   const type = w(3) > 0 ? TYPES[w(3) - 1] ?? 'typed array' : null;
   if (w(4) >= 0) parts.push(type !== null ? `${w(4)} x ${type}` : `${w(4)} elements`);
@@ -112,4 +114,15 @@ export function verifySignatures(all: Float64Array, size: number, call: number):
       throw new RailcommError(ErrorCode.COLLECTIVE_MISMATCH, `${lead} alltoallv's send counts add up to ${sent} elements over all ranks but its receive counts to ${expected} (${each.join(', ')}); ${advice}`);
     }
   }
+}
+
+/** Error codes a refusing rank names in its signature. */
+const REFUSED_CODES = [ErrorCode.INVALID_ARG, ErrorCode.RANK, ErrorCode.TAG, ErrorCode.TRUNCATE, ErrorCode.CUDA];
+
+/**
+ * The signature of a call this rank refused at the call (its arguments were
+ * wrong here): it never matches a call that ran, so every rank fails it.
+ */
+export function refusedSignature(kind: string, code: string): number[] {
+  return [KIND_INDEX.get('refused')!, KIND_INDEX.get(kind) ?? -1, REFUSED_CODES.indexOf(code as (typeof REFUSED_CODES)[number]), 0, -1, -1, -1, -1];
 }
