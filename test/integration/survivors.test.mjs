@@ -10,6 +10,7 @@ import { spawn } from 'node:child_process';
 import net from 'node:net';
 import { readdirSync } from 'node:fs';
 import { railcomm, jobScript, linesWith } from './jobs.mjs';
+import { PEER_GONE_MS, within } from '../helpers/promises.mjs';
 import { loadNative } from '../../dist/native/addon.js';
 
 const clean = Object.fromEntries(Object.keys(process.env).filter((k) => /^(RAILCOMM_|OMPI_|PMIX_|SLURM_|PMI_)|^(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|MASTER_ADDR|MASTER_PORT)$/.test(k)).map((k) => [k, undefined]));
@@ -79,5 +80,19 @@ test('a message its sender saw complete before exiting is received, though the d
     const job = await railcomm(['run', '-n', '2', ...args, '--timeout', '30', jobScript('sent-before-exit.mjs')], { limitMs: 40_000 });
     const out = `${args.join(' ') || 'processes'}\n${job.stdout}\n${job.stderr}`;
     assert.deepEqual(linesWith(job.stdout, 'RESULT').map((l) => `${l.rank} ${l.rest}`), ['1 got 7'], out);
+  }
+});
+
+// udp's own detection of a dead peer takes a port check (about a second) or
+// RAILCOMM_UDP_PEER_TIMEOUT (minutes, for a host gone silent); the wire-up
+// service's notice must end a send already under way at once, as on every rail.
+test('a large send under way to a rank that dies fails at the death notice, over every rail', async () => {
+  for (const rails of ['udp,self', 'tcp', ...(shm ? ['shm,self'] : [])]) {
+    const job = await railcomm(['run', '-n', '2', '--rails', rails, '--grace', '10', '--timeout', '30', jobScript('send-to-dead.mjs')], { limitMs: 40_000 });
+    const out = `${rails}\n${job.stdout}\n${job.stderr}`;
+    const [r] = linesWith(job.stdout, 'RESULT');
+    const m = /^(\S+) after (\d+) ms/.exec(r?.rest ?? '');
+    assert.equal(m?.[1], 'ERR_PEER_FAILED', out);
+    assert.ok(Number(m[2]) < within(PEER_GONE_MS), `${rails}: failed ${m[2]} ms after the death\n${out}`);
   }
 });

@@ -351,6 +351,12 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
     this.drop(this.error(`its udp port is closed (its host answered "port unreachable" to a keepalive probe): the process ended, or closed its rail without a word`));
   }
 
+  /** The layer above learned the peer died: fail it here (and tell it, should it live after all). */
+  died(why: string): void {
+    if (this.state === State.CLOSED) return;
+    this.drop(this.error(why));
+  }
+
   error(msg: string): RailcommError {
     return new RailcommError(ErrorCode.PEER_FAILED, `udp ${this.rail.device.name}: peer ${formatId(this.peer)}: ${msg}`);
   }

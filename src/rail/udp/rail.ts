@@ -220,6 +220,15 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, Kee
   }
 
   /**
+   * A rank the wire-up service saw die: its session ends now, failing what
+   * waits for its acknowledgements (a large send under way), instead of at
+   * the next port check or RAILCOMM_UDP_PEER_TIMEOUT.
+   */
+  peerDied(peer: bigint): void {
+    this.endpoints.get(peer)?.died('the wire-up service saw it die');
+  }
+
+  /**
    * This rail drops `ep`'s session (not in order): tell the peer with a
    * RESET, so that it fails us at once instead of waiting on ACKs until
    * RAILCOMM_CONNECT_TIMEOUT. Call before the session is killed.
