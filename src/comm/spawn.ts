@@ -44,6 +44,9 @@ export async function spawnJob(comm: Communicator, script: unknown, args: unknow
     (code) => { throw new RailcommError(ErrorCode.BOOT, `spawn: the spawned job ended (exit code ${code}) before its ranks connected; check that the script calls init()`); },
     (e: unknown) => { throw new RailcommError(ErrorCode.BOOT, `spawn: railcomm run could not start the job: ${(e as Error)?.message ?? String(e)}`, { cause: e }); },
   );
+  // Raced by the accept only once its set-up is done (a dup, the rails, an
+  // allgather): a job refused at once (no such script) must not reject first, unhandled.
+  giveUp?.catch(() => undefined);
   try {
     return await interConnect(comm, 'accept', start.port!, rt, giveUp);
   } finally {

@@ -99,6 +99,15 @@ test('spawn: 2 parents start 3 workers (processes, then threads) that compute an
   }
 });
 
+test('spawn of a script that is not there rejects with ERR_BOOT on every parent rank, where it is awaited', async () => {
+  for (const extra of [[], ['--threads']]) {
+    const job = await railcomm(['run', '-n', '3', ...extra, '--timeout', '60', jobScript('inter-spawn.mjs'), 'missing']);
+    const out = `${extra.join(' ')}\n${job.stdout}\n${job.stderr}`;
+    assert.equal(job.code, 0, out);
+    assert.deepEqual(linesWith(job.stdout, 'MISSING').map((l) => `${l.rank} ${l.rest}`).sort(), ['0 ERR_BOOT', '1 ERR_BOOT', '2 ERR_BOOT'], out);
+  }
+});
+
 test('spawn where railcomm run does not start the ranks fails with what to do', async () => {
   const r = await run(process.execPath, [jobScript('inter-spawn.mjs')], {});
   assert.notEqual(r.code, 0);

@@ -3,6 +3,7 @@
 // inter-communicator, gathers the results with ANY_SOURCE, merges, and both
 // sides disconnect. Prints `SPAWN ok <sum>` at the parents' rank 0.
 //   inter-spawn.mjs hang: the workers never finish (for the launcher-kill test)
+//   inter-spawn.mjs missing: spawn a script that does not exist (each parent prints `MISSING <code>`)
 
 import { init, ANY_SOURCE } from '../../dist/index.js';
 import { assert } from './harness.mjs';
@@ -29,6 +30,18 @@ if (role === 'worker') {
   await merged.allreduce(new Float64Array([merged.rank]), total, 'sum');
   assert.equal(total[0], (merged.size * (merged.size - 1)) / 2);
   await parent.disconnect();
+  await comm.finalize();
+  process.exit(0);
+}
+
+if (mode === 'missing') {
+  // A script that is not there: every parent's spawn rejects with ERR_BOOT where it is awaited.
+  try {
+    await comm.spawn('no-such-worker-script.mjs', [], 2);
+    console.log('MISSING spawned');
+  } catch (e) {
+    console.log(`MISSING ${e.code}`);
+  }
   await comm.finalize();
   process.exit(0);
 }
