@@ -157,12 +157,22 @@ export class KvServer {
     this.hangListeners.push(cb);
   }
 
+  /** Called with each rank that joins (authenticated: it is in init()). */
+  onJoin(cb: (rank: number) => void): void {
+    this.joinListeners.push(cb);
+  }
+  private readonly joinListeners: Array<(rank: number) => void> = [];
+
+  /** True once any rank joined. */
+  anyJoined(): boolean {
+    return this.joinedRanks.includes(true);
+  }
+
   /** Who starts the ranks a rank spawns (railcomm run); without one, spawn requests fail. */
   onSpawn(cb: SpawnListener): void {
     this.spawnListener = cb;
   }
 
-  /** True once `rank` sent finalize: its exit is expected from then on. */
   /** The rank finalized, or joined and its connection is gone (it died): it needs the service no more. */
   done(rank: number): boolean {
     return this.finalizedRanks[rank] === true || (this.joinedRanks[rank] === true && this.rankConn[rank] === undefined);
@@ -251,6 +261,7 @@ export class KvServer {
           this.joinedRanks[auth.rank] = true;
           splitter.maxBytes = MAX_LINE_BYTES;
           socket.write(encode({ ok: true }));
+          for (const cb of this.joinListeners) cb(auth.rank);
           return;
         }
         this.request(conn, line, splitter);

@@ -178,6 +178,17 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   }
   process.on('exit', onExit);
 
+  // Ranks that exited with code 0 before init(): once another rank is in init(), it waits
+  // there for them for ever (MPI launchers call this a failure too). A job whose
+  // ranks never call init() (not a railcomm program) is left alone.
+  const leftBeforeInit: number[] = [];
+  const leftWithoutInit = (): void => {
+    if (leftBeforeInit.length === 0 || failure || finished || !kv.anyJoined()) return;
+    const who = leftBeforeInit.length === 1 ? `rank ${leftBeforeInit[0]}` : `ranks ${leftBeforeInit.join(', ')}`;
+    fail(1, `${who} exited (code 0) without calling init() while other ranks wait for ${leftBeforeInit.length === 1 ? 'it' : 'them'} in init(): every rank of a railcomm job calls init(); stopping the job`);
+  };
+  kv.onJoin(leftWithoutInit);
+
   kv.onAbort((rank, message, code) => {
     fail(code, `rank ${rank} called abort: ${message || '(no message)'}; stopping the job`);
   });
@@ -248,6 +259,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     if (!p.live.delete(rank)) return false;
     ranksAlive--;
     hangs.rankLeft();
+    if (code === 0 && ranksAlive > 0 && !kv.joined(rank)) { leftBeforeInit.push(rank); leftWithoutInit(); }
     // Its peers may wait for it forever; MPI launchers treat this as a failure too.
     return code === 0 && ranksAlive > 0 && kv.joined(rank) && !kv.finalized(rank);
   };

@@ -12,6 +12,7 @@ import { shellQuote } from '../../dist/cli/hosts.js';
 import { DEFAULT_NODE_FLAGS } from '../../dist/cli/program.js';
 import { launchKit, alive, kvRankScript, waitFor } from '../helpers/launch-kit.mjs';
 import { need } from '../helpers/requires.mjs';
+import { railcomm, jobScript } from './jobs.mjs';
 import { shmJobPrefix } from '../../dist/native/addon.js';
 
 const { dir, seenPids, script, launch } = launchKit('railcomm-launcher-');
@@ -249,6 +250,16 @@ test('abort from a rank stops the job with its code; finalize makes a clean exit
   const clean = await launch(['-n', '2', s, 'clean']);
   assert.equal(clean.code, 0, clean.stderr);
   assert.equal(clean.stderr, '');
+});
+
+test('a rank that exits 0 without calling init() while the others wait in it fails the job at once, naming it', async () => {
+  for (const extra of [[], ['--threads']]) {
+    const job = await railcomm(['run', '-n', '3', ...extra, '--timeout', '60', jobScript('no-init.mjs')], { limitMs: 70_000 });
+    const out = `${extra.join(' ')}\n${job.stdout}\n${job.stderr}`;
+    assert.equal(job.code, 1, out);
+    assert.match(job.stderr, /rank 1 exited \(code 0\) without calling init\(\) while other ranks wait for it in init\(\)/, out);
+    assert.doesNotMatch(job.stderr, /--timeout/, out);
+  }
 });
 
 test('a program that cannot be started fails the job with 127', async () => {
