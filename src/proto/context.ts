@@ -101,6 +101,7 @@ export class Context {
    * communicator has more ranks than this job).
    */
   get worldSize(): number { return this.inter.worldSize; }
+  get jobSize(): number { return this.launch.size; }
 
   static async create(opts: ContextOptions): Promise<Context> {
     // Step 1: configuration from init() options, then RAILCOMM_* variables, then defaults.

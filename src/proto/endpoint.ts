@@ -95,6 +95,8 @@ export class ProtoEndpoint implements BytesHolder {
   multi = false;
   /** What came from the peer in envelopes (it has several lanes): numbers taken, acknowledgements owed. */
   laneRx: LaneReceiver | null = null;
+  /** A receive from this peer (another job's rank) opened the connection to it (p2p.ts reachOut). */
+  reachedOut = false;
   /** The peer called finalize() and everything it sent before is delivered: it starts no more messages. */
   peerFinalized = false;
   /** We finalize and owe the peer a BYE, sent once what is queued to it went out. */

@@ -10,6 +10,8 @@ import type { ProtoEndpoint } from './endpoint.js';
 export interface P2pHost {
   readonly worldRank: number;
   readonly worldSize: number;
+  /** This job's ranks: world ranks from here on are other jobs' (inter-job.ts). Absent: no other jobs. */
+  readonly jobSize?: number;
   readonly log: Logger;
   /** Sends up to this size complete at once, never waiting for the receiver. */
   readonly eagerLimit: number;

@@ -263,10 +263,28 @@ export class PointToPoint implements Canceller {
     const u = st.queues.post(req);
     if (u !== null) { this.deliverTo(req, u); return; }
     // Nothing queued from it, and it can never send again: fail now.
-    const ep = srcWorld >= 0 ? this.host.existingEndpoint(srcWorld) : undefined;
+    const ep = srcWorld >= (this.host.jobSize ?? Infinity) ? this.reachOut(srcWorld) : srcWorld >= 0 ? this.host.existingEndpoint(srcWorld) : undefined;
     if (ep === undefined) return;
     if (ep.failure !== null) { st.queues.removePosted(req); req.fail(ep.failure); }
     else if (ep.peerFinalized) { st.queues.removePosted(req); req.fail(finalizedBeforeSending(ep.rank, req)); }
+  }
+
+  /**
+   * A receive from a rank of another job (an inter-communicator's): this
+   * rank's wire-up service announces no death in that job, so the first
+   * receive from it opens the connection (a credit message, which the peer
+   * takes as nothing), and a rank that is gone shows as a connection that
+   * fails (ERR_PEER_FAILED) instead of a receive that waits for ever.
+   */
+  private reachOut(world: number): ProtoEndpoint {
+    const ep = this.host.endpointFor(world);
+    if (ep.reachedOut || ep.failure !== null) return ep;
+    ep.reachedOut = true;
+    if (ep.txSeq === 0) {
+      encodeU32(this.scratchView, ep.takeOwed());
+      this.out.send(ep, AM_CREDIT, CREDIT_HDR);
+    }
+    return ep;
   }
 
   /** A receive matched an unexpected message. */

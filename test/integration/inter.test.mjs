@@ -87,6 +87,7 @@ test('wrong secret refused, closed / silent / unreachable ports fail in time, a 
   const killed = linesWith(a.stdout, 'KILLED-PEER');
   assert.equal(killed.length, 1, a.stdout);
   assert.ok(Number(/in (\d+) ms/.exec(killed[0].rest)[1]) < 2000, killed[0].rest);
+  assert.equal(linesWith(a.stdout, 'SILENT-PEER').length, 1, `a receive from a rank never talked to fails too:\n${a.stdout}`);
 });
 
 test('spawn: 2 parents start 3 workers (processes, then threads) that compute and report through the inter-communicator', async () => {

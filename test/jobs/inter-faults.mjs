@@ -3,8 +3,9 @@
 //   railcomm run -n 3 -x RAILCOMM_CONNECT_TIMEOUT=3000 inter-faults.mjs b FILE
 // B first connects with a wrong secret (refused, both jobs carry on), to a
 // closed port and to an unreachable one (each fails in time), then for real;
-// then B's rank 2 is killed mid-exchange: A's pending receive from it fails
-// with ERR_PEER_FAILED and nothing else of A does (A exits 0).
+// then B's rank 2 is killed mid-exchange: A's pending receives from it fail
+// with ERR_PEER_FAILED (also A's rank 1's, which never exchanged anything
+// with it) and nothing else of A does (A exits 0).
 
 import { readFileSync, renameSync, writeFileSync, existsSync } from 'node:fs';
 import net from 'node:net';
@@ -55,6 +56,11 @@ if (role === 'a') {
         const e = await rejectsWith(pending.wait(), 'ERR_PEER_FAILED');
         assert.match(e.message, new RegExp(`${inter.remoteJob}:2`), e.message);
         console.log(`KILLED-PEER failed in ${Date.now() - t0} ms: ${e.message}`);
+      } else {
+        // B's rank 2 and this rank never wrote to each other: the receive itself opens the
+        // connection (no wire-up service announces the other job's deaths here), so its death shows.
+        const e = await rejectsWith(inter.irecv(new Int32Array(1), 2, 6).wait(), 'ERR_PEER_FAILED');
+        console.log(`SILENT-PEER failed: ${e.message}`);
       }
       // Nothing else of this job notices: its own traffic goes on.
       const s = new Float64Array(1);
