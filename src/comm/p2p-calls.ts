@@ -184,7 +184,7 @@ export class PointToPoint {
     this.world.check('iprobe');
     checkRank(source, this.size, 'source', true);
     checkTag(tag, true);
-    const u = this.world.ctx.p2p.peek(this.p2pCtx, source, tag);
+    const u = this.peekProgressing(source, tag);
     return u === null ? undefined : statusOf(u.src, u.tag, u.size);
   }
 
@@ -201,11 +201,23 @@ export class PointToPoint {
     this.world.check('improbe');
     checkRank(source, this.size, 'source', true);
     checkTag(tag, true);
-    const p2p = this.world.ctx.p2p;
-    const u = p2p.peek(this.p2pCtx, source, tag);
+    const u = this.peekProgressing(source, tag);
     if (u === null) return undefined;
-    p2p.claim(this.p2pCtx, u);
+    this.world.ctx.p2p.claim(this.p2pCtx, u);
     return new Message(this, u.src, u.tag, u.size, u);
+  }
+
+  /**
+   * The queued message iprobe/improbe would report; when none is queued, the
+   * polled rails (shared memory, ofi) are read once and it looks again: a
+   * rank that only polls with iprobe must see a message sent to it (MPI's
+   * progress rule), and those rails deliver only when read.
+   */
+  private peekProgressing(source: number, tag: number): Unexpected | null {
+    const ctx = this.world.ctx;
+    const u = ctx.p2p.peek(this.p2pCtx, source, tag);
+    if (u !== null || !ctx.progress.pollSync()) return u;
+    return ctx.p2p.peek(this.p2pCtx, source, tag);
   }
 
   private startProbe(source: number, tag: number, claim: boolean, what: string): Request {

@@ -60,6 +60,13 @@ cases.push(['allreduce, reduce, scan, exscan: every op x type x size', async () 
       const ex = new T(n).fill(isBig(T) ? 9n : 9);
       await comm.exscan(send, ex, op);
       if (me > 0) same(ex, reference(T, op, n, seed, allRanks.slice(0, me)), `exscan ${op} ${T.name}`);
+      // In place (send and recv one array), as the reductions above may be.
+      const scIn = send.slice();
+      await comm.scan(scIn, scIn, op);
+      same(scIn, sc, `scan ${op} ${T.name} in place`);
+      const exIn = send.slice();
+      await comm.exscan(exIn, exIn, op);
+      if (me > 0) same(exIn, ex, `exscan ${op} ${T.name} in place`);
     }
   }
 }]);

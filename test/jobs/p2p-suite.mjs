@@ -393,6 +393,25 @@ const cases = [
     assert.deepEqual([st.bytes, back[0]], [4, 2 - rank]);
   }],
 
+  ['iprobe and improbe alone, polled in a loop, see a message sent (MPI progress rule)', async () => {
+    if (rank === 1) {
+      await comm.send(new Uint8Array([7]), 0, 890);
+      await comm.send(new Uint8Array([8]), 0, 891);
+    } else if (rank === 0) {
+      const until = Date.now() + 10_000;
+      let st;
+      while ((st = comm.iprobe(1, 890)) === undefined && Date.now() < until) await sleep(1);
+      assert.deepEqual(st, { source: 1, tag: 890, bytes: 1 });
+      await comm.recv(new Uint8Array(1), 1, 890);
+      let m;
+      while ((m = comm.improbe(1, 891)) === undefined && Date.now() < until) await sleep(1);
+      assert.ok(m !== undefined, 'improbe saw the message');
+      const b = new Uint8Array(1);
+      await m.recv(b);
+      assert.equal(b[0], 8);
+    }
+  }],
+
   ['bad arguments throw at the call', async () => {
     const e = throwsWith(() => comm.isend(new Uint8Array(1), size, 0), 'ERR_RANK');
     assert.match(e.message, /not a rank/);

@@ -10,8 +10,17 @@ export async function scanChain(c: CollComm, send: ReduceArray, recv: ReduceArra
   const prefix = c.scratch.take(send, n);
   if (r > 0) {
     await c.recv(bytesOf(prefix), r - 1).wait();
-    if (exclusive) recv.set(prefix as never);
-    reduceInto(op, prefix, send, n);
+    if (exclusive) {
+      // recv takes the prefix before this rank's own vector joins it: a copy
+      // of send first, since recv may be send itself (exscan(a, a, op)).
+      const own = c.scratch.take(send, n);
+      own.set(send as never);
+      recv.set(prefix as never);
+      reduceInto(op, prefix, own, n);
+      c.scratch.give(own);
+    } else {
+      reduceInto(op, prefix, send, n);
+    }
   } else {
     prefix.set(send as never);
   }
