@@ -27,6 +27,15 @@ for (const mode of modes) {
   });
 }
 
+test('a message sent just before its sender finalized is received later by a rank that slept meanwhile, on every rail', async () => {
+  for (const mode of modes) {
+    const job = await railcomm(['run', '-n', '2', ...mode, '--timeout', '30', jobScript('finalize-late-recv.mjs')], { limitMs: 40_000 });
+    const out = `${mode.join(' ')}\n${job.stdout}\n${job.stderr}`;
+    assert.equal(job.code, 0, out);
+    assert.deepEqual(linesWith(job.stdout, 'RESULT').map((l) => l.rest), ['got 1 bytes, tag 7, value 42'], out);
+  }
+});
+
 test('a lane bound but never used, to a peer that finalized first: finalize stays quiet (no "cannot map its inbox")', loadNative() !== null ? {} : { skip: 'no native addon: no shm rail' }, async () => {
   const job = await railcomm(['run', '-n', '2', '--rails', 'shm,self', '--timeout', '30', jobScript('finalize-unwritten.mjs')], { limitMs: 40_000 });
   assert.equal(job.code, 0, job.stdout + job.stderr);

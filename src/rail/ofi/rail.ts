@@ -138,7 +138,7 @@ export class OfiRail implements Rail {
     if (this.opened.contexts > 1) env.log.debug(`ofi (${this.provider}): context ${this.opened.context} of a scalable endpoint of ${this.opened.contexts}, shared with this process's other thread ranks`);
     this.waits = b.watch(this.h, this.onReadable);
     if (!this.waits) env.log.debug(`ofi (${this.provider}): its completion queue has no wait fd (${env.params.ofiWaitFd ? 'the provider offers none' : 'RAILCOMM_OFI_WAIT_FD=0'}): an idle rank looks at it on a timer (every 1-16 ms)`);
-    this.liveness = setInterval(() => this.checkPeers(), LIVENESS_MS);
+    this.liveness = setInterval(this.everyHalfSecond, LIVENESS_MS);
     this.liveness.unref();
     this.sweep();
     // A rank that exits without finalize, or is stopped by a signal, still closes
@@ -438,6 +438,18 @@ export class OfiRail implements Rail {
     const ep = this.endpoints.get(peer);
     if (ep !== undefined && !ep.failed) ep.fail('the wire-up service saw it die', false);
   }
+
+  private readonly everyHalfSecond = (): void => {
+    this.checkPeers();
+    // A rank with nothing outstanding has no wake-up armed here, and the
+    // providers act on what peers sent only when this rank reads its queue:
+    // a peer's connection request, its messages and its BYE would wait,
+    // while the peer's finalize waits 2 s for them and then closes (libfabric
+    // 1.17's shm then crashes this rank's first read of the queue, mapping
+    // the region of a peer that is gone; tcp;ofi_rxm and udp;ofi_rxd lost
+    // the message). So an idle rank reads it every LIVENESS_MS too.
+    if (this.wake === null && !this.closed) while (this.poll()) { /* deliver */ }
+  };
 
   private checkPeers(): void {
     for (const ep of this.endpoints.values()) {
