@@ -9,7 +9,7 @@ import { readdirSync } from 'node:fs';
 import { railcomm, jobScript, caseResults, linesWith } from './jobs.mjs';
 import { needAddon } from '../helpers/requires.mjs';
 
-const CASES = 18;
+const CASES = 19;
 
 async function suite(args, ranks, env = {}) {
   const job = await railcomm(['run', ...args, '--timeout', '150', jobScript('rma-suite.mjs')], { limitMs: 180_000, env: { RMA_STATS: '1', ...env } });

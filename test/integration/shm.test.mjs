@@ -30,7 +30,7 @@ async function suite(args, script, ranks, minCases, env = SHM) {
 const statsOf = (stderr) => linesWith(stderr, 'railcomm stats').map((l) => JSON.parse(l.rest));
 
 test('point-to-point suite, 4 processes over shm; large messages read once (RGET)', shm, async () => {
-  const job = await suite(['-n', '4', '--stats=json'], 'p2p-suite.mjs', 4, 21);
+  const job = await suite(['-n', '4', '--stats=json'], 'p2p-suite.mjs', 4, 23);
   const stats = statsOf(job.stderr);
   assert.equal(stats.length, 4);
   for (const s of stats) {
@@ -50,7 +50,7 @@ test('blocking receives wait at the call on shared memory (2 processes, 2 thread
 });
 
 test('hybrid: 2 processes x 2 threads, tbsm inside a process and shm across (counters)', shm, async () => {
-  const job = await suite(['-n', '4', '--threads-per-process', '2', '--stats=json'], 'p2p-suite.mjs', 4, 21, {});
+  const job = await suite(['-n', '4', '--threads-per-process', '2', '--stats=json'], 'p2p-suite.mjs', 4, 23, {});
   const stats = statsOf(job.stderr);
   assert.deepEqual(stats.map((s) => s.rank).sort(), [0, 1, 2, 3], 'every rank printed its counters');
   for (const s of stats) {
