@@ -11,6 +11,7 @@ import { Request, KIND_COLL, type Status } from '../proto/request.js';
 import { CollectivePlanner, type CollPlan } from './collectives.js';
 import { ScratchPool, type CollComm } from './coll/engine.js';
 import { checkedRun } from './coll/checked.js';
+import { shown } from './checks.js';
 import { SIG_WORDS, refusedSignature } from './coll/check.js';
 import { hash32, type ReduceArray, type ReduceOpName, type UserOp } from './coll/ops.js';
 import * as objects from './objects.js';
@@ -310,10 +311,10 @@ export class Communicator extends PointToPoint {
    * key (then by rank here). A negative color returns null on that rank.
    * Collective over this communicator.
    */
-  async split(color: number, key: number): Promise<Communicator | null> {
+  split(color: number, key: number): Promise<Communicator | null> {
     this.world.check('split');
-    if (!Number.isSafeInteger(color)) throw new RailcommError(ErrorCode.INVALID_ARG, `split: color must be an integer (negative for none), got ${String(color)}`);
-    if (!Number.isSafeInteger(key)) throw new RailcommError(ErrorCode.INVALID_ARG, `split: key must be an integer, got ${String(key)}`);
+    if (!Number.isSafeInteger(color)) throw new RailcommError(ErrorCode.INVALID_ARG, `split: color must be an integer (negative for none), got ${shown(color)}`);
+    if (!Number.isSafeInteger(key)) throw new RailcommError(ErrorCode.INVALID_ARG, `split: key must be an integer, got ${shown(key)}`);
     return this.splitWith('split', color, key, 0, (group, rank, ctx) => new Communicator(this.world, group, rank, ctx, ctx + 1));
   }
 
@@ -338,7 +339,7 @@ export class Communicator extends PointToPoint {
   }
 
   /** A communicator with the same ranks and its own matching space. Collective. */
-  async dup(): Promise<Communicator> {
+  dup(): Promise<Communicator> {
     this.world.check('dup');
     return this.world.serialContext(async () => {
       const all = new Float64Array(this.size);
@@ -360,12 +361,15 @@ export class Communicator extends PointToPoint {
    * around. reorder is accepted and ignored (ranks keep their order).
    * Collective: every rank passes the same arguments.
    */
-  async cartCreate(dims: readonly number[], periods: boolean | readonly boolean[] = false, reorder = false): Promise<CartCommunicator | null> {
+  cartCreate(dims: readonly number[], periods: boolean | readonly boolean[] = false, reorder = false): Promise<CartCommunicator | null> {
     this.world.check('cartCreate');
     const g = checkGrid(dims, periods, this.size, 'cartCreate');
-    if (typeof reorder !== 'boolean') throw new RailcommError(ErrorCode.INVALID_ARG, `cartCreate: reorder must be true or false, got ${String(reorder)}`);
-    const topo = new CartTopology(g.dims, g.periods);
-    const same = hash32(`${g.dims.join('x')}/${g.periods.join(',')}`);
+    if (typeof reorder !== 'boolean') throw new RailcommError(ErrorCode.INVALID_ARG, `cartCreate: reorder must be true or false, got ${shown(reorder)}`);
+    return this.cartOf(new CartTopology(g.dims, g.periods));
+  }
+
+  private async cartOf(topo: CartTopology): Promise<CartCommunicator | null> {
+    const same = hash32(`${topo.dims.join('x')}/${topo.periods.join(',')}`);
     // Imported here: cart-comm.ts extends this module's class, so a static import would be a cycle.
     const { CartCommunicator: Cart } = await import('./cart-comm.js');
     return this.splitWith('cartCreate', this.rank < topo.cells ? 0 : -1, this.rank, same, (group, rank, ctx) => new Cart(this.world, group, rank, ctx, ctx + 1, topo));

@@ -43,12 +43,25 @@ export function init(options: InitOptions = {}): Promise<Communicator> {
   if (options.check !== undefined && typeof options.check !== 'boolean') {
     return Promise.reject(new RailcommError(ErrorCode.INVALID_ARG, `init({ check }): check must be true or false, got ${typeof options.check}`));
   }
+  if (options.params !== undefined && (options.params === null || typeof options.params !== 'object')) {
+    return Promise.reject(new RailcommError(ErrorCode.INVALID_ARG, `init({ params }): params must be an object of parameters by name, such as { eagerLimit: 65536 }, got ${options.params === null ? 'null' : typeof options.params}`));
+  }
+  const asked = JSON.stringify(options);
   if (world === null) {
+    firstOptions = asked;
     world = start(options.check === undefined ? options : { params: { ...options.params, check: options.check } });
     world.then((c) => { started = c; }, () => { world = null; });
+  } else if (asked !== '{}' && asked !== firstOptions && !warnedOptions) {
+    // The same world again: options apply from the first call only. Said once, not thrown (libraries call init() too).
+    warnedOptions = true;
+    log.warn(`init(${asked}): the world was already started with init(${firstOptions}); these options are ignored (every init() returns the first call's world)`);
   }
   return world;
 }
+
+/** The first init()'s options (JSON), and whether a later call with others was warned about. */
+let firstOptions = '{}';
+let warnedOptions = false;
 
 async function start(options: InitOptions): Promise<Communicator> {
   const launch = detectLaunch();

@@ -27,17 +27,10 @@ export class Message {
 
   /** Receive this message into buf (at least `bytes` long, else ERR_TRUNCATE). */
   recv(buf: ArrayBufferView): Promise<Status> {
-    if (this.token === null) {
-      return Promise.reject(new RailcommError(ErrorCode.INVALID_ARG, 'this matched message was already received; a Message is received once'));
-    }
-    try {
-      const bytes = asBytes(buf, 'receive buffer');
-      const p = this.owner.receiveClaimed(bytes, this.token);
-      this.token = null;
-      return p;
-    } catch (e) {
-      // Bad buffer or finalized: the message stays claimed for another try.
-      return Promise.reject(e);
-    }
+    if (this.token === null) throw new RailcommError(ErrorCode.INVALID_ARG, 'this matched message was already received; a Message is received once');
+    // A bad buffer (or a finalized rank) throws at the call, as recv's does: the message stays claimed for another try.
+    const p = this.owner.receiveClaimed(asBytes(buf, 'receive buffer'), this.token);
+    this.token = null;
+    return p;
   }
 }

@@ -117,7 +117,6 @@ export class PointToPoint {
     r.ctx = ctx;
     r.source = this.rank;
     r.tag = tag;
-    r.bytes = bytes.length; // the size at the call: a send that starts later checks its buffer still holds it
     this.world.track(r);
     if (signal !== null) r.bindSignal(signal);
     this.world.ctx.p2p.isend(r, this.group[dest]!);
@@ -174,9 +173,8 @@ export class PointToPoint {
   }
 
   /** Wait until a message matching (source, tag) is queued; it stays queued. */
-  async probe(source: number = ANY_SOURCE, tag: number = ANY_TAG): Promise<Status> {
-    const p = this.startProbe(source, tag, false, 'probe');
-    return p.wait();
+  probe(source: number = ANY_SOURCE, tag: number = ANY_TAG): Promise<Status> {
+    return this.startProbe(source, tag, false, 'probe').wait();
   }
 
   /** The Status of a queued message matching (source, tag), or undefined. */
@@ -189,11 +187,12 @@ export class PointToPoint {
   }
 
   /** Matched probe: wait for a message and take it out of matching; receive it with msg.recv(buf). */
-  async mprobe(source: number = ANY_SOURCE, tag: number = ANY_TAG): Promise<Message> {
+  mprobe(source: number = ANY_SOURCE, tag: number = ANY_TAG): Promise<Message> {
     const p = this.startProbe(source, tag, true, 'mprobe');
-    await p.wait();
-    const u = p.found as Unexpected;
-    return new Message(this, u.src, u.tag, u.size, u);
+    return p.wait().then(() => {
+      const u = p.found as Unexpected;
+      return new Message(this, u.src, u.tag, u.size, u);
+    });
   }
 
   /** Matched probe without waiting: a Message, or undefined when nothing matches now. */
@@ -245,11 +244,8 @@ export class PointToPoint {
   }
 
   /** Receive a message of any size: railcomm allocates the buffer. */
-  async recvBytes(source: number = ANY_SOURCE, tag: number = ANY_TAG): Promise<{ data: Uint8Array; source: number; tag: number }> {
-    const msg = await this.mprobe(source, tag);
-    const data = new Uint8Array(msg.bytes);
-    const st = await msg.recv(data);
-    return { data, source: st.source, tag: st.tag };
+  recvBytes(source: number = ANY_SOURCE, tag: number = ANY_TAG): Promise<{ data: Uint8Array; source: number; tag: number }> {
+    return receiveWhole(this.mprobe(source, tag));
   }
 
   /** Send any structured-cloneable value (v8 serialisation). */
@@ -264,9 +260,8 @@ export class PointToPoint {
     return this.send(bytes, dest, tag);
   }
 
-  async recvObject(source: number = ANY_SOURCE, tag: number = ANY_TAG): Promise<{ value: unknown; source: number; tag: number }> {
-    const m = await this.recvBytes(source, tag);
-    return { value: deserialize(m.data, () => `recvObject: the ${m.data.length}-byte message from rank ${m.source} with tag ${m.tag}`), source: m.source, tag: m.tag };
+  recvObject(source: number = ANY_SOURCE, tag: number = ANY_TAG): Promise<{ value: unknown; source: number; tag: number }> {
+    return this.recvBytes(source, tag).then((m) => ({ value: deserialize(m.data, () => `recvObject: the ${m.data.length}-byte message from rank ${m.source} with tag ${m.tag}`), source: m.source, tag: m.tag }));
   }
 
   /** A buffer in railcomm's shared pool; large sends from it need no staging copy. */
@@ -280,6 +275,14 @@ export class PointToPoint {
       throw allocFailed('alloc', bytes, e);
     }
   }
+}
+
+/** recvBytes after its matched probe: a buffer of the message's size, and the message received into it. */
+async function receiveWhole(probed: Promise<Message>): Promise<{ data: Uint8Array; source: number; tag: number }> {
+  const msg = await probed;
+  const data = new Uint8Array(msg.bytes);
+  const st = await msg.recv(data);
+  return { data, source: st.source, tag: st.tag };
 }
 
 /** sendrecv's completion: the send's failure cancels the receive (it must not fill rbuf later). */

@@ -20,7 +20,7 @@ export function waitAll(reqs: readonly Request[]): Promise<Status[]> {
 /** Resolves with the first request to complete: { index, status }; rejects if that one failed. */
 export function waitAny(reqs: readonly Request[]): Promise<{ index: number; status: Status }> {
   const list = checkRequests(reqs, 'waitAny');
-  if (list.length === 0) return Promise.reject(new RailcommError(ErrorCode.INVALID_ARG, 'waitAny needs at least one request'));
+  if (list.length === 0) throw new RailcommError(ErrorCode.INVALID_ARG, 'waitAny needs at least one request');
   for (let i = 0; i < list.length; i++) {
     if (list[i]!.done) return list[i]!.wait().then((status) => ({ index: i, status }));
   }

@@ -15,7 +15,7 @@ import type { World } from './world.js';
 import type { RmaEngine } from '../proto/rma/engine.js';
 import { sharedThreads } from '../proto/rma/thread-share.js';
 import {
-  RKEY_MAX, SHARE_HOST, SHARE_NONE, SHARE_THREADS, packRkey, unpackRkey, type Region, type RemoteRegion,
+  RKEY_MAX, SHARE_HOST, SHARE_NONE, SHARE_THREADS, packRkey, unpackRkey, type Region, type RemoteRegion, type SharedSegments,
 } from '../proto/rma/region.js';
 import {
   OP_CSWAP, forgetElementViews, OP_NAMES, OP_NO_OP, OP_REPLACE, T_F64, T_I32, T_I64, T_U32, T_U64, TYPE_SIZE, isBitwiseOp, isFloatType, typeOfArray, accumulateOpCode,
@@ -134,20 +134,28 @@ export class Window {
    * issued is complete at its target, and every operation issued to this
    * rank before the other ranks' fence is visible here. Opens the next epoch.
    */
-  async fence(): Promise<void> {
+  fence(): Promise<void> {
     this.live('fence');
+    return this.fenceAfterChecks();
+  }
+
+  private async fenceAfterChecks(): Promise<void> {
     await this.completeAll();
     await this.comm.barrier();
     this.fenceOpen = true;
   }
 
   /** Start a passive-target epoch on target: resolves once its lock is granted (queued, first come first served). */
-  async lock(target: number, mode: LockMode = 'exclusive'): Promise<void> {
+  lock(target: number, mode: LockMode = 'exclusive'): Promise<void> {
     this.live('lock');
     const rr = this.target('lock', target);
     if (mode !== 'exclusive' && mode !== 'shared') throw new RailcommError(ErrorCode.INVALID_ARG, `lock: mode must be 'exclusive' or 'shared', got ${shown(mode)}`);
     if (this.locked[target] !== 0) throw new RailcommError(ErrorCode.INVALID_ARG, `lock: this rank already holds the lock of rank ${target}'s window; unlock it first`);
     this.locked[target] = ACQUIRING;
+    return this.acquire(rr, target, mode);
+  }
+
+  private async acquire(rr: RemoteRegion, target: number, mode: LockMode): Promise<void> {
     try {
       await this.rma.lock(rr.world, rr.id, mode === 'exclusive' ? LOCK_EXCLUSIVE : LOCK_SHARED);
       this.locked[target] = HELD;
@@ -158,10 +166,14 @@ export class Window {
   }
 
   /** End the epoch on target: its operations are complete there, then the lock is released. */
-  async unlock(target: number): Promise<void> {
+  unlock(target: number): Promise<void> {
     this.live('unlock');
     const rr = this.target('unlock', target);
     if (this.locked[target] !== HELD) throw new RailcommError(ErrorCode.INVALID_ARG, `unlock: this rank holds no lock on rank ${target}'s window${this.locked[target] === ACQUIRING ? ' yet (await lock() first)' : ''}`);
+    return this.release(rr, target);
+  }
+
+  private async release(rr: RemoteRegion, target: number): Promise<void> {
     try {
       await this.rma.unlock(rr.world, rr.id);
     } finally {
@@ -199,11 +211,15 @@ export class Window {
   }
 
   /** Collective: complete everything, then release the window on every rank. */
-  async free(): Promise<void> {
+  free(): Promise<void> {
     this.live('free');
     const held = [...this.locked.keys()].filter((r) => this.locked[r] !== 0);
     if (held.length > 0) throw new RailcommError(ErrorCode.INVALID_ARG, `free: this rank still holds locks on ranks ${held.join(', ')}; unlock them first`);
     this.freed = true;
+    return this.freeAfterChecks();
+  }
+
+  private async freeAfterChecks(): Promise<void> {
     await this.completeAll();
     await this.comm.barrier();
     this.rma.deregister(this.region);
@@ -293,8 +309,11 @@ export class Window {
 
 // ---- creation (collective) ---------------------------------------------------
 
+// Both check their arguments at the call (a wrong one throws there, as every
+// call's does) and return the collective creation's promise.
+
 /** comm.window(buf): expose an existing buffer. */
-export async function exposeWindow(comm: Communicator, buf: ArrayBufferView): Promise<Window> {
+export function exposeWindow(comm: Communicator, buf: ArrayBufferView): Promise<Window> {
   comm.world.check('window');
   const bytes = asBytes(buf, 'window buffer');
   const threads = comm.world.ctx.launch.threads >= 2;
@@ -303,7 +322,7 @@ export async function exposeWindow(comm: Communicator, buf: ArrayBufferView): Pr
 }
 
 /** comm.allocWindow(bytes): railcomm allocates zero-filled, 8-byte aligned memory, shared where ranks share a host. */
-export async function allocateWindow(comm: Communicator, size: number): Promise<Window> {
+export function allocateWindow(comm: Communicator, size: number): Promise<Window> {
   comm.world.check('allocWindow');
   checkByteCount(size, 'allocWindow');
   const ctx = comm.world.ctx;
@@ -318,16 +337,7 @@ export async function allocateWindow(comm: Communicator, size: number): Promise<
     } catch (e) {
       throw allocFailed('allocWindow', size, e);
     }
-    // Until every rank mapped it (createWindow removes the name), a signal must not leave it behind.
-    const release = cleanupOnSignal(() => segs.shmUnlink(name));
-    try {
-      return await createWindow(comm, { bytes: new Uint8Array(sab, 0, size), share: SHARE_HOST, segment: name });
-    } catch (e) {
-      segs.shmUnlink(name); // a window that was not made leaves no name behind (once unlinked, again is harmless)
-      throw e;
-    } finally {
-      release();
-    }
+    return windowOnSegment(comm, segs, name, new Uint8Array(sab, 0, size));
   }
   let bytes: Uint8Array;
   try {
@@ -339,6 +349,20 @@ export async function allocateWindow(comm: Communicator, size: number): Promise<
 }
 
 let nextSegment = 0;
+
+/** A window over a new /dev/shm segment: its name goes once every rank mapped it, or if the window is not made. */
+async function windowOnSegment(comm: Communicator, segs: SharedSegments, name: string, bytes: Uint8Array): Promise<Window> {
+  // Until every rank mapped it (createWindow removes the name), a signal must not leave it behind.
+  const release = cleanupOnSignal(() => segs.shmUnlink(name));
+  try {
+    return await createWindow(comm, { bytes, share: SHARE_HOST, segment: name });
+  } catch (e) {
+    segs.shmUnlink(name); // a window that was not made leaves no name behind (once unlinked, again is harmless)
+    throw e;
+  } finally {
+    release();
+  }
+}
 
 async function createWindow(comm: Communicator, a: Allocation): Promise<Window> {
   const ctx = comm.world.ctx;

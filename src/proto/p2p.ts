@@ -127,6 +127,7 @@ export class PointToPoint implements Canceller {
     const ep = this.host.endpointFor(dest);
     if (ep.failure !== null) { req.fail(ep.failure); return; }
     req.peerWorld = dest;
+    // The size at the call: what the send completes with, and what a send that starts later checks its buffer still holds.
     req.bytes = req.buf.length;
     if (ep.lane === null || ep.hasPending) {
       // It must queue (peer not resolved yet, or sends ahead of it wait for

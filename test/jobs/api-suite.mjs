@@ -5,7 +5,7 @@
 //   railcomm run -n P [--threads] [--rails tcp] test/jobs/api-suite.mjs
 // Every rank computes every rank's input, so each checks its result alone.
 
-import { init, op, dimsCreate, waitAll, waitSome, testAll, testAny, CartCommunicator } from '../../dist/index.js';
+import { init, op, dimsCreate, waitAll, waitAny, waitSome, testAll, testAny, CartCommunicator } from '../../dist/index.js';
 import { runCases, assert, throwsWith, rejectsWith } from './harness.mjs';
 
 const comm = await init();
@@ -266,14 +266,14 @@ const cases = [
     throwsWith(() => op(() => {}, { commutative: 'yes' }), 'ERR_INVALID_ARG');
     throwsWith(() => comm.abort(0), 'ERR_INVALID_ARG');
     throwsWith(() => comm.abort('3'), 'ERR_INVALID_ARG');
-    await rejectsWith(comm.cartCreate([p + 1], true), 'ERR_INVALID_ARG');
-    await rejectsWith(comm.cartCreate([p], [true, false]), 'ERR_INVALID_ARG');
-    await rejectsWith(comm.cartCreate([p], true, 'no'), 'ERR_INVALID_ARG');
+    await rejectsWith(() => comm.cartCreate([p + 1], true), 'ERR_INVALID_ARG');
+    await rejectsWith(() => comm.cartCreate([p], [true, false]), 'ERR_INVALID_ARG');
+    await rejectsWith(() => comm.cartCreate([p], true, 'no'), 'ERR_INVALID_ARG');
     // Values shown as they are: a string quoted, not printed as the number it looks like.
     assert.match(throwsWith(() => comm.alloc('8'), 'ERR_INVALID_ARG').message, /alloc\('8'\)/);
     assert.match(throwsWith(() => comm.alloc(2 ** 53), 'ERR_INVALID_ARG').message, /expected a byte count/);
     assert.match(throwsWith(() => comm.alloc(2 ** 50), 'ERR_INVALID_ARG').message, /at most \d+ bytes/);
-    await rejectsWith(comm.allocWindow(2 ** 50), 'ERR_INVALID_ARG');
+    await rejectsWith(() => comm.allocWindow(2 ** 50), 'ERR_INVALID_ARG');
     // A signal is anything of AbortSignal's shape (RequestOptions.signal: AbortSignalLike).
     const like = { aborted: false, reason: undefined, addEventListener() {}, removeEventListener() {} };
     const r = comm.irecv(new Uint8Array(1), 0, 9999, { signal: like });
@@ -293,6 +293,24 @@ const cases = [
     const [left, right] = [(comm.rank + p - 1) % p, (comm.rank + 1) % p];
     const e6 = await rejectsWith(Promise.all([comm.recvObject(left, 4242), comm.send(new Uint8Array([1, 2, 3]), right, 4242)]), 'ERR_INVALID_ARG');
     assert.match(e6.message, /not a value serialised by railcomm/);
+    // Calls that return a promise throw at the call too: with wrong arguments there is nothing to await.
+    throwsWith(() => comm.probe('1', 0), 'ERR_RANK');
+    throwsWith(() => comm.mprobe(0, -5), 'ERR_TAG');
+    throwsWith(() => comm.recvBytes(p, 0), 'ERR_RANK');
+    throwsWith(() => comm.recvObject(0, 'x'), 'ERR_TAG');
+    throwsWith(() => comm.split(1.5, 0), 'ERR_INVALID_ARG');
+    throwsWith(() => comm.split(0, 'k'), 'ERR_INVALID_ARG');
+    throwsWith(() => comm.cartCreate([p], true, 'no'), 'ERR_INVALID_ARG');
+    throwsWith(() => comm.window('buf'), 'ERR_INVALID_ARG');
+    throwsWith(() => comm.allocWindow(-1), 'ERR_INVALID_ARG');
+    throwsWith(() => waitAny([]), 'ERR_INVALID_ARG');
+    const w = await comm.allocWindow(8);
+    throwsWith(() => w.lock(p), 'ERR_RANK');
+    throwsWith(() => w.lock(0, 'both'), 'ERR_INVALID_ARG');
+    throwsWith(() => w.unlock(0), 'ERR_INVALID_ARG');
+    await w.free();
+    throwsWith(() => w.fence(), 'ERR_INVALID_ARG');
+    throwsWith(() => w.free(), 'ERR_INVALID_ARG');
     // accumulate applies at the target: a user-defined op is refused, saying so.
     const win = await comm.allocWindow(8);
     await win.fence();

@@ -137,7 +137,7 @@ const cases = [
     throwsWith(() => cuda.wrap(d.ptr, 5, Float32Array), 'ERR_INVALID_ARG'); // past its end
     const w = cuda.wrap(d.ptr + 4n, 2, Float32Array);
     assert.equal(w.byteLength, 8);
-    await rejectsWith(comm.window(d), 'ERR_INVALID_ARG');
+    await rejectsWith(() => comm.window(d), 'ERR_INVALID_ARG');
     const big = cuda.alloc(1 << 20);
     const r = comm.irecv(big, peer, 99);
     throwsWith(() => big.free(), 'ERR_INVALID_ARG'); // a pending request moves it
