@@ -68,8 +68,14 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
       this.inflightHead = 0;
     }
     if (item !== undefined) {
-      if ('railComplete' in item) item.railComplete(err ? this.connError(`write failed: ${err.message}`, err) : null);
-      else this.rail.batches.put(item);
+      if ('railComplete' in item) {
+        // Node completes the writes a destroyed socket still held without an
+        // error (stream_base_commons onWriteComplete: "if (stream.destroyed)
+        // callback(null)"): a peer that died mid-stream made a large send look
+        // delivered. Such a write did not go out.
+        if (!err && (this.sock === null || this.sock.destroyed)) item.railComplete(this.connError(`connection to ${this.peerAddress || this.remote} lost before this write went out`));
+        else item.railComplete(err ? this.connError(`write failed: ${err.message}`, err) : null);
+      } else this.rail.batches.put(item);
     }
     // Frames that queued up behind the writes in flight go out together now.
     if (this.batchLen > 0 && this.inflightHead === this.inflight.length && this.sock !== null) this.flushBatch();
