@@ -4,7 +4,7 @@
 // algorithm does). Every rank must call collectives in the same order.
 
 import { RailcommError, ErrorCode } from '../core/errors.js';
-import { describe, isDetached } from '../core/bytes.js';
+import { asBytes, describe, isDetached } from '../core/bytes.js';
 import type { Params } from '../core/params.js';
 import type { Logger } from '../core/log.js';
 import { checkOp, isCommutative, isReduceArray, type ReduceOp, type ReduceArray } from './coll/ops.js';
@@ -23,14 +23,6 @@ const invalid = (m: string): RailcommError => new RailcommError(ErrorCode.INVALI
 export function checkArray(v: unknown, what: string): ReduceArray {
   if (!isReduceArray(v)) throw invalid(`${what} must be a typed array (Float64Array, Int32Array, ...), got ${describe(v)}`);
   if (v.length === 0 && isDetached(v.buffer)) throw detached(what);
-  return v;
-}
-
-/** A buffer a collective moves as bytes (bcast): any ArrayBufferView whose buffer is not detached. */
-export function checkView(v: unknown, what: string): ArrayBufferView {
-  if (!ArrayBuffer.isView(v)) throw invalid(`${what} must be an ArrayBufferView, got ${describe(v)}`);
-  // A detached buffer reads as zero bytes (byteLength is a call on Node 20: a Uint8Array's length is not).
-  if ((v instanceof Uint8Array ? v.length : v.byteLength) === 0 && isDetached(v.buffer)) throw detached(what);
   return v;
 }
 
@@ -126,9 +118,10 @@ export class CollectivePlanner {
   }
 
   bcast(buf: unknown, root: unknown, name = 'bcast'): CollPlan {
-    const view = checkView(buf, `${name}: buf`);
+    // A view of any type, refused if it is none or its buffer was detached (as a send's is).
+    const bytes = asBytes(buf as ArrayBufferView, `${name}: buf`);
+    const view = buf as ArrayBufferView;
     const rt = checkRoot(root, this.size, name);
-    const bytes = view instanceof Uint8Array ? view : new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
     const sh = this.viaShared(bytes.length);
     const plan: CollPlan = sh !== null ? sharedPlan(name, sh, () => sh.bcast(bytes, rt)) : { name, algorithm: 'binomial tree', run: (c) => bcastBinomial(c, bytes, rt) };
     // byteLength is a call on Node 20 (core/bytes.ts): only when the signature is wanted.

@@ -8,7 +8,8 @@
 // attached segment build no plan: nothing is allocated per call.
 
 import type { CollectivePlanner, CollPlan } from '../collectives.js';
-import { checkArray, checkRoot, checkView } from '../collectives.js';
+import { checkArray, checkRoot } from '../collectives.js';
+import { asBytes } from '../../core/bytes.js';
 import type { World } from '../world.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { checkOp, isCommutative, type ReduceArray, type ReduceOpName, type UserOp } from './ops.js';
@@ -82,9 +83,8 @@ export class SyncCollectives {
     const what = 'bcastSync';
     const sh = this.fast(what, 'await comm.bcast()');
     if (sh !== null) {
-      checkView(buf, 'bcast: buf');
+      const bytes = asBytes(buf, 'bcast: buf');
       const rt = checkRoot(root, this.h.size, 'bcast');
-      const bytes = buf instanceof Uint8Array ? buf : new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
       if (this.h.planner.viaShared(bytes.length) !== null) {
         this.enterFast(sh, what);
         try { SharedCollectives.syncLeak(sh.bcast(bytes, rt)); } finally { sh.endSync(); }
