@@ -215,7 +215,6 @@ export class PointToPoint implements Canceller {
       encodeMatchHeader(v, req.ctx, req.source, req.tag, seq, ep.takeOwed());
       req.railPending++;
       req.progressBytes = len;
-      req.bytes = len;
       const st = lane.sendZcopy(AM_EAGER, this.scratch, EAGER_HDR, req.buf, req);
       if (st === NO_RESOURCE) return ProtoEndpoint.op(AM_EAGER, this.scratch, EAGER_HDR, req.buf, true, req);
       return null;

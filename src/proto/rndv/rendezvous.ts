@@ -63,8 +63,7 @@ export class Rendezvous {
     this.sends.set(id, req);
     ep.sendsActive.add(req);
     const v = this.out.view;
-    // The size announced: what the send completes with, and what its buffer must still hold when the data goes.
-    req.bytes = req.buf.length;
+    // req.bytes: the size at the call (p2p.isend), what the send completes with and its buffer must still hold.
     encodeRts(v, req.ctx, req.source, req.tag, seq, ep.takeOwed(), id, req.bytes);
     const am = this.singleCopy.encodePlan(plan, ep, req, v);
     const hdrLen = rtsHeaderLength(am);
