@@ -12,7 +12,7 @@ export { Message } from './comm/message.js';
 export { Window, type AtomicType, type AccumulateOp, type FetchOp, type LockMode } from './comm/window.js';
 export { waitAll, waitAny, waitSome, testAll, testAny } from './comm/wait.js';
 export { Request, type Status } from './proto/request.js';
-export { ANY_SOURCE, ANY_TAG } from './proto/matching.js';
+export { ANY_SOURCE, ANY_TAG, PROC_NULL } from './proto/matching.js';
 export { RailcommError, ErrorCode, type ErrorCodeName } from './core/errors.js';
 export { PARAMS, describeParams, type ParamOptions } from './core/params.js';
 export { cuda } from './cuda/api.js';

@@ -5,6 +5,7 @@
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import { describe } from '../core/bytes.js';
 import { kindOf } from './checks.js';
+import { PROC_NULL } from '../proto/matching.js';
 
 const invalid = (m: string): RailcommError => new RailcommError(ErrorCode.INVALID_ARG, m);
 
@@ -91,10 +92,14 @@ export function checkGrid(dims: unknown, periods: unknown, size: number, what: s
   return { dims: d, periods: p };
 }
 
-/** Neighbours along one dimension: who sends to this rank, and to whom it sends; null beyond a non-periodic edge. */
+/**
+ * Neighbours along one dimension: who sends to this rank, and to whom it
+ * sends; PROC_NULL beyond a non-periodic edge (a send or receive naming it
+ * does nothing, so a halo exchange needs no branch there).
+ */
 export interface Shift {
-  readonly source: number | null;
-  readonly dest: number | null;
+  readonly source: number;
+  readonly dest: number;
 }
 
 /** The grid of a Cartesian communicator: rank r sits at coordinates coordsOf(r), row-major. */
@@ -162,9 +167,9 @@ export class CartTopology {
     if (typeof disp !== 'number' || !Number.isSafeInteger(disp)) throw invalid(`shift(dim, disp): disp ${kindOf(disp)}; pass a displacement such as 1 or -1`);
     const at = [...coords];
     at[dim] = coords[dim]! + disp;
-    const dest = this.rankAt(at);
+    const dest = this.rankAt(at) ?? PROC_NULL;
     at[dim] = coords[dim]! - disp;
-    const source = this.rankAt(at);
+    const source = this.rankAt(at) ?? PROC_NULL;
     return Object.freeze({ source, dest });
   }
 }

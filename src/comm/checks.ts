@@ -3,7 +3,7 @@
 
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import { describe } from '../core/bytes.js';
-import { ANY_SOURCE, ANY_TAG } from '../proto/matching.js';
+import { ANY_SOURCE, ANY_TAG, PROC_NULL } from '../proto/matching.js';
 import type { AbortSignalLike } from '../core/signal.js';
 import { constants } from 'node:buffer';
 
@@ -20,8 +20,14 @@ export function checkRank(r: unknown, size: number, what: string, allowAny: bool
   return r;
 }
 
-function badRank(r: unknown, size: number, what: string, allowAny: boolean, suffix: string): never {
-  const range = `0..${size - 1}${allowAny ? ' or ANY_SOURCE' : ''}`;
+/** A point-to-point peer: a rank, PROC_NULL (the call moves nothing), or with allowAny ANY_SOURCE. */
+export function checkPeer(r: unknown, size: number, what: string, allowAny: boolean): number {
+  if (typeof r !== 'number' || !Number.isInteger(r) || r >= size || (r < 0 && r !== PROC_NULL && !(allowAny && r === ANY_SOURCE))) badRank(r, size, what, allowAny, '', true);
+  return r;
+}
+
+function badRank(r: unknown, size: number, what: string, allowAny: boolean, suffix: string, procNull = false): never {
+  const range = `0..${size - 1}${procNull ? (allowAny ? ', PROC_NULL or ANY_SOURCE' : ' or PROC_NULL') : allowAny ? ' or ANY_SOURCE' : ''}`;
   if (typeof r !== 'number' || !Number.isInteger(r)) throw new RailcommError(ErrorCode.RANK, `${what}${suffix} ${kindOf(r)}; pass a rank as an integer (${range})`);
   throw new RailcommError(ErrorCode.RANK, `${what}${suffix} ${r} is not a rank of this communicator (${range})`);
 }

@@ -5,10 +5,11 @@
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import type { AbortSignalLike } from '../core/signal.js';
 import { asBytes, DeviceBuffer } from '../core/bytes.js';
-import { ANY_SOURCE, ANY_TAG } from '../proto/matching.js';
+import { ANY_SOURCE, ANY_TAG, PROC_NULL } from '../proto/matching.js';
 import { Request, KIND_PROBE, KIND_RECV, KIND_SEND, statusOf, type Status } from '../proto/request.js';
 import type { Unexpected } from '../proto/p2p.js';
-import { allocFailed, checkByteCount, checkRank, checkSignal, checkTag } from './checks.js';
+import { allocFailed, checkByteCount, checkPeer, checkSignal, checkTag } from './checks.js';
+import { NO_PROC_TOKEN, NULL_STATUS, nullDone, nullRequest } from './proc-null.js';
 import { Message } from './message.js';
 import { deserialize, serialize, type World } from './world.js';
 import { SettledStatus } from './settled-status.js';
@@ -60,8 +61,9 @@ export class PointToPoint {
     this.world.check('send');
     if (!(buf instanceof Uint8Array) && buf instanceof DeviceBuffer) return this.deviceSend(buf, dest, tag, null).wait();
     const bytes = asBytes(buf, 'send buffer');
-    checkRank(dest, this.size, 'destination', false);
+    checkPeer(dest, this.size, 'destination', false);
     checkTag(tag, false);
+    if (dest === PROC_NULL) return nullDone();
     // Small messages the rail takes at once complete without a Request.
     if (this.world.ctx.p2p.sendNow(bytes, this.group[dest]!, this.p2pCtx, this.rank, tag)) {
       this.world.ctx.progress.completedAtOnce();
@@ -75,8 +77,9 @@ export class PointToPoint {
     this.world.check('recv');
     if (!(buf instanceof Uint8Array) && buf instanceof DeviceBuffer) return this.deviceRecv(buf, source, tag, null).wait();
     const bytes = asBytes(buf, 'receive buffer');
-    checkRank(source, this.size, 'source', true);
+    checkPeer(source, this.size, 'source', true);
     checkTag(tag, true);
+    if (source === PROC_NULL) return nullDone();
     // A small message that is already here completes without a Request.
     const ctx = this.world.ctx;
     const p2p = ctx.p2p;
@@ -95,9 +98,10 @@ export class PointToPoint {
     this.world.check('isend');
     if (!(buf instanceof Uint8Array) && buf instanceof DeviceBuffer) return this.deviceSend(buf, dest, tag, checkSignal(opts));
     const bytes = asBytes(buf, 'send buffer');
-    checkRank(dest, this.size, 'destination', false);
+    checkPeer(dest, this.size, 'destination', false);
     checkTag(tag, false);
     const signal = checkSignal(opts);
+    if (dest === PROC_NULL) return nullRequest(KIND_SEND);
     return this.startSend(bytes, dest, tag, this.p2pCtx, signal);
   }
 
@@ -105,9 +109,10 @@ export class PointToPoint {
     this.world.check('irecv');
     if (!(buf instanceof Uint8Array) && buf instanceof DeviceBuffer) return this.deviceRecv(buf, source, tag, checkSignal(opts));
     const bytes = asBytes(buf, 'receive buffer');
-    checkRank(source, this.size, 'source', true);
+    checkPeer(source, this.size, 'source', true);
     checkTag(tag, true);
     const signal = checkSignal(opts);
+    if (source === PROC_NULL) return nullRequest(KIND_RECV);
     return this.startRecv(bytes, source, tag, this.p2pCtx, signal);
   }
 
@@ -137,14 +142,16 @@ export class PointToPoint {
 
   /** A device array (src/cuda/p2p.ts): the same argument checks, then the device datapaths. */
   private deviceSend(buf: DeviceBuffer, dest: number, tag: number, signal: AbortSignalLike | null): Request {
-    checkRank(dest, this.size, 'destination', false);
+    checkPeer(dest, this.size, 'destination', false);
     checkTag(tag, false);
+    if (dest === PROC_NULL) return nullRequest(KIND_SEND);
     return deviceIsend(this.deviceLink(), buf as DeviceArray, dest, tag, this.p2pCtx, signal);
   }
 
   private deviceRecv(buf: DeviceBuffer, source: number, tag: number, signal: AbortSignalLike | null): Request {
-    checkRank(source, this.size, 'source', true);
+    checkPeer(source, this.size, 'source', true);
     checkTag(tag, true);
+    if (source === PROC_NULL) return nullRequest(KIND_RECV);
     return deviceIrecv(this.deviceLink(), buf as DeviceArray, source, tag, this.p2pCtx, signal);
   }
 
@@ -162,26 +169,28 @@ export class PointToPoint {
   sendrecv(sbuf: ArrayBufferView, dest: number, sendTag: number, rbuf: ArrayBufferView, source: number = ANY_SOURCE, recvTag: number = ANY_TAG): Promise<Status> {
     this.world.check('sendrecv');
     const sb = asBytes(sbuf, 'send buffer');
-    checkRank(dest, this.size, 'destination', false);
+    checkPeer(dest, this.size, 'destination', false);
     checkTag(sendTag, false);
     const rb = asBytes(rbuf, 'receive buffer');
-    checkRank(source, this.size, 'source', true);
+    checkPeer(source, this.size, 'source', true);
     checkTag(recvTag, true);
-    const r = this.startRecv(rb, source, recvTag, this.p2pCtx, null);
-    const s = this.startSend(sb, dest, sendTag, this.p2pCtx, null);
+    const r = source === PROC_NULL ? nullRequest(KIND_RECV) : this.startRecv(rb, source, recvTag, this.p2pCtx, null);
+    const s = dest === PROC_NULL ? nullRequest(KIND_SEND) : this.startSend(sb, dest, sendTag, this.p2pCtx, null);
     return bothDone(s, r);
   }
 
   /** Wait until a message matching (source, tag) is queued; it stays queued. */
   probe(source: number = ANY_SOURCE, tag: number = ANY_TAG): Promise<Status> {
-    return this.startProbe(source, tag, false, 'probe').wait();
+    const p = this.startProbe(source, tag, false, 'probe');
+    return source === PROC_NULL ? nullDone() : p.wait();
   }
 
   /** The Status of a queued message matching (source, tag), or undefined. */
   iprobe(source: number = ANY_SOURCE, tag: number = ANY_TAG): Status | undefined {
     this.world.check('iprobe');
-    checkRank(source, this.size, 'source', true);
+    checkPeer(source, this.size, 'source', true);
     checkTag(tag, true);
+    if (source === PROC_NULL) return NULL_STATUS;
     const u = this.peekProgressing(source, tag);
     return u === null ? undefined : statusOf(u.src, u.tag, u.size);
   }
@@ -189,6 +198,7 @@ export class PointToPoint {
   /** Matched probe: wait for a message and take it out of matching; receive it with msg.recv(buf). */
   mprobe(source: number = ANY_SOURCE, tag: number = ANY_TAG): Promise<Message> {
     const p = this.startProbe(source, tag, true, 'mprobe');
+    if (source === PROC_NULL) return Promise.resolve(new Message(this, PROC_NULL, ANY_TAG, 0, NO_PROC_TOKEN));
     return p.wait().then(() => {
       const u = p.found as Unexpected;
       return new Message(this, u.src, u.tag, u.size, u);
@@ -198,8 +208,9 @@ export class PointToPoint {
   /** Matched probe without waiting: a Message, or undefined when nothing matches now. */
   improbe(source: number = ANY_SOURCE, tag: number = ANY_TAG): Message | undefined {
     this.world.check('improbe');
-    checkRank(source, this.size, 'source', true);
+    checkPeer(source, this.size, 'source', true);
     checkTag(tag, true);
+    if (source === PROC_NULL) return new Message(this, PROC_NULL, ANY_TAG, 0, NO_PROC_TOKEN);
     const u = this.peekProgressing(source, tag);
     if (u === null) return undefined;
     this.world.ctx.p2p.claim(this.p2pCtx, u);
@@ -219,10 +230,12 @@ export class PointToPoint {
     return ctx.p2p.peek(this.p2pCtx, source, tag);
   }
 
+  /** A waiting probe (PROC_NULL: checked, and nothing waits). */
   private startProbe(source: number, tag: number, claim: boolean, what: string): Request {
     this.world.check(what);
-    checkRank(source, this.size, 'source', true);
+    checkPeer(source, this.size, 'source', true);
     checkTag(tag, true);
+    if (source === PROC_NULL) return nullRequest(KIND_PROBE);
     const p = new Request(KIND_PROBE, EMPTY);
     p.ctx = this.p2pCtx;
     p.matchSrc = source;
@@ -236,6 +249,7 @@ export class PointToPoint {
   /** @internal Receive a message claimed by mprobe/improbe. */
   receiveClaimed(buf: Uint8Array, token: unknown): Promise<Status> {
     this.world.check('Message.recv');
+    if (token === NO_PROC_TOKEN) return nullDone();
     const r = new Request(KIND_RECV, buf);
     r.ctx = this.p2pCtx;
     this.world.track(r);
@@ -261,7 +275,7 @@ export class PointToPoint {
   }
 
   recvObject(source: number = ANY_SOURCE, tag: number = ANY_TAG): Promise<{ value: unknown; source: number; tag: number }> {
-    return this.recvBytes(source, tag).then((m) => ({ value: deserialize(m.data, () => `recvObject: the ${m.data.length}-byte message from rank ${m.source} with tag ${m.tag}`), source: m.source, tag: m.tag }));
+    return this.recvBytes(source, tag).then((m) => ({ value: m.source === PROC_NULL ? undefined : deserialize(m.data, () => `recvObject: the ${m.data.length}-byte message from rank ${m.source} with tag ${m.tag}`), source: m.source, tag: m.tag }));
   }
 
   /** A buffer in railcomm's shared pool; large sends from it need no staging copy. */

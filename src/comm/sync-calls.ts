@@ -6,14 +6,15 @@
 // (so messages from one sender keep their order whichever call sent them).
 
 import { asBytes } from '../core/bytes.js';
-import { ANY_SOURCE } from '../proto/matching.js';
+import { ANY_SOURCE, PROC_NULL } from '../proto/matching.js';
 import { QUEUED } from '../proto/at-call.js';
 import type { Request, Status } from '../proto/request.js';
 import type { Communicator } from './communicator.js';
 import type { World } from './world.js';
 import type { PointToPoint } from '../proto/p2p.js';
 import type { Progress } from '../proto/progress.js';
-import { checkRank, checkTag } from './checks.js';
+import { checkPeer, checkTag } from './checks.js';
+import { NULL_STATUS } from './proc-null.js';
 import { SyncEngine, StatusCache } from './sync.js';
 import type { ScratchPool } from './coll/engine.js';
 import type { SyncComm } from './coll/sync-p2p.js';
@@ -86,8 +87,9 @@ export class SyncCalls {
   sendSync(buf: ArrayBufferView, dest: number, tag: number): Status {
     this.world.check('sendSync');
     const bytes = asBytes(buf, 'send buffer');
-    checkRank(dest, this.size, 'destination', false);
+    checkPeer(dest, this.size, 'destination', false);
     checkTag(tag, false);
+    if (dest === PROC_NULL) return NULL_STATUS;
     const w = this.group[dest]!;
     this.engine.need(w, dest, 'sendSync', 'await comm.send()');
     this.sendOn(bytes, w, dest, tag, this.p2pCtx, 'sendSync');
@@ -97,8 +99,9 @@ export class SyncCalls {
   recvSync(buf: ArrayBufferView, source: number, tag: number): Status {
     this.world.check('recvSync');
     const bytes = asBytes(buf, 'receive buffer');
-    checkRank(source, this.size, 'source', true);
+    checkPeer(source, this.size, 'source', true);
     checkTag(tag, true);
+    if (source === PROC_NULL) return NULL_STATUS;
     return this.recvOn(bytes, source, tag, this.p2pCtx, 'recvSync');
   }
 
@@ -106,11 +109,12 @@ export class SyncCalls {
     const h = this.h, comm = h.comm;
     comm.world.check('sendrecvSync');
     const sb = asBytes(sbuf, 'send buffer');
-    checkRank(dest, comm.size, 'destination', false);
+    checkPeer(dest, comm.size, 'destination', false);
     checkTag(sendTag, false);
     const rb = asBytes(rbuf, 'receive buffer');
-    checkRank(source, comm.size, 'source', true);
+    checkPeer(source, comm.size, 'source', true);
     checkTag(recvTag, true);
+    if (dest === PROC_NULL) return source === PROC_NULL ? NULL_STATUS : this.recvOn(rb, source, recvTag, h.p2pCtx, 'sendrecvSync');
     const w = h.group[dest]!;
     this.engine.need(w, dest, 'sendrecvSync', 'await comm.sendrecv()');
     // The send starts without waiting: a large one moves while this rank waits for its receive.
@@ -118,7 +122,7 @@ export class SyncCalls {
     let s: Request | null = null;
     if (ctx.p2p.sendNow(sb, w, h.p2pCtx, comm.rank, sendTag)) ctx.progress.completedAtOnce();
     else s = h.startSend(sb, dest, sendTag, h.p2pCtx);
-    const st = this.recvOn(rb, source, recvTag, h.p2pCtx, 'sendrecvSync');
+    const st = source === PROC_NULL ? NULL_STATUS : this.recvOn(rb, source, recvTag, h.p2pCtx, 'sendrecvSync');
     if (s !== null) this.engine.waitRequest(s, w, null, 'sendrecvSync', dest, sendTag);
     return st;
   }

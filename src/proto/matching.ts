@@ -7,6 +7,8 @@ import { List, type Linked } from './list.js';
 
 export const ANY_SOURCE = -1;
 export const ANY_TAG = -1;
+/** MPI_PROC_NULL: a peer that is no one; a send or receive naming it completes at once, moving nothing. */
+export const PROC_NULL = -2;
 
 /** A posted receive (or waiting probe). */
 export interface Posted extends Linked {

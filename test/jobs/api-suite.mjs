@@ -5,7 +5,7 @@
 //   railcomm run -n P [--threads] [--rails tcp] test/jobs/api-suite.mjs
 // Every rank computes every rank's input, so each checks its result alone.
 
-import { init, op, dimsCreate, waitAll, waitAny, waitSome, testAll, testAny, CartCommunicator } from '../../dist/index.js';
+import { init, op, dimsCreate, waitAll, waitAny, waitSome, testAll, testAny, CartCommunicator, PROC_NULL, ANY_TAG } from '../../dist/index.js';
 import { runCases, assert, throwsWith, rejectsWith } from './harness.mjs';
 
 const comm = await init();
@@ -165,8 +165,8 @@ const cases = [
     const s0 = cart.shift(0, 1);
     assert.deepEqual(s0, { source: cart.rankOf([x - 1, y]), dest: cart.rankOf([x + 1, y]) }, 'dimension 0 wraps');
     const s1 = cart.shift(1, 1);
-    assert.equal(s1.dest, y + 1 < dims[1] ? cart.rankOf([x, y + 1]) : null, 'dimension 1 ends');
-    assert.equal(s1.source, y > 0 ? cart.rankOf([x, y - 1]) : null);
+    assert.equal(s1.dest, y + 1 < dims[1] ? cart.rankOf([x, y + 1]) : PROC_NULL, 'dimension 1 ends');
+    assert.equal(s1.source, y > 0 ? cart.rankOf([x, y - 1]) : PROC_NULL);
     assert.deepEqual(cart.shift(1, -1), { source: s1.dest, dest: s1.source });
     throwsWith(() => cart.rankOf([0, dims[1]]), 'ERR_RANK');
     throwsWith(() => cart.shift(2, 1), 'ERR_INVALID_ARG');
@@ -211,6 +211,44 @@ const cases = [
         assert.equal(u[(k + 1) * W + N + 1], f(cx * N + k, cy * N + N), `east halo ${k}`);
       }
     }
+  }],
+  ['PROC_NULL: every point-to-point call naming it completes at once and moves nothing', async () => {
+    const none = { source: PROC_NULL, tag: ANY_TAG, bytes: 0 };
+    const buf = new Uint8Array([7, 7, 7]);
+    assert.deepEqual(await comm.send(buf, PROC_NULL, 3), none);
+    assert.deepEqual(await comm.recv(buf, PROC_NULL, 3), none);
+    assert.deepEqual(await comm.recv(buf, PROC_NULL), none);
+    const reqs = [comm.isend(buf, PROC_NULL, 1), comm.irecv(buf, PROC_NULL, ANY_TAG, { signal: new AbortController().signal })];
+    assert.ok(reqs.every((r) => r.done));
+    assert.deepEqual(testAll(reqs), [none, none]);
+    assert.deepEqual(await comm.sendrecv(buf, PROC_NULL, 1, buf, PROC_NULL, 2), none);
+    assert.deepEqual(await comm.probe(PROC_NULL), none);
+    assert.deepEqual(comm.iprobe(PROC_NULL, 4), none);
+    const m = await comm.mprobe(PROC_NULL);
+    assert.equal(m.source, PROC_NULL); assert.equal(m.bytes, 0);
+    assert.deepEqual(await m.recv(buf), none);
+    assert.deepEqual(await comm.improbe(PROC_NULL).recv(buf), none);
+    assert.deepEqual(await comm.recvBytes(PROC_NULL), { data: new Uint8Array(0), source: PROC_NULL, tag: ANY_TAG });
+    assert.deepEqual(await comm.recvObject(PROC_NULL), { value: undefined, source: PROC_NULL, tag: ANY_TAG });
+    assert.deepEqual(await comm.sendObject({ a: 1 }, PROC_NULL), none);
+    // The synchronous calls need no rail for it, so they work over tcp too.
+    assert.deepEqual(comm.sendSync(buf, PROC_NULL, 0), none);
+    assert.deepEqual(comm.recvSync(buf, PROC_NULL, 0), none);
+    assert.deepEqual(comm.sendrecvSync(buf, PROC_NULL, 0, buf, PROC_NULL, 0), none);
+    assert.deepEqual([...buf], [7, 7, 7], 'nothing was written');
+    // Checks still run: a bad buffer or tag throws, and other negatives are not ranks.
+    throwsWith(() => comm.send(5, PROC_NULL), 'ERR_INVALID_ARG');
+    throwsWith(() => comm.isend(buf, PROC_NULL, -3), 'ERR_TAG');
+    throwsWith(() => comm.send(buf, -3), 'ERR_RANK');
+    throwsWith(() => comm.send(buf, -1), 'ERR_RANK');  // ANY_SOURCE is not a destination
+    throwsWith(() => comm.bcast(buf, PROC_NULL), 'ERR_RANK');  // nor is PROC_NULL a root
+    // A ring shift that is not periodic: the ends exchange with PROC_NULL, no branch.
+    const line = await comm.cartCreate([p], [false]);
+    const { source, dest } = line.shift(0, 1);
+    const got = new Int32Array([-1]);
+    const st = await line.sendrecv(new Int32Array([me]), dest, 9, got, source, 9);
+    if (me === 0) { assert.equal(got[0], -1); assert.deepEqual(st, none); } else { assert.equal(got[0], me - 1); assert.equal(st.source, me - 1); }
+    await line.barrier();
   }],
   ['waitSome, testAll, testAny', async () => {
     const peer = (me + 1) % p, from = (me - 1 + p) % p;

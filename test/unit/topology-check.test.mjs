@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { dimsCreate, CartTopology } from '../../dist/comm/cart.js';
 import { signature, verifySignatures, countsHash, SIG_WORDS } from '../../dist/comm/coll/check.js';
+import { PROC_NULL } from '../../dist/proto/matching.js';
 import { op, reduceInto } from '../../dist/comm/coll/ops.js';
 
 /** Every non-increasing factorisation of n into d factors (brute force). */
@@ -55,7 +56,7 @@ test('CartTopology: rankOf(coordsOf(r)) = r, row-major, and shift(d, k) is shift
         assert.deepEqual([back.source, back.dest], [s.dest, s.source]);
         const moved = c[d] + k;
         const inside = moved >= 0 && moved < dims[d];
-        if (!inside && !periods[d]) assert.equal(s.dest, null);
+        if (!inside && !periods[d]) assert.equal(s.dest, PROC_NULL);
         else assert.equal(s.dest, t.rankOf(c.map((x, i) => (i === d ? ((moved % dims[d]) + dims[d]) % dims[d] : x))));
       }
     }
