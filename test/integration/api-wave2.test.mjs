@@ -16,7 +16,7 @@ function allOk(job, p, minCases) {
   assert.equal(job.code, 0, job.stderr.slice(-2000));
 }
 
-const API_CASES = 12;
+const API_CASES = 13;
 const modes = [
   ...[1, 3, 4, 7].map((p) => ({ p, args: [], what: 'processes' })),
   ...[3, 4, 7].map((p) => ({ p, args: ['--threads'], what: 'threads' })),
@@ -39,13 +39,13 @@ const checkModes = [
 for (const { p, args, what } of checkModes) {
   test(`RAILCOMM_CHECK=1 fails every mismatch on every rank and the communicator stays usable: ${what}`, async () => {
     const job = await railcomm(['run', '-n', String(p), ...args, '-x', 'RAILCOMM_CHECK=1', '--timeout', '100', jobScript('check-suite.mjs')], { limitMs: 130_000 });
-    allOk(job, p, p > 1 ? 13 : 1);
+    allOk(job, p, p > 1 ? 14 : 1);
   });
 }
 
 test('init({ check: true }) turns the check on without the environment', async () => {
   const job = await railcomm(['run', '-n', '3', '-x', 'USE_INIT_CHECK=1', '--timeout', '100', jobScript('check-suite.mjs')], { limitMs: 130_000, env: { RAILCOMM_CHECK: '' } });
-  allOk(job, 3, 13);
+  allOk(job, 3, 14);
 });
 
 test('the API suite also passes with the check on (every collective agreed first)', async () => {

@@ -80,6 +80,26 @@ const mismatches = [
     if (me === 0) assert.deepEqual(Array.from(recv), Array.from({ length: p }, (_, r) => 100 + r));
     await stillWorks();
   }],
+  ['synchronous calls refused at one rank (a receive array too short, a root out of range): every rank fails each, the next gets its own data', async () => {
+    if (process.env.RAILCOMM_RAILS === 'tcp') return; // no synchronous calls over tcp (ERR_NO_RAIL at every rank)
+    const refusedAt = (who, code, call, name) => {
+      let thrown = null;
+      try { call(); } catch (e) { thrown = e; }
+      assert.equal(thrown?.code, me === who ? code : 'ERR_COLLECTIVE_MISMATCH', `${name}: ${thrown?.message}`);
+      if (me !== who) assert.match(thrown.message, new RegExp(`rank ${who} called ${name} with arguments it refused \\(it threw ${code} at the call\\)`));
+    };
+    refusedAt(last, 'ERR_INVALID_ARG', () => comm.allreduceSync(new Float64Array([me, 1]), new Float64Array(me === last ? 1 : 2), 'sum'), 'allreduce');
+    const out = new Float64Array(2);
+    comm.allreduceSync(new Float64Array([me, 1]), out, 'sum');
+    assert.deepEqual(Array.from(out), [(p * (p - 1)) / 2, p]);
+    refusedAt(0, 'ERR_RANK', () => comm.bcastSync(new Int32Array(1), me === 0 ? p : 1), 'bcast');
+    refusedAt(1, 'ERR_INVALID_ARG', () => comm.reduceSync(new Int32Array([me]), me === 0 ? new Int32Array(1) : null, me === 1 ? 'nope' : 'sum', 0), 'reduce');
+    refusedAt(0, 'ERR_INVALID_ARG', () => comm.allgatherSync(new Int16Array(2), new Int16Array(me === 0 ? 1 : 2 * p)), 'allgather');
+    const all = new Int16Array(p);
+    comm.allgatherSync(new Int16Array([me + 10]), all);
+    assert.deepEqual(Array.from(all), Array.from({ length: p }, (_, r) => r + 10));
+    await stillWorks();
+  }],
   ['a large bcast (point-to-point) against a small one (shared memory)', () => mismatch(
     comm.bcast(new Uint8Array(me === 0 ? 2 << 20 : 8), 0), /rank 0 called bcast\(2097152 x Uint8Array, root 0\)/)],
 ];

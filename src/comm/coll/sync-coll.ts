@@ -15,7 +15,7 @@ import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { checkOp, isCommutative, type ReduceArray, type ReduceOpName, type UserOp } from './ops.js';
 import type { ScratchPool } from './engine.js';
 import { SharedCollectives } from './shared.js';
-import { SIG_WORDS, verifySignatures } from './check.js';
+import { SIG_WORDS, refusedSignature, verifySignatures } from './check.js';
 import {
   allgatherBruckSync, allgatherRingSync, allreduceRecursiveDoublingSync, allreduceRingSync, barrierSync, bcastBinomialSync,
   reduceBinomialSync, reduceRankOrderSync, type SyncComm,
@@ -44,6 +44,7 @@ export interface SyncCollHost {
 }
 
 type P2pAlgorithm = (c: SyncComm) => void;
+const NOTHING: P2pAlgorithm = () => {};
 
 export class SyncCollectives {
   private readonly h: SyncCollHost;
@@ -83,8 +84,11 @@ export class SyncCollectives {
     const what = 'bcastSync';
     const sh = this.fast(what, 'await comm.bcast()');
     if (sh !== null) {
-      const bytes = asBytes(buf, 'bcast: buf');
-      const rt = checkRoot(root, this.h.size, 'bcast');
+      let bytes: Uint8Array, rt: number;
+      try {
+        bytes = asBytes(buf, 'bcast: buf');
+        rt = checkRoot(root, this.h.size, 'bcast');
+      } catch (e) { this.refuse('bcast', what, e); }
       if (this.h.planner.viaShared(bytes.length) !== null) {
         this.enterFast(sh, what);
         try { SharedCollectives.syncLeak(sh.bcast(bytes, rt)); } finally { sh.endSync(); }
@@ -96,7 +100,8 @@ export class SyncCollectives {
 
   /** Apart from bcast(): its closure would cost a context on every call, fast path included. */
   private bcastByPlan(buf: ArrayBufferView, root: number): void {
-    const plan = this.h.planner.bcast(buf, root);
+    let plan: CollPlan;
+    try { plan = this.h.planner.bcast(buf, root); } catch (e) { this.refuse('bcast', 'bcastSync', e); }
     const bytes = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
     this.run('bcastSync', plan, (c) => bcastBinomialSync(c, bytes, root));
   }
@@ -106,7 +111,8 @@ export class SyncCollectives {
     const pl = this.h.planner;
     const sh = this.fast(what, 'await comm.allreduce()');
     if (sh !== null) {
-      const o = pl.checkAllreduce(send, recv, op, 'allreduce');
+      let o: ReturnType<CollectivePlanner['checkAllreduce']>;
+      try { o = pl.checkAllreduce(send, recv, op, 'allreduce'); } catch (e) { this.refuse('allreduce', what, e); }
       if (pl.viaShared(send.length * send.BYTES_PER_ELEMENT) !== null) {
         this.enterFast(sh, what);
         try { SharedCollectives.syncLeak(sh.reduce(send, recv, o, -1)); } finally { sh.endSync(); }
@@ -118,8 +124,11 @@ export class SyncCollectives {
 
   /** Apart from allreduce(): its closures would cost a context on every call, fast path included (a minor GC every 70,000 calls). */
   private allreduceByPlan(send: ReduceArray, recv: ReduceArray, op: unknown): void {
-    const plan = this.h.planner.allreduce(send, recv, op);
-    const o = checkOp(op, send, 'allreduce');
+    let plan: CollPlan, o: ReturnType<typeof checkOp>;
+    try {
+      plan = this.h.planner.allreduce(send, recv, op);
+      o = checkOp(op, send, 'allreduce');
+    } catch (e) { this.refuse('allreduce', 'allreduceSync', e); }
     const ring = send.byteLength >= this.h.world.ctx.params.collAllreduceRing && send.length >= this.h.size && this.h.size > 1 && isCommutative(o);
     this.run('allreduceSync', plan, ring ? (c) => allreduceRingSync(c, send, recv, o) : (c) => allreduceRecursiveDoublingSync(c, send, recv, o));
   }
@@ -127,8 +136,11 @@ export class SyncCollectives {
   reduce<T extends ReduceArray>(send: T, recv: T | null, op: ReduceOpName | UserOp<T>, root: number): void {
     const what = 'reduceSync';
     this.fast(what, 'await comm.reduce()');
-    const plan = this.h.planner.reduce(send, recv, op, root);
-    const o = checkOp(op, send, 'reduce');
+    let plan: CollPlan, o: ReturnType<typeof checkOp>;
+    try {
+      plan = this.h.planner.reduce(send, recv, op, root);
+      o = checkOp(op, send, 'reduce');
+    } catch (e) { this.refuse('reduce', what, e); }
     const out = this.h.rank === root ? recv : null;
     this.run(what, plan, isCommutative(o) ? (c) => reduceBinomialSync(c, send, out, o, root) : (c) => reduceRankOrderSync(c, send, out, o, root));
   }
@@ -136,12 +148,34 @@ export class SyncCollectives {
   allgather(send: ArrayBufferView, recv: ArrayBufferView): void {
     const what = 'allgatherSync';
     this.fast(what, 'await comm.allgather()');
-    const plan = this.h.planner.allgather(send, recv);
-    const s = checkArray(send, 'allgather send');
+    let plan: CollPlan, s: ReturnType<typeof checkArray>;
+    try {
+      plan = this.h.planner.allgather(send, recv);
+      s = checkArray(send, 'allgather send');
+    } catch (e) { this.refuse('allgather', what, e); }
     const p = this.h.size;
     const ring = recv.byteLength >= this.h.world.ctx.params.collAllgatherRing;
     const counts = ring ? new Array<number>(p).fill(s.length) : null;
     this.run(what, plan, counts !== null ? (c) => allgatherRingSync(c, send, recv, counts) : (c) => allgatherBruckSync(c, send, recv));
+  }
+
+  /**
+   * This rank refused its arguments (e, thrown here): as the async calls do
+   * (Communicator.refuse), the call still takes its place in the sequence, so
+   * the next collective matches on every rank; under RAILCOMM_CHECK it joins
+   * the agreement with a "refused" signature, so the other ranks fail this
+   * call (ERR_COLLECTIVE_MISMATCH) instead of waiting in it.
+   */
+  private refuse(name: string, what: string, e: unknown): never {
+    if (e instanceof RailcommError) {
+      if (!this.h.checking) this.h.nextTag();
+      else {
+        const plan: CollPlan = { name, algorithm: 'refused', run: () => Promise.reject(e), sig: refusedSignature(name, e.code) };
+        // The others' verdict (a mismatch) is theirs to throw; this rank throws its own error.
+        try { this.checked(what, plan, NOTHING); } catch { /* see above */ }
+      }
+    }
+    throw e;
   }
 
   /** The fast path's entry: the tag, the hang report's count, phases that block. */
