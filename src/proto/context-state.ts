@@ -16,8 +16,12 @@ export interface ContextState {
   /** A collective context: a member's failure breaks every collective on it. */
   collective: boolean;
   broken: RailcommError | null;
+  /** An ANY_SOURCE receive opened connections to every member of another job (reach-out.ts). */
+  reachedAll: boolean;
+  /** ...and some members belong to another job. */
+  outsiders: boolean;
 }
 
 export function newContextState(): ContextState {
-  return { queues: new MatchQueues<Request, Unexpected>(), group: null, probes: [], collective: false, broken: null };
+  return { queues: new MatchQueues<Request, Unexpected>(), group: null, probes: [], collective: false, broken: null, reachedAll: false, outsiders: false };
 }

@@ -36,6 +36,7 @@ import { AtCall, copyOut, EMPTY_BUF } from './at-call.js';
 import { collectUnexpected, collectWaits, waitsOn as waitsOnPeer, type P2pWaitsView } from './p2p-waits.js';
 import type { P2pHost } from './p2p-host.js';
 import { failPeer } from './p2p-failed.js';
+import { ReachOut } from './reach-out.js';
 import { p2pSnapshot, type P2pSnapshot } from './p2p-stats.js';
 
 export { Unexpected };
@@ -53,6 +54,7 @@ export class PointToPoint implements Canceller {
   private readonly out = new ControlSender();
   private readonly scratch = this.out.scratch;
   private readonly scratchView = this.out.view;
+  private readonly reach: ReachOut;
   readonly rndv: Rendezvous;
   private readonly singleCopy: SingleCopy;
   private readonly prefetch: Prefetch;
@@ -81,6 +83,10 @@ export class PointToPoint implements Canceller {
     this.rdma = new RdmaRndv({ get rdmaMin() { return host.params?.rdmaRgetMin ?? 0; }, ...lied }, this.out, this.rndv);
     this.singleCopy.rdma = this.rdma;
     this.prefetch = new Prefetch(this);
+    this.reach = new ReachOut(host, (ep) => {
+      encodeU32(this.scratchView, ep.takeOwed());
+      this.out.send(ep, AM_CREDIT, CREDIT_HDR);
+    });
     this.leaving = new Leaving({
       host, contexts: this.contexts, out: this.out,
       returnCredit: (ep, n) => this.returnCredit(ep, n),
@@ -262,29 +268,16 @@ export class PointToPoint implements Canceller {
     req.canceller = this;
     const u = st.queues.post(req);
     if (u !== null) { this.deliverTo(req, u); return; }
+    if (srcWorld < 0) {
+      const gone = this.reach.all(st);
+      if (gone !== null) { st.queues.removePosted(req); req.fail(gone); }
+      return;
+    }
     // Nothing queued from it, and it can never send again: fail now.
-    const ep = srcWorld >= (this.host.jobSize ?? Infinity) ? this.reachOut(srcWorld) : srcWorld >= 0 ? this.host.existingEndpoint(srcWorld) : undefined;
+    const ep = this.reach.outsider(srcWorld) ? this.reach.one(srcWorld) : this.host.existingEndpoint(srcWorld);
     if (ep === undefined) return;
     if (ep.failure !== null) { st.queues.removePosted(req); req.fail(ep.failure); }
     else if (ep.peerFinalized) { st.queues.removePosted(req); req.fail(finalizedBeforeSending(ep.rank, req)); }
-  }
-
-  /**
-   * A receive from a rank of another job (an inter-communicator's): this
-   * rank's wire-up service announces no death in that job, so the first
-   * receive from it opens the connection (a credit message, which the peer
-   * takes as nothing), and a rank that is gone shows as a connection that
-   * fails (ERR_PEER_FAILED) instead of a receive that waits for ever.
-   */
-  private reachOut(world: number): ProtoEndpoint {
-    const ep = this.host.endpointFor(world);
-    if (ep.reachedOut || ep.failure !== null) return ep;
-    ep.reachedOut = true;
-    if (ep.txSeq === 0) {
-      encodeU32(this.scratchView, ep.takeOwed());
-      this.out.send(ep, AM_CREDIT, CREDIT_HDR);
-    }
-    return ep;
   }
 
   /** A receive matched an unexpected message. */
@@ -333,6 +326,11 @@ export class PointToPoint implements Canceller {
   waitProbe(probe: Request): void {
     const st = this.state(probe.ctx);
     const world = probeSender(st, probe);
+    // From another job's rank (recvBytes and recvObject probe first): reached as a receive reaches it.
+    if (world === undefined) {
+      const gone = this.reach.all(st);
+      if (gone !== null && st.queues.findArrived(probe.matchSrc, probe.matchTag) === null) { probe.fail(gone); return; }
+    } else if (this.reach.outsider(world)) this.reach.one(world);
     startProbe(st, probe, world !== undefined ? this.host.existingEndpoint(world) : undefined, this);
   }
 

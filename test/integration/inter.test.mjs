@@ -109,6 +109,14 @@ test('spawn of a script that is not there rejects with ERR_BOOT on every parent 
   }
 });
 
+test('spawned ranks that die before any traffic fail the receives waiting for them (named, ANY_SOURCE, probes)', async () => {
+  const job = await railcomm(['run', '-n', '2', '--timeout', '60', jobScript('inter-spawn.mjs'), 'vanish']);
+  const out = `${job.stdout}\n${job.stderr}`;
+  assert.deepEqual(linesWith(job.stdout, 'VANISHED').map((l) => `${l.rank} ${l.rest}`).sort(),
+    ['0', '1'].map((r) => `${r} ERR_PEER_FAILED ERR_PEER_FAILED ERR_PEER_FAILED ERR_PEER_FAILED`), out);
+  assert.equal(job.code, 137, `the job reports its killed spawned ranks:\n${out}`);
+});
+
 test('spawn where railcomm run does not start the ranks fails with what to do', async () => {
   const r = await run(process.execPath, [jobScript('inter-spawn.mjs')], {});
   assert.notEqual(r.code, 0);

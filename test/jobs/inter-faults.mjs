@@ -5,11 +5,12 @@
 // closed port and to an unreachable one (each fails in time), then for real;
 // then B's rank 2 is killed mid-exchange: A's pending receives from it fail
 // with ERR_PEER_FAILED (also A's rank 1's, which never exchanged anything
-// with it) and nothing else of A does (A exits 0).
+// with it, and its ANY_SOURCE receive; and A's rank 0's from B's rank 1, which
+// dies when B stops) and nothing else of A does (A exits 0).
 
 import { readFileSync, renameSync, writeFileSync, existsSync } from 'node:fs';
 import net from 'node:net';
-import { init } from '../../dist/index.js';
+import { init, ANY_SOURCE } from '../../dist/index.js';
 import { runCases, assert, rejectsWith } from './harness.mjs';
 
 const [role, file] = process.argv.slice(2);
@@ -51,16 +52,23 @@ if (role === 'a') {
         const hello = new Int32Array(1);
         await inter.recv(hello, 2, 4);                      // a connection to B's rank 2 exists: mid-exchange
         const pending = inter.irecv(new Int32Array(1), 2, 5); // never sent: B's rank 2 dies first
+        // B's rank 1 and this rank never wrote to each other: this receive opens the connection,
+        // which breaks when B's launcher stops B (its rank 2 was killed).
+        const unmet = inter.irecv(new Int32Array(1), 1, 5);
         const t0 = Date.now();
         await inter.send(new Int32Array([1]), 2, 3);         // "die now"
         const e = await rejectsWith(pending.wait(), 'ERR_PEER_FAILED');
         assert.match(e.message, new RegExp(`${inter.remoteJob}:2`), e.message);
         console.log(`KILLED-PEER failed in ${Date.now() - t0} ms: ${e.message}`);
+        await rejectsWith(unmet.wait(), 'ERR_PEER_FAILED');
       } else {
         // B's rank 2 and this rank never wrote to each other: the receive itself opens the
         // connection (no wire-up service announces the other job's deaths here), so its death shows.
+        // So does an ANY_SOURCE receive (a recvObject: a probe first), which opens one to every rank of B.
+        const any = rejectsWith(inter.recvObject(ANY_SOURCE, 7), 'ERR_PEER_FAILED');
         const e = await rejectsWith(inter.irecv(new Int32Array(1), 2, 6).wait(), 'ERR_PEER_FAILED');
         console.log(`SILENT-PEER failed: ${e.message}`);
+        await any;
       }
       // Nothing else of this job notices: its own traffic goes on.
       const s = new Float64Array(1);

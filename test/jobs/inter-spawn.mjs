@@ -4,6 +4,7 @@
 // sides disconnect. Prints `SPAWN ok <sum>` at the parents' rank 0.
 //   inter-spawn.mjs hang: the workers never finish (for the launcher-kill test)
 //   inter-spawn.mjs missing: spawn a script that does not exist (each parent prints `MISSING <code>`)
+//   inter-spawn.mjs vanish: the workers die at once; receives from them fail
 
 import { init, ANY_SOURCE } from '../../dist/index.js';
 import { assert } from './harness.mjs';
@@ -20,6 +21,7 @@ if (role === 'worker') {
   assert.equal(parent.size, comm.size);
   console.log(`WORKER ${comm.rank} of ${comm.size} job ${parent.remoteJob}`);
   if (mode === 'hang') { console.log('HANGING'); await new Promise(() => setTimeout(() => undefined, 1e9)); }
+  if (mode === 'vanish') process.kill(process.pid, 'SIGKILL');
   const range = new Float64Array(2);
   await parent.recv(range, 0, 1);
   let s = 0;
@@ -42,6 +44,24 @@ if (mode === 'missing') {
   } catch (e) {
     console.log(`MISSING ${e.code}`);
   }
+  await comm.finalize();
+  process.exit(0);
+}
+
+if (mode === 'vanish') {
+  // Workers killed before any traffic: a receive from ANY_SOURCE (and a
+  // named one, and a probe's) must fail, not wait for ever (each parent prints `VANISHED <codes>`).
+  const kids = await comm.spawn(process.argv[1], ['worker', mode], 2);
+  // One at a time, each the first to need its worker: the probe opens worker 0's
+  // connection, the ANY_SOURCE receive worker 1's; then both are known dead.
+  const code = (p) => p.then(() => 'received', (e) => e.code);
+  const codes = [
+    await code(kids.probe(0, 5)),
+    await code(kids.recv(new Float64Array(1), ANY_SOURCE, 2)),
+    await code(kids.recv(new Float64Array(1), 1, 4)),
+    await code(kids.recvObject(ANY_SOURCE, 3)),
+  ];
+  console.log(`VANISHED ${codes.join(' ')}`);
   await comm.finalize();
   process.exit(0);
 }
