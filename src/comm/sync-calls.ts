@@ -117,12 +117,22 @@ export class SyncCalls {
     if (dest === PROC_NULL) return source === PROC_NULL ? NULL_STATUS : this.recvOn(rb, source, recvTag, h.p2pCtx, 'sendrecvSync');
     const w = h.group[dest]!;
     this.engine.need(w, dest, 'sendrecvSync', 'await comm.sendrecv()');
+    // Both sides' lanes before anything is sent: a refused call sends nothing.
+    if (source === ANY_SOURCE) this.needAll('sendrecvSync', 'await comm.sendrecv()');
+    else if (source !== PROC_NULL) this.engine.need(h.group[source]!, source, 'sendrecvSync', 'await comm.sendrecv()');
     // The send starts without waiting: a large one moves while this rank waits for its receive.
     const ctx = comm.world.ctx;
     let s: Request | null = null;
     if (ctx.p2p.sendNow(sb, w, h.p2pCtx, comm.rank, sendTag)) ctx.progress.completedAtOnce();
     else s = h.startSend(sb, dest, sendTag, h.p2pCtx);
-    const st = source === PROC_NULL ? NULL_STATUS : this.recvOn(rb, source, recvTag, h.p2pCtx, 'sendrecvSync');
+    let st: Status;
+    try {
+      st = source === PROC_NULL ? NULL_STATUS : this.recvOn(rb, source, recvTag, h.p2pCtx, 'sendrecvSync');
+    } catch (e) {
+      // The receive failed: the send still completes before the call returns (sbuf is the caller's again), as sendrecv's does.
+      if (s !== null) try { this.engine.waitRequest(s, w, null, 'sendrecvSync', dest, sendTag); } catch { /* the receive's error is the one to report */ }
+      throw e;
+    }
     if (s !== null) this.engine.waitRequest(s, w, null, 'sendrecvSync', dest, sendTag);
     return st;
   }

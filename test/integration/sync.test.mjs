@@ -16,7 +16,7 @@ const shm = needAddon();
 async function suite(args, ranks, env = {}) {
   const job = await railcomm(['run', ...args, '--timeout', '200', jobScript('sync-suite.mjs')], { limitMs: 230_000, env });
   const res = caseResults(job.stdout);
-  assert.ok(res.size >= 15, `cases reported: ${[...res.keys()].join(', ')}\n${job.stderr.slice(-2000)}`);
+  assert.ok(res.size >= 18, `cases reported: ${[...res.keys()].join(', ')}\n${job.stderr.slice(-2000)}`);
   for (const [name, byRank] of res) for (let r = 0; r < ranks; r++) assert.equal(byRank.get(r), 'ok', `${name}, rank ${r}: ${byRank.get(r)}`);
   assert.equal(job.code, 0, job.stderr.slice(-2000));
 }

@@ -3,7 +3,7 @@
 // rail and the async call to use; to this rank itself (self rail) they work.
 //   railcomm run -n 2 --rails tcp,self test/jobs/sync-norail.mjs
 
-import { init, ANY_SOURCE } from '../../dist/index.js';
+import { init, ANY_SOURCE, ANY_TAG } from '../../dist/index.js';
 import { runCases, assert } from './harness.mjs';
 
 const comm = await init();
@@ -27,6 +27,10 @@ const cases = [
     if (me === 0) { await comm.send(b, 1); await comm.recv(b, 1); } else { await comm.recv(b, 0); await comm.send(b, 0); }
     noRail(() => comm.sendSync(b, peer, 0), `rank ${peer}`, 'reached over tcp', 'await comm.send()');
     noRail(() => comm.sendrecvSync(b, peer, 0, new Uint8Array(8), peer, 0), 'tcp', 'await comm.sendrecv()');
+    // To itself (self rail) from the peer (tcp), or from ANY_SOURCE: refused before anything is sent.
+    noRail(() => comm.sendrecvSync(new Int32Array([777]), me, 2, new Int32Array(1), peer, 2), 'await comm.sendrecv()');
+    noRail(() => comm.sendrecvSync(new Int32Array([778]), me, 3, new Int32Array(1), ANY_SOURCE, 3), 'await comm.sendrecv()');
+    assert.equal(comm.iprobe(me, ANY_TAG), undefined, 'a refused sendrecvSync sent nothing');
   }],
   ['to itself they work (self rail)', async () => {
     comm.sendSync(new Int32Array([me + 5]), me, 3);

@@ -167,6 +167,21 @@ const cases = [
       assert.throws(() => comm.recvSync(new Uint8Array(8), 0, 30), (e) => e.code === 'ERR_TRUNCATE');
     }
   }],
+  ['sendrecvSync whose receive fails still completes its large send before it returns (the buffer is the caller\'s again)', async () => {
+    const N = 3 << 20;
+    if (me === 0) {
+      const out = new Uint8Array(N).fill(0xaa);
+      assert.throws(() => comm.sendrecvSync(out, 1, 31, new Uint8Array(4), 1, 32), (e) => e.code === 'ERR_TRUNCATE');
+      out.fill(0xee);
+    } else if (me === 1) {
+      await comm.send(new Uint8Array(64), 0, 32);
+      // The large receive is posted only later, on this rank's event loop.
+      await new Promise((r) => setTimeout(r, 100));
+      const got = new Uint8Array(N);
+      await comm.recv(got, 0, 31);
+      assert.equal(got.findIndex((x) => x !== 0xaa), -1, 'bytes written after sendrecvSync returned reached the receiver');
+    }
+  }],
   ['argument errors are thrown at the call', async () => {
     assert.throws(() => comm.sendSync(new Uint8Array(1), p, 0), (e) => e.code === 'ERR_RANK');
     assert.throws(() => comm.recvSync(new Uint8Array(1), 0, -5), (e) => e.code === 'ERR_TAG');
