@@ -287,6 +287,9 @@ export class CollectivePlanner {
     const rc = checkCounts(recvCounts, this.size, `${name} recvCounts`);
     if (s.length < sum(sc)) throw invalid(`${name}: send has ${s.length} elements, sendCounts add up to ${sum(sc)}`);
     if (r.length < sum(rc)) throw invalid(`${name}: recv has ${r.length} elements, recvCounts add up to ${sum(rc)}`);
+    // The block this rank sends itself: both counts are its own, and must agree (MPI: matching signatures).
+    const me = this.rank;
+    if (sc[me] !== rc[me]) throw invalid(`${name}: sendCounts[${me}] is ${sc[me]} but recvCounts[${me}] is ${rc[me]}: the block rank ${me} sends itself is received by itself, so the two counts must be equal`);
     const pairwise = Math.max(...sc) * s.BYTES_PER_ELEMENT >= this.params.collAlltoallPairwise;
     // Counts differ from rank to rank: only the element type must agree, and the totals add up.
     return this.signed({ name, algorithm: pairwise ? 'pairwise exchange' : 'all exchanges at once', run: (c) => alltoallv(c, s, sc, r, rc, pairwise) }, name, -1, null, s, -1, null, sum(sc), sum(rc));

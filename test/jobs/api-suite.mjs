@@ -298,6 +298,10 @@ const cases = [
     throwsWith(() => comm.bcastObject(1, '0'), 'ERR_RANK');
     throwsWith(() => comm.gatherObject(() => 1, 0), 'ERR_INVALID_ARG');
     throwsWith(() => comm.alltoallObject([...ranks, 0]), 'ERR_INVALID_ARG');
+    // The block a rank sends itself, with counts that disagree (every rank at once, so the call is refused everywhere).
+    const own = (n) => ranks.map((r) => (r === me ? n : 1));
+    const e8 = throwsWith(() => comm.alltoallv(new Int8Array(2 * p), own(2), new Int8Array(2 * p), own(1)), 'ERR_INVALID_ARG');
+    assert.match(e8.message, new RegExp(`sendCounts\\[${me}\\] is 2 but recvCounts\\[${me}\\] is 1`));
     throwsWith(() => comm.reduceObject(1, 'sum', 0), 'ERR_INVALID_ARG');
     throwsWith(() => comm.iallreduce(new Float64Array(1), new Float64Array(1), 'avg'), 'ERR_INVALID_ARG');
     throwsWith(() => op('sum'), 'ERR_INVALID_ARG');
