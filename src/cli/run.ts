@@ -6,6 +6,7 @@
 import { placeRanks } from './hosts.js';
 import { scriptProblem } from './program.js';
 import { UsageError } from './usage-error.js';
+import { resolveParams } from '../core/params.js';
 import { startJob } from './job.js';
 import type { Job } from './job-options.js';
 import { parseRunArgs, usage, type ParsedRun } from './run-args.js';
@@ -31,6 +32,13 @@ export async function runCommand(argv: string[]): Promise<number> {
   }
   // A script that cannot run stops here, in one line, before any rank starts.
   const o = parsed.opts;
+  // So does a RAILCOMM_ parameter every rank would refuse (each would throw it at init()).
+  try {
+    resolveParams({}, { ...process.env, ...o.env });
+  } catch (err) {
+    process.stderr.write(`railcomm run: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 2;
+  }
   let problem: string | undefined;
   try {
     problem = scriptProblem(o.command, o.cwd ?? process.cwd(), placeRanks(o.np, o.hosts).some((p) => p.local));

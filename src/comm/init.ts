@@ -65,13 +65,15 @@ let warnedOptions = false;
 
 async function start(options: InitOptions): Promise<Communicator> {
   const launch = detectLaunch();
+  // Bad parameters say so (ERR_INVALID_ARG) before any wire-up, not as a failure to reach the launcher.
+  const params = resolveParams(options.params ?? {});
   let kv: KeyValueStore | null = null;
   let w: World | null = null;
   const pmix = launch.kv === undefined && launch.pmix !== undefined ? loadPmix() : null;
   if (launch.kv !== undefined) {
     let client: KvClient;
     try {
-      client = await KvClient.connectRetrying(launch.kv, launch.jobKey, launch.rank, resolveParams(options.params ?? {}).connectTimeout);
+      client = await KvClient.connectRetrying(launch.kv, launch.jobKey, launch.rank, params.connectTimeout);
     } catch (e) {
       throw new RailcommError(ErrorCode.BOOT, `rank ${launch.rank}: cannot reach the launcher's wire-up service at ${launch.kv.host}:${launch.kv.port}: ${(e as Error).message}`, { cause: e });
     }
@@ -88,8 +90,7 @@ async function start(options: InitOptions): Promise<Communicator> {
   } else if (pmix !== null) {
     // The launcher's PMIx server: no port to agree on, and the job key travels
     // where only members of the job can read it.
-    const timeout = resolveParams(options.params ?? {}).connectTimeout;
-    const store = await PmixStore.open(pmix, launch, timeout);
+    const store = await PmixStore.open(pmix, launch, params.connectTimeout);
     launch.jobKey = store.jobKey;
     launch.jobKeySecret = true;
     if (store.identity.localSize > 0 && store.identity.localRank >= 0) {
@@ -113,8 +114,7 @@ async function start(options: InitOptions): Promise<Communicator> {
     if (!launch.jobKeySecret && launch.rank === 0) {
       log.warn(`no RAILCOMM_JOB_KEY set: started by ${launch.launcher}, ranks share no secret, so any local process that finds the wire-up port (${launch.master.port}) could join; set RAILCOMM_JOB_KEY to the same hex secret on every rank`);
     }
-    const timeout = resolveParams(options.params ?? {}).connectTimeout;
-    kv = await Rank0Store.open(launch.master, launch.jobKey, launch.rank, launch.size, timeout);
+    kv = await Rank0Store.open(launch.master, launch.jobKey, launch.rank, launch.size, params.connectTimeout);
   } else if (launch.pmix !== undefined) {
     throw new RailcommError(ErrorCode.BOOT, `started by ${launch.launcher} with PMIx, but railcomm's PMIx module is unavailable (${pmixWhy()}) and MASTER_ADDR and MASTER_PORT are not set: install Open MPI's PMIx library (Debian libpmix2, which openmpi-bin brings) or set RAILCOMM_PMIX_LIB to its file, or give every rank MASTER_ADDR=<host of rank 0> and MASTER_PORT=<free port> (for mpirun: -x MASTER_ADDR=... -x MASTER_PORT=...)`);
   } else {

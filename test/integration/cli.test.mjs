@@ -79,8 +79,14 @@ test('RAILCOMM_PROTO_INFO prints the protocol table per peer', async () => {
   assert.match(r.stderr, /rendezvous, 1048576 B chunks on tcp:lo/);
 });
 
-test('a bad parameter fails init with a clear error', async () => {
-  const r = await railcomm(['run', '-n', '2', '--timeout', '60', 'examples/ring.js'], { limitMs: 90_000, env: { RAILCOMM_EAGER_LIMIT: 'lots' } });
-  assert.notEqual(r.code, 0);
-  assert.match(r.stderr, /RAILCOMM_EAGER_LIMIT=lots/);
+test('a bad parameter stops railcomm run before any rank starts, in one line; one given to init() is ERR_INVALID_ARG', async () => {
+  for (const [env, args, name] of [[{ RAILCOMM_EAGER_LIMIT: 'lots' }, [], 'RAILCOMM_EAGER_LIMIT=lots'], [{}, ['-x', 'RAILCOMM_LANE_TIMEOUT=3s'], 'RAILCOMM_LANE_TIMEOUT=3s']]) {
+    const r = await railcomm(['run', '-n', '2', ...args, '--timeout', '60', 'examples/ring.js'], { limitMs: 90_000, env });
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, new RegExp(`^railcomm run: ${name}: expected`), r.stderr);
+    assert.equal(r.stdout, '', 'no rank ran');
+  }
+  // Under the launcher too (it once read as "cannot reach the launcher's wire-up service").
+  const r = await railcomm(['run', '-n', '1', '--timeout', '60', jobScript('bad-param.mjs')], { limitMs: 90_000 });
+  assert.match(r.stdout, /CODE ERR_INVALID_ARG unknown railcomm parameter 'nope'/, r.stdout + r.stderr);
 });
