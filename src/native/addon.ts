@@ -174,6 +174,19 @@ function logLine(file: string): string {
   try { return readFileSync(file, 'utf8').split('\n')[0] ?? ''; } catch { return ''; }
 }
 
+/** Why the binary in dir is not to be loaded: the install skipped the native parts (RAILCOMM_SKIP_NATIVE=1), or null. */
+function skippedAtInstall(dir: string): string | null {
+  return logLine(path.join(dir, 'build-log.txt')).startsWith('not built: RAILCOMM_SKIP_NATIVE=1')
+    ? 'skipped at install (RAILCOMM_SKIP_NATIVE=1); npm run build:native builds or loads it' : null;
+}
+
+/** Why no binary was found: the build log's first line, and what a build needs unless it says so already. */
+function notBuilt(dir: string): string {
+  const log = logLine(path.join(dir, 'build-log.txt'));
+  const needs = 'building it needs node-gyp, a C++17 compiler, make and python3';
+  return `native addon not built (${log || 'run npm install, or npm run build:native'}${log.includes('node-gyp') ? '' : `; ${needs}`})`;
+}
+
 /**
  * The shim's wrapMapping where this Node's Node-API cannot wrap a mapping
  * (or RAILCOMM_SAB_SHIM=1 asks for the shim); null when not needed; a string
@@ -239,12 +252,10 @@ export function loadNative(): NativeAddon | null {
   loaded = null;
   if (process.env['RAILCOMM_NO_NATIVE'] === '1') { why = 'disabled by RAILCOMM_NO_NATIVE=1'; return null; }
   if (process.platform !== 'linux') { why = `needs Linux (this is ${process.platform})`; return null; }
+  const skipped = skippedAtInstall(nativeDir());
+  if (skipped !== null) { why = skipped; return null; }
   const bin = resolveBinary(nativeDir());
-  if (bin === null) {
-    const log = logLine(path.join(nativeDir(), 'build-log.txt'));
-    why = `native addon not built (${log || 'run npm install, or npm run build:native'}; building it needs node-gyp, a C++17 compiler, make and python3)`;
-    return null;
-  }
+  if (bin === null) { why = notBuilt(nativeDir()); return null; }
   let raw: RawAddon;
   try {
     raw = requireHere(bin.file) as RawAddon;
@@ -276,14 +287,14 @@ export function nativeOrigin(): NativeOrigin | null {
 
 /**
  * The addon's binary itself, loaded without RAILCOMM_NO_NATIVE's veto and
- * without the shim: the PMIx client lives in it too (src/boot/pmix.ts).
+ * without the shim: the PMIx client lives in it too (src/boot/pmix.ts). An
+ * install that skipped the native parts (RAILCOMM_SKIP_NATIVE=1) loads none.
  */
 export function loadBinary(dir = nativeDir()): { ok: true; raw: unknown; file: string; from: 'prebuild' | 'source build' } | { ok: false; why: string } {
+  const skipped = skippedAtInstall(dir);
+  if (skipped !== null) return { ok: false, why: skipped };
   const bin = resolveBinary(dir);
-  if (bin === null) {
-    const log = logLine(path.join(dir, 'build-log.txt'));
-    return { ok: false, why: `native addon not built (${log || 'run npm install, or npm run build:native'})` };
-  }
+  if (bin === null) return { ok: false, why: notBuilt(dir) };
   try {
     // Spread: V8 keeps the exports object in dictionary mode, its copy has fast properties (as in rail/ofi/native.ts).
     return { ok: true, raw: { ...(requireHere(bin.file) as object) }, file: bin.file, from: bin.from };

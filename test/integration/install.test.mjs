@@ -96,6 +96,14 @@ test('npm pack, then npm install without g++, cc, make or python3: the prebuilds
     assert.match(shown.stdout, /^native: available \(native addon loaded from prebuild \(native\/prebuilds\/linux-\w+\/node\.napi\.node;/m);
     assert.match(shown.stdout, /^ {3}shm: available \(native addon loaded from prebuild/m);
 
+    // 5b. RAILCOMM_SKIP_NATIVE=1 at install: no native part loads at run time, prebuild or not.
+    const skip = spawnSync(npm, ['rebuild', 'railcomm', '--foreground-scripts'], { cwd: app, encoding: 'utf8', env: { ...env, RAILCOMM_SKIP_NATIVE: '1' } });
+    assert.equal(skip.status, 0, `${skip.stdout}${skip.stderr}`);
+    const skipped = spawnSync(npx, ['--no-install', 'railcomm', 'info'], { cwd: app, encoding: 'utf8', env, timeout: 60_000 });
+    assert.equal(skipped.status, 0, skipped.stderr);
+    assert.match(skipped.stdout, /^native: unavailable \(skipped at install \(RAILCOMM_SKIP_NATIVE=1\)/m);
+    assert.match(skipped.stdout, /^pmix: unavailable .*skipped at install/m);
+
     // 6. No prebuild for this machine and no compiler: still one line, npm rebuild succeeds, and info says why.
     rmSync(path.join(pkg, 'native', 'prebuilds'), { recursive: true, force: true });
     const re = spawnSync(npm, ['rebuild', 'railcomm', '--foreground-scripts'], { cwd: app, encoding: 'utf8', env });
