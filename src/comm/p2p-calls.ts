@@ -24,7 +24,7 @@ export interface RequestOptions {
   signal?: AbortSignalLike;
 }
 
-export const EMPTY = new Uint8Array(0);
+export const EMPTY: Uint8Array = new Uint8Array(0);
 
 // (Message checks structurally that a Communicator is its ClaimedReceiver; an implements clause
 // would name an internal method in the public declarations.)

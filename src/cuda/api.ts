@@ -10,7 +10,37 @@ import { staging } from './staging.js';
 import { cudaCounters } from './counters.js';
 import { kernelsWhy } from './kernels.js';
 
-export const cuda = {
+/**
+ * The `cuda` namespace's shape, written out: declarations inferred from the
+ * object would name `Uint8Array<ArrayBufferLike>`, which TypeScript before 5.7
+ * cannot read (the public types must compile there too).
+ */
+export interface Cuda {
+  /** Whether GPU memory can be used here (the driver loaded and sees a device). Loads the driver on first use. */
+  readonly available: boolean;
+  /** Why GPU memory can or cannot be used here (the library, CUDA version and devices, or what is missing). */
+  readonly why: string;
+  /** The devices this process sees. */
+  readonly devices: readonly CudaDeviceInfo[];
+  /** The device this thread allocates on and copies with (RAILCOMM_CUDA_DEVICE, or 0, unless setDevice chose). */
+  readonly device: number;
+  /** Work on device `ordinal` from now on (this thread: each thread rank chooses its own). */
+  setDevice(ordinal: number): void;
+  /** `length` elements of `type` (default Uint8Array) in GPU memory, on this thread's device; contents undefined. */
+  alloc<T extends DeviceElements = Uint8Array>(length: number, type?: ElementType<T>): DeviceArray<T>;
+  /**
+   * `length` elements of `type` at device address `ptr` (bigint): memory another
+   * library allocated. Checked with cuPointerGetAttribute; free() forgets it
+   * (peers that opened it close it) and never frees the memory itself.
+   */
+  wrap<T extends DeviceElements = Uint8Array>(ptr: bigint, length: number, type?: ElementType<T>): DeviceArray<T>;
+  /** Wait for every piece of GPU work this thread's context has queued (cuCtxSynchronize). */
+  synchronize(): void;
+  /** Counters of this rank's device datapaths and staging memory. */
+  stats(): Record<string, unknown>;
+}
+
+export const cuda: Cuda = {
   /** Whether GPU memory can be used here (the driver loaded and sees a device). Loads the driver on first use. */
   get available(): boolean {
     return cudaAvailable();

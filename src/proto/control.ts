@@ -8,7 +8,7 @@ import { ProtoEndpoint } from './endpoint.js';
 export class ControlSender {
   /** The header being built; every encode writes here, then one send takes it (all synchronous). */
   // 128: the largest header built here is RTS_DEV (cuda-wire.ts).
-  readonly scratch = new Uint8Array(128);
+  readonly scratch: Uint8Array = new Uint8Array(128);
   readonly view = new DataView(this.scratch.buffer);
 
   /**

@@ -64,10 +64,10 @@ export class OfiRail implements Rail {
   readonly job: number;
   readonly ops = new OpTable<OfiEndpoint>();
   /** Frame head and AM header of the send being made, and a payload of up to HEAD_PAYLOAD_MAX bytes behind them (sendHead). */
-  readonly head = new Uint8Array(FRAME_HEAD + HEADER_MAX + HEAD_PAYLOAD_MAX);
+  readonly head: Uint8Array = new Uint8Array(FRAME_HEAD + HEADER_MAX + HEAD_PAYLOAD_MAX);
   readonly headView = new DataView(this.head.buffer);
   /** A fetching atomic's operand and compare value. */
-  readonly operand = new Uint8Array(16);
+  readonly operand: Uint8Array = new Uint8Array(16);
   readonly operandView = new DataView(this.operand.buffer);
   /** Whether sends may gather the payload from the caller's memory (iov limit >= 2). */
   readonly gathers: boolean;
