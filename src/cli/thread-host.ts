@@ -12,6 +12,7 @@ import type { Readable } from 'node:stream';
 import { ENV } from '../boot/launch-env.js';
 import { LineCutter, NL, OutputGate, rankPrefix } from './line-io.js';
 import { endWithParent } from '../boot/launcher-tie.js';
+import { blockingStdio } from '../boot/rank-stdio.js';
 import { threadExitFlags } from '../comm/sync-liveness.js';
 import { setOfiEnvDefaults } from '../rail/ofi/env-defaults.js';
 
@@ -104,6 +105,8 @@ interface ThreadRank {
  * this process: the first non-zero worker code, 128+signo when stopped by a signal, else 0.
  */
 export async function hostMain(argv: string[]): Promise<number> {
+  // Its ranks' lines go out through this thread's pipes: none may be lost at process.exit().
+  blockingStdio();
   let opts: HostArgs;
   let base: number;
   let count: number;
@@ -278,6 +281,6 @@ function isEntry(): boolean {
 
 if (isEntry()) {
   // Exit explicitly so the code is exactly this one whatever still holds the event
-  // loop; nothing is lost, as stdout/stderr to pipes and files are synchronous on Linux.
+  // loop; nothing is lost, as hostMain made stdout/stderr writes blocking.
   process.exit(await hostMain(process.argv.slice(2)));
 }

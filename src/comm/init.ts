@@ -5,6 +5,7 @@ import { Context } from '../proto/context.js';
 import { detectLaunch, ENV } from '../boot/launch-env.js';
 import { KvClient } from '../boot/kv-client.js';
 import { endWithParent } from '../boot/launcher-tie.js';
+import { blockingStdio } from '../boot/rank-stdio.js';
 import { Rank0Store } from '../boot/rank0-service.js';
 import { PmixStore } from '../boot/pmix-store.js';
 import { loadPmix, pmixWhy } from '../boot/pmix.js';
@@ -27,6 +28,10 @@ export interface InitOptions {
    */
   check?: boolean;
 }
+
+// Loading railcomm in a rank of railcomm run makes its output pipes blocking (rank-stdio.ts):
+// a line printed before process.exit() must reach the launcher, even one printed before init().
+blockingStdio();
 
 let world: Promise<Communicator> | null = null;
 /** The world once started: init() after its finalize() is an error, not a second world. */

@@ -69,6 +69,21 @@ setTimeout(() => {
   assert.ok(lines.every((l) => /^\[\d\] /.test(l)), res.stdout);
 });
 
+test('lines printed just before process.exit() all arrive (processes and thread hosts, clean and failing exits)', async () => {
+  for (const [args, code, fin] of [[[], 0, 'fin'], [['--threads-per-process', '2'], 0, 'fin'], [[], 3, 'nofin']]) {
+    const N = 20000;
+    const res = await railcomm(['run', '-n', '4', ...args, '--timeout', '100', jobScript('print-then-exit.mjs'), String(N), String(code), fin], { limitMs: 130_000 });
+    const what = `${args.join(' ')} exit ${code} ${fin}`;
+    assert.equal(res.code, code, `${what}\n${res.stderr.slice(-2000)}`);
+    const lines = res.stdout.split('\n');
+    assert.equal(lines.filter((l) => / line \d+ of rank /.test(l)).length, 4 * N, `${what}: lines lost`);
+    for (let r = 0; r < 4; r++) {
+      assert.ok(lines.includes(`[${r}] LAST ${r}`), `${what}: rank ${r}'s last line`);
+      assert.match(res.stderr, new RegExp(`^\\[${r}\\] LAST-ERR ${r}$`, 'm'), `${what}: rank ${r}'s last stderr line`);
+    }
+  }
+});
+
 test('a non-JavaScript command runs as a program', async () => {
   const res = await launch(['-n', '2', '--', '/bin/sh', '-c', 'echo "rank $RAILCOMM_RANK of $RAILCOMM_SIZE"']);
   assert.equal(res.code, 0, res.stderr);
