@@ -35,3 +35,18 @@ export function stopWatchingParent(): void {
   if (!isMainThread) return;
   loadNative()?.stopWatchingParent?.();
 }
+
+/** Set by railcomm run for the processes it starts on its own host: its pid (their parent's). */
+export const LAUNCHER_PID_ENV = 'RAILCOMM_LAUNCHER_PID';
+
+/**
+ * Why this process, started by railcomm run on the launcher's host, has no
+ * launcher any more (its parent is not the launcher: init or a subreaper took
+ * it, so the launcher died before this process watched it), or null. Nothing
+ * will wire such a rank up: it ends instead of retrying the dead service.
+ */
+export function launcherGone(env: NodeJS.ProcessEnv = process.env): string | null {
+  const pid = Number(env[LAUNCHER_PID_ENV]);
+  if (!isMainThread || !(pid > 0) || process.ppid === pid) return null;
+  return `its launcher (railcomm run, pid ${pid}) ended before this process reached it`;
+}

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { newJobKey } from '../core/auth.js';
 import { invalidArg } from '../core/errors.js';
 import { ENV } from '../boot/launch-env.js';
+import { LAUNCHER_PID_ENV } from '../boot/launcher-tie.js';
 import { KvServer, type SpawnListener } from '../boot/kv-server.js';
 import os from 'node:os';
 import { LineCutter, OutputGate } from './line-io.js';
@@ -162,10 +163,14 @@ export async function startJob(opts: JobOptions): Promise<Job> {
       signalAll('SIGKILL');
       return;
     }
-    fail(128 + signalNumber(sig), `received ${sig}; forwarding it to the ranks`, sig);
+    // SIGHUP goes on as SIGTERM: ranks clean up on SIGTERM, and a hang-up is not theirs to ignore.
+    if (sig === 'SIGHUP') fail(128 + signalNumber(sig), 'received SIGHUP (the terminal closed?); sending the ranks SIGTERM', 'SIGTERM');
+    else fail(128 + signalNumber(sig), `received ${sig}; forwarding it to the ranks`, sig);
   };
   const onSigint = (): void => onSignal('SIGINT');
   const onSigterm = (): void => onSignal('SIGTERM');
+  // The terminal closed: its SIGHUP ends the ranks as SIGTERM would (exit 129), none left behind.
+  const onSighup = (): void => onSignal('SIGHUP');
   // If this process exits while ranks run (process.exit elsewhere, uncaught error), take them along.
   const onExit = (): void => {
     for (const p of procs) if (p.pid !== undefined) killGroup(p.pid, 'SIGKILL');
@@ -175,6 +180,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   if (forward) {
     process.on('SIGINT', onSigint);
     process.on('SIGTERM', onSigterm);
+    process.on('SIGHUP', onSighup);
   }
   process.on('exit', onExit);
 
@@ -235,6 +241,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     if (forward) {
       process.off('SIGINT', onSigint);
       process.off('SIGTERM', onSigterm);
+      process.off('SIGHUP', onSighup);
     }
     process.off('exit', onExit);
     outGate?.dispose();
@@ -335,7 +342,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
       // terminal's Ctrl-C reaches only the launcher, which decides what to do.
       if (where.local) {
         const { file, args } = where.localSize >= localCpus ? busy : spare;
-        child = spawn(file, args, { env, cwd: opts.cwd, detached: true, stdio: threads ? ['ignore', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'] });
+        child = spawn(file, args, { env: { ...env, [LAUNCHER_PID_ENV]: String(process.pid) }, cwd: opts.cwd, detached: true, stdio: threads ? ['ignore', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'] });
       } else {
         // PREFIX host env NAME=VALUE... program args: the remote side gets the
         // railcomm variables (and -x ones) explicitly, as ssh passes no environment.

@@ -11,7 +11,7 @@ import { constants as osConstants } from 'node:os';
 import type { Readable } from 'node:stream';
 import { ENV } from '../boot/launch-env.js';
 import { LineCutter, NL, OutputGate, rankPrefix } from './line-io.js';
-import { endWithParent } from '../boot/launcher-tie.js';
+import { endWithParent, launcherGone } from '../boot/launcher-tie.js';
 import { blockingStdio } from '../boot/rank-stdio.js';
 import { threadExitFlags } from '../comm/sync-liveness.js';
 import { setOfiEnvDefaults } from '../rail/ofi/env-defaults.js';
@@ -219,6 +219,8 @@ export async function hostMain(argv: string[]): Promise<number> {
   process.on('SIGINT', onSigint);
   process.on('SIGTERM', onSigterm);
   // The launcher killed while every thread rank is busy: the process ends anyway (launcher-tie.ts).
+  const gone = launcherGone();
+  if (gone !== null) { process.stderr.write(`railcomm: thread host of ranks ${base}-${base + count - 1}: ${gone}; exiting\n`); return 1; }
   endWithParent();
 
   for (let i = 0; i < count; i++) {

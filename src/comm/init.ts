@@ -4,7 +4,7 @@
 import { Context } from '../proto/context.js';
 import { detectLaunch, ENV } from '../boot/launch-env.js';
 import { KvClient } from '../boot/kv-client.js';
-import { endWithParent } from '../boot/launcher-tie.js';
+import { endWithParent, launcherGone } from '../boot/launcher-tie.js';
 import { blockingStdio } from '../boot/rank-stdio.js';
 import { Rank0Store } from '../boot/rank0-service.js';
 import { PmixStore } from '../boot/pmix-store.js';
@@ -32,6 +32,9 @@ export interface InitOptions {
 // Loading railcomm in a rank of railcomm run makes its output pipes blocking (rank-stdio.ts):
 // a line printed before process.exit() must reach the launcher, even one printed before init().
 blockingStdio();
+// And it ends with its launcher from now on, not only once init() has reached it: a
+// launcher that dies first (SIGKILL, a closed terminal) must not leave ranks behind.
+if (process.env[ENV.kv] !== undefined) endWithParent();
 
 let world: Promise<Communicator> | null = null;
 /** The world once started: init() after its finalize() is an error, not a second world. */
@@ -76,6 +79,8 @@ async function start(options: InitOptions): Promise<Communicator> {
   let w: World | null = null;
   const pmix = launch.kv === undefined && launch.pmix !== undefined ? loadPmix() : null;
   if (launch.kv !== undefined) {
+    const gone = launcherGone();
+    if (gone !== null) throw new RailcommError(ErrorCode.BOOT, `rank ${launch.rank}: ${gone}`);
     let client: KvClient;
     try {
       client = await KvClient.connectRetrying(launch.kv, launch.jobKey, launch.rank, params.connectTimeout);

@@ -231,6 +231,33 @@ for (;;) { /* never looks at the launcher's connection again */ }`);
   }
 });
 
+test('ranks still working before init() end with a launcher that dies (SIGKILL, or SIGHUP: exit 129), and one started after its launcher died does not wait for it', async () => {
+  for (const [sig, mode] of [['SIGKILL', []], ['SIGHUP', []], ['SIGKILL', ['--threads']]]) {
+    const sub = `preinit-${sig}-${mode.length}`;
+    const s = script(`${sub}.mjs`, `${pidPrelude(sub)}
+const { init } = await import(${JSON.stringify(new URL('../../dist/index.js', import.meta.url).href)});
+notePid('r' + process.env.RAILCOMM_RANK, process.pid);
+await new Promise((r) => setTimeout(r, 60_000)); // loads its data first
+await init();`);
+    let launcher;
+    const done = launch(['-n', '2', ...mode, s], { onSpawn: (c) => { launcher = c; } });
+    await waitFor(() => pidsIn(sub).length === 2, 15_000, `${sub}: ranks to start`);
+    const pids = pidsIn(sub);
+    launcher.kill(sig);
+    const res = await done;
+    if (sig === 'SIGHUP') assert.equal(res.code, 129, res.stderr);
+    await waitFor(() => pids.every((p) => !alive(p)), 5000, `${sub}: ranks to end with their launcher`);
+  }
+  // The launcher's pid names a process that is not this rank's parent: init() refuses at once.
+  const s = script('launcher-gone.mjs', `
+const { init } = await import(${JSON.stringify(new URL('../../dist/index.js', import.meta.url).href)});
+try { await init(); } catch (e) { console.log('CODE', e.code, e.message); }`);
+  const t0 = Date.now();
+  const r = spawnSync(process.execPath, [s], { encoding: 'utf8', timeout: 20_000, env: { ...process.env, RAILCOMM_RANK: '0', RAILCOMM_SIZE: '2', RAILCOMM_KV: '127.0.0.1:9', RAILCOMM_JOB_KEY: 'ab'.repeat(16), RAILCOMM_JOB_ID: '7', RAILCOMM_LAUNCHER_PID: '999999999' } });
+  assert.match(r.stdout, /CODE ERR_BOOT rank 0: its launcher \(railcomm run, pid 999999999\) ended before this process reached it/, r.stdout + r.stderr);
+  assert.ok(Date.now() - t0 < 10_000, 'no retrying for RAILCOMM_CONNECT_TIMEOUT');
+});
+
 test('ranks idle in a receive over shared memory clean up their /dev/shm names when the launcher is SIGKILLed', async () => {
   const s = script('idle-orphan.mjs', `${pidPrelude('idle-orphan')}
 const { init } = await import(${JSON.stringify(new URL('../../dist/index.js', import.meta.url).href)});
