@@ -71,8 +71,18 @@ export function placeRanks(np: number, hosts: HostSlots[] | undefined): Placemen
   const out: Placement[] = [];
   for (const h of hosts) {
     const here = Math.min(h.slots, np - out.length);
-    for (let i = 0; i < here; i++) out.push({ host: h.host, local: LOCAL_NAMES.has(h.host), localRank: i, localSize: here });
+    for (let i = 0; i < here; i++) out.push({ host: h.host, local: LOCAL_NAMES.has(h.host), localRank: 0, localSize: 0 });
   }
+  // Ranks on one host count together however many entries name it (localhost:2,localhost:2,
+  // or localhost and 127.0.0.1): the shm rail sizes inbox lifetimes by the local rank count.
+  const onHost = (p: Placement): string => (p.local ? 'localhost' : p.host);
+  const counts = new Map<string, number>();
+  for (const p of out) {
+    const k = onHost(p), n = counts.get(k) ?? 0;
+    p.localRank = n;
+    counts.set(k, n + 1);
+  }
+  for (const p of out) p.localSize = counts.get(onHost(p))!;
   return out;
 }
 

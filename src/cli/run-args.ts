@@ -55,11 +55,18 @@ export interface ParsedRun {
   opts: JobOptions;
 }
 
+/** The longest --timeout or --grace: Node's timers hold at most 2^31-1 ms (a longer one fires at once). */
+const MAX_SECONDS = Math.floor((2 ** 31 - 1) / 1000);
+
+/** The most ranks railcomm run starts (a placement and a process each; a typo's 10^11 would fill memory first). */
+export const MAX_RANKS = 1 << 20;
+
 function parseSeconds(text: string, what: string, allowZero: boolean): number {
   const n = Number(text);
   if (text.trim() === '' || !Number.isFinite(n) || n < 0 || (!allowZero && n === 0)) {
     throw new UsageError(`${what} needs a ${allowZero ? 'non-negative' : 'positive'} number of seconds, got '${text}'`);
   }
+  if (n > MAX_SECONDS) throw new UsageError(`${what} ${text} is longer than the ${MAX_SECONDS} s (24.8 days) a timer can wait; leave --timeout out for no limit`);
   return n;
 }
 
@@ -169,6 +176,7 @@ export function parseRunArgs(argv: string[]): ParsedRun | 'help' {
   const command = argv.slice(i);
   if (np === undefined && hosts !== undefined) np = hosts.reduce((a, h) => a + h.slots, 0);
   if (np === undefined) throw new UsageError('-n N (the number of ranks) is required');
+  if (np > MAX_RANKS) throw new UsageError(`${np} ranks: railcomm run starts at most ${MAX_RANKS}`);
   if (hosts !== undefined && np > hosts.reduce((a, h) => a + h.slots, 0)) throw new UsageError(`-n ${np} is more than the ${hosts.reduce((a, h) => a + h.slots, 0)} slots of the hosts`);
   if (command.length === 0 || !command[0]) throw new UsageError('no script or program given');
   if (threads !== undefined) {

@@ -67,6 +67,20 @@ test('railcomm run --hosts and --hostfile: parsing and rank placement', async ()
   assert.throws(() => placeRanks(7, [{ host: 'a', slots: 2 }, { host: 'b', slots: 4 }]), /do not fit/);
   assert.equal(placeRanks(2, [{ host: 'localhost', slots: 2 }])[0].local, true);
   assert.equal(placeRanks(3, undefined).every((x) => x.local && x.localSize === 3), true);
+  // One host named by several entries (or localhost and 127.0.0.1): its ranks count together.
+  assert.deepEqual(placeRanks(6, [{ host: 'localhost', slots: 2 }, { host: 'b', slots: 2 }, { host: '127.0.0.1', slots: 2 }]).map((x) => `${x.host}:${x.localRank}/${x.localSize}`),
+    ['localhost:0/4', 'localhost:1/4', 'b:0/2', 'b:1/2', '127.0.0.1:2/4', '127.0.0.1:3/4']);
+  assert.deepEqual(placeRanks(3, [{ host: 'a', slots: 1 }, { host: 'a', slots: 2 }]).map((x) => `${x.localRank}/${x.localSize}`), ['0/3', '1/3', '2/3']);
+});
+
+test('railcomm run refuses a --timeout no timer can hold and more ranks than it can start', async () => {
+  const { parseRunArgs, MAX_RANKS } = await import('../../dist/cli/run-args.js');
+  for (const args of [['--timeout', '2147484'], ['--timeout', '1e10'], ['--grace', '1e10']]) {
+    assert.throws(() => parseRunArgs(['-n', '2', ...args, 'x.js']), /longer than the 2147483 s/, args.join(' '));
+  }
+  assert.equal(parseRunArgs(['-n', '2', '--timeout', '2147483', 'x.js']).opts.timeoutSec, 2147483);
+  assert.throws(() => parseRunArgs(['--hosts', 'localhost:100000000000', 'x.js']), /100000000000 ranks: railcomm run starts at most/);
+  assert.throws(() => parseRunArgs(['-n', String(MAX_RANKS + 1), 'x.js']), /starts at most/);
 });
 
 test('remote ranks: ssh gets one quoted command line, exec-style agents get argv', async () => {
