@@ -128,6 +128,15 @@ test('mpirun through PMIx: a rank that never calls init() fails the others withi
   assert.ok(Number(m[1]) < 10_000, `took ${m[1]} ms`);
 });
 
+test('mpirun through PMIx: a rank that dies before the first collective leaves no shared segment in /dev/shm', mpirunPmix, async () => {
+  const r = await run(mpirun, ['--allow-run-as-root', '--oversubscribe', '-n', '3', process.execPath, jobScript('coll-peer-dies-first.mjs')], clean, 60_000);
+  assert.notEqual(r.code, 0, 'rank 1 failed');
+  const prefix = /^PREFIX (\S+)$/m.exec(r.stdout)?.[1];
+  assert.ok(prefix, r.stdout + r.stderr);
+  await new Promise((res) => setTimeout(res, 1000));
+  assert.deepEqual(readdirSync('/dev/shm').filter((n) => n.startsWith(prefix)), [], `${r.stdout}${r.stderr}`);
+});
+
 test("Open MPI's mpirun without PMIx module and without MASTER_ADDR: a clear ERR_BOOT, no hang", mpirunThere, async () => {
   const r = await run(mpirun, ['--allow-run-as-root', '--oversubscribe', '-n', '2', '-x', 'RAILCOMM_NO_PMIX=1', process.execPath, jobScript('wireup-check.mjs')], clean, 60_000);
   assert.notEqual(r.code, 0);

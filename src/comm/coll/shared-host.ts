@@ -187,8 +187,8 @@ class HostSegment extends SegmentHost {
 
   async attach(c: CollComm, bytes: number): Promise<Uint8Array> {
     let seg: Uint8Array | null = null;
-    // Until every member mapped it, a signal must not leave the name behind.
-    const release = c.rank === 0 ? cleanupOnSignal(() => this.native.shmUnlink(this.key)) : null;
+    // Until every member mapped it, nothing may leave the name behind (holdName).
+    const release = c.rank === 0 ? this.holdName() : null;
     try {
       if (c.rank === 0) seg = new Uint8Array(this.native.shmCreate(this.key, bytes));
       await barrierDissemination(c);
@@ -196,21 +196,44 @@ class HostSegment extends SegmentHost {
       // Everyone mapped it: remove the name so nothing outlives the job.
       await barrierDissemination(c);
       if (c.rank === 0) this.native.shmUnlink(this.key);
+    } catch (e) {
+      if (release !== null) this.unlinkName();
+      throw e;
     } finally {
       release?.();
     }
     return this.mapped(seg!, bytes);
   }
 
+  /**
+   * Rank 0 named the segment: until every member mapped it, the name is
+   * removed on a signal or at exit too (under mpirun no launcher sweeps
+   * /dev/shm). Returns the function that ends that watch.
+   */
+  private holdName(): () => void {
+    const unlink = (): void => this.unlinkName();
+    const offSignal = cleanupOnSignal(unlink);
+    process.on('exit', unlink);
+    return () => { offSignal(); process.off('exit', unlink); };
+  }
+
+  /** Remove the segment's name (a member failed before all mapped it, or this rank ends); gone already is fine. */
+  private unlinkName(): void {
+    try { this.native.shmUnlink(this.key); } catch { /* never created, or removed */ }
+  }
+
   attachSync(barrier: () => void, rank: number, bytes: number): Uint8Array {
     let seg: Uint8Array | null = null;
-    const release = rank === 0 ? cleanupOnSignal(() => this.native.shmUnlink(this.key)) : null;
+    const release = rank === 0 ? this.holdName() : null;
     try {
       if (rank === 0) seg = new Uint8Array(this.native.shmCreate(this.key, bytes));
       barrier();
       if (rank !== 0) seg = this.open(bytes);
       barrier();
       if (rank === 0) this.native.shmUnlink(this.key);
+    } catch (e) {
+      if (release !== null) this.unlinkName();
+      throw e;
     } finally {
       release?.();
     }
