@@ -13,6 +13,7 @@ import { AmRegistry } from '../../dist/proto/am.js';
 import { Logger } from '../../dist/core/log.js';
 import { AM_LANE_ENV, AM_LANE_ACK, AM_LANE_PING, AM_LANE_DOWN, decodeDown, encodeDown } from '../../dist/proto/lanes/wire.js';
 import { TrafficCounters } from '../../dist/core/counters.js';
+import { AM_DATA } from '../../dist/proto/wire.js';
 
 const rail = (name, component, device, { network = true, lat = 50, bw = 1000, net = '10.1.0.0', bits = 24, reach = true } = {}) => ({
   name, component, device, network, latencyUs: lat, bandwidthMBps: bw,
@@ -125,6 +126,23 @@ test('acknowledge and resend over lanes that fail at any point: each message onc
       assert.equal(m.unacknowledged, 0, 'nothing kept once acknowledged');
     },
   ), { numRuns: 300 });
+});
+
+test('striping: pieces a failed lane completes afterwards do not drive its share negative (it takes its part again once it rejoins)', () => {
+  const reps = [fakeLane('a'), fakeLane('b')];
+  const held = [];
+  for (const r of reps) r.sendZcopy = function (am, hdr, hdrLen, payload, done) { held.push(done); return 1; };
+  const host = { laneTimeoutMs: 1e9, now: () => 0, ackFor: () => 0, ackSent: () => {}, laneFailed: () => {}, laneJoined: () => {}, ready: () => {}, log: () => {} };
+  const lanes = reps.map((r) => new Lane(r, true, true, 'a'));
+  const m = new MultiLane(host, 1n, lanes, 1);
+  const hdr = new Uint8Array(8), piece = new Uint8Array(1 << 16);
+  const done = { railComplete() {} };
+  for (let k = 0; k < 8; k++) m.sendZcopy(AM_DATA, hdr, 8, piece, done);
+  assert.ok(lanes.every((l) => l.outstanding > 0), 'both lanes carry pieces');
+  assert.ok(m.laneFailed(reps[1], 'cut'));
+  assert.equal(lanes[1].outstanding, 0);
+  for (const d of held.splice(0)) d.railComplete(null); // the failed lane's pieces complete late
+  assert.deepEqual(lanes.map((l) => l.outstanding), [0, 0]);
 });
 
 /** Two lanes a and b with a lane timeout of 1000 ms on a clock the test sets (`rig.now`); the lanes given up on, by name, in `failed`. */

@@ -215,7 +215,10 @@ export class MultiLane implements RailEndpoint {
     lane.outstanding += n;
     // A piece lost with a failed lane is asked for again by the receiver
     // (proto/rndv): the send completes on its FIN, not on the lane's word.
-    const piece: Completion = { railComplete: () => { lane.outstanding -= n; done.railComplete(null); } };
+    // A piece that completes after its lane failed (which zeroed the count) is not taken off
+    // again: the count would go negative, and striping would skip the lane once it rejoined.
+    const epoch = lane.failures;
+    const piece: Completion = { railComplete: () => { if (lane.failures === epoch) lane.outstanding -= n; done.railComplete(null); } };
     const st = lane.rep.sendZcopy(AM_DATA, hdr, hdrLen, payload, piece);
     if (st === NO_RESOURCE) { lane.outstanding -= n; return NO_RESOURCE; }
     lane.msgs++;
