@@ -5,6 +5,7 @@
 import { Context } from '../proto/context.js';
 import { describeEnvSettings, describeParams, resolveParams, type Params } from '../core/params.js';
 import { COMPONENTS } from '../rail/components.js';
+import { globToRegExp } from '../proto/rail-select.js';
 import { detectLaunch } from '../boot/launch-env.js';
 import type { LaunchInfo } from '../boot/launch-env.js';
 import { loadPmix, pmixWhy } from '../boot/pmix.js';
@@ -45,12 +46,14 @@ function laneLines(ctx: Context, params: Params): string[] {
   const local = ['shm', 'tcp'].find((c) => avail.has(c)) ?? 'tcp';
   const out = [`lanes (multirail: RAILCOMM_MAX_EAGER_RAILS=${params.maxEagerRails}, RAILCOMM_MAX_RNDV_RAILS=${params.maxRndvRails}, RAILCOMM_LANE_TIMEOUT=${params.laneTimeout} ms):`,
     `   to a rank on this host: ${local} alone${local === 'shm' ? '' : ' (no shm here)'}`];
+  // The rails this rank uses (RAILCOMM_RAILS) on the devices RAILCOMM_TCP_DEVICES allows (rail-select.ts step 5).
+  const globs = params.tcpDevices.split(',').map((x) => x.trim()).filter(Boolean).map(globToRegExp);
   const net: string[] = [];
   for (const c of COMPONENTS) {
-    if (!['tcp', 'udp'].includes(c.name) || !c.available().ok) continue;
+    if (!['tcp', 'udp'].includes(c.name) || !avail.has(c.name) || !c.available().ok) continue;
     const seen = new Set<string>();
     for (const d of c.queryDevices(params)) {
-      if (d.kind !== 'network' || seen.has(d.name)) continue;
+      if (d.kind !== 'network' || seen.has(d.name) || (globs.length > 0 && !globs.some((g) => g.test(d.name)))) continue;
       seen.add(d.name);
       net.push(`${c.name} on ${d.name} (${d.notes ?? d.address ?? ''})`);
     }
