@@ -43,6 +43,7 @@ export class KvClient implements KeyValueStore {
   private readonly pending = new Map<number, Pending>();
   private readonly lostListeners: LostListener[] = [];
   private readonly peerLostListeners: PeerLostListener[] = [];
+  private readonly peerFinalizedListeners: Array<(rank: number) => void> = [];
   private readonly abortListeners: Array<(rank: number, code: number, message: string) => void> = [];
   private closedByUs = false;
   /** The service said no to our proof: asking again will not help. */
@@ -157,8 +158,18 @@ export class KvClient implements KeyValueStore {
     return (await this.call({ op: 'spawn', ...req })) ?? '';
   }
 
+  /** Ranks that finalized, and that died, as the service said so far: a listener added later hears them too. */
+  private readonly finalizedSeen: number[] = [];
+  private readonly lostSeen: Array<{ rank: number; why: string }> = [];
+
+  onPeerFinalized(cb: (rank: number) => void): void {
+    this.peerFinalizedListeners.push(cb);
+    for (const r of this.finalizedSeen) cb(r);
+  }
+
   onPeerLost(cb: PeerLostListener): void {
     this.peerLostListeners.push(cb);
+    for (const l of this.lostSeen) cb(l.rank, l.why);
   }
 
   /**
@@ -267,7 +278,9 @@ export class KvClient implements KeyValueStore {
           const ev = parseEvent(line);
           if (ev === undefined) { this.fail(`the key-value service at ${this.where()} sent a malformed event`); return; }
           if (ev.event === 'abort') for (const cb of this.abortListeners) cb(ev.rank, ev.code, ev.message);
-          else for (const cb of this.peerLostListeners) cb(ev.rank, ev.why);
+          // (Kept: a rank that finishes init() after the service said so still learns it.)
+          else if (ev.event === 'finalized') { this.finalizedSeen.push(ev.rank); for (const cb of this.peerFinalizedListeners) cb(ev.rank); }
+          else { this.lostSeen.push({ rank: ev.rank, why: ev.why }); for (const cb of this.peerLostListeners) cb(ev.rank, ev.why); }
           return;
         }
         const r: KvReply | undefined = parseReply(line);

@@ -410,10 +410,13 @@ export class KvServer {
         this.releaseFences();
         return;
       }
-      case 'finalize':
+      case 'finalize': {
         this.finalizedRanks[rank] = true;
         this.reply(conn, { id: req.id, ok: true });
+        const line = encode({ event: 'finalized', rank });
+        for (const c of this.conns) if (c.rank >= 0 && c.rank !== rank && !c.socket.destroyed) c.socket.write(line);
         return;
+      }
       case 'abort': {
         this.reply(conn, { id: req.id, ok: true });
         const code = req.code ?? 1;

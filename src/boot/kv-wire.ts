@@ -55,6 +55,13 @@ export interface LostEvent { event: 'lost'; rank: number; why: string }
  */
 export interface AbortEvent { event: 'abort'; rank: number; code: number; message: string }
 
+/**
+ * Server -> every other client, unasked: a rank finalized. A rank still
+ * waiting on it whose BYE never came (it never connected, or every lane to it
+ * was lost) learns it can send no more (PeerFailures.peerFinalized).
+ */
+export interface FinalizedEvent { event: 'finalized'; rank: number }
+
 export interface OkReply { id: number; ok: true; value?: string }
 export interface ErrReply { id: number; ok: false; error: string }
 export type KvReply = OkReply | ErrReply;
@@ -64,7 +71,7 @@ export function authMac(jobKeyHex: string, nonceBytes: Uint8Array, rank: number)
   return mac(jobKeyHex, KV_MAC_LABEL, nonceBytes, String(rank));
 }
 
-export function encode(msg: NonceMsg | AuthMsg | AuthOkMsg | RefusedMsg | KvRequest | KvReply | LostEvent | AbortEvent): string {
+export function encode(msg: NonceMsg | AuthMsg | AuthOkMsg | RefusedMsg | KvRequest | KvReply | LostEvent | AbortEvent | FinalizedEvent): string {
   return JSON.stringify(msg) + '\n';
 }
 
@@ -164,8 +171,9 @@ export function parseRequest(line: string): { req: KvRequest } | { id?: number; 
 }
 
 /** An unasked event from the server, or undefined when the line is not one. */
-export function parseEvent(line: string): LostEvent | AbortEvent | undefined {
+export function parseEvent(line: string): LostEvent | AbortEvent | FinalizedEvent | undefined {
   const o = parseObject(line);
+  if (o && o['event'] === 'finalized' && isId(o['rank'])) return { event: 'finalized', rank: o['rank'] };
   if (o && o['event'] === 'abort' && isId(o['rank'])) {
     const code = o['code'];
     if (typeof code !== 'number' || !Number.isInteger(code) || code < 1 || code > 255) return undefined;

@@ -18,6 +18,8 @@ export interface KeyValueStore {
   close(): void;
   /** Tell `cb` about ranks that died, where the backend can see it (railcomm's services; not PMIx). */
   onPeerLost?(cb: PeerLostListener): void;
+  /** Tell `cb` about ranks that finalized (railcomm run's service; not PMIx). */
+  onPeerFinalized?(cb: (rank: number) => void): void;
   /**
    * Ranks reported dead that the event loop has not read yet, looked at
    * without reading them (a synchronous call holds the loop; the loop still

@@ -70,6 +70,7 @@ export class Rank0Store implements KeyValueStore {
   }
 
   peekLost(): Array<{ rank: number; why: string }> { return this.client.peekLost(); }
+  onPeerFinalized(cb: (rank: number) => void): void { this.client.onPeerFinalized(cb); }
 
   async finalize(): Promise<void> {
     await this.client.finalize();

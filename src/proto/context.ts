@@ -150,6 +150,8 @@ export class Context {
     }
     // The wire-up service sees ranks die, also those this rank never talked to.
     ctx.kv?.onPeerLost?.((rank, why) => ctx.peerLost(rank, why));
+    // ...and finalize: a rank waiting on one whose BYE cannot come (never connected, or every lane lost) learns it.
+    ctx.kv?.onPeerFinalized?.((rank) => ctx.failures.peerFinalized(rank));
     // A rank called comm.abort() under a launcher that will not stop the job (rank 0's service): end this rank too.
     ctx.kv?.onJobAbort?.((rank, code) => {
       process.stderr.write(`railcomm: rank ${ctx.worldRank}: rank ${rank} called abort(${code}); exiting with code ${code}\n`);

@@ -457,6 +457,11 @@ export class PointToPoint implements Canceller {
 
   // ---- failures ----------------------------------------------------------
 
+  /** The peer finalized and no BYE will come (peer-failures.ts peerFinalized): as if it had. */
+  finalizedWithoutBye(ep: ProtoEndpoint): void {
+    this.leaving.onBye(ep);
+  }
+
   /**
    * A peer is gone. Everything that waits on it fails; when it failed (not a
    * graceful finalize), pending ANY_SOURCE receives of communicators that

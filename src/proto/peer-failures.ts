@@ -28,6 +28,9 @@ export interface FailureHost {
   nameOf(world: number): string;
 }
 
+/** How long a peer's BYE may trail the wire-up service's word that it finalized (ms). */
+const BYE_WAIT_MS = 2000;
+
 export class PeerFailures {
   private readonly host: FailureHost;
   /** The context's endpoints by world index: a failure is remembered on one made here if need be. */
@@ -63,6 +66,41 @@ export class PeerFailures {
     for (const r of this.host.rails) if (r.poll !== undefined) for (let i = 0; i < 1024 && r.poll(); i++) { /* deliver what waits */ }
     this.failEndpoint(ep, new RailcommError(ErrorCode.PEER_FAILED, `rank ${world} died: ${why}`), false);
     for (const r of this.host.rails) r.peerDied?.(ep.id);
+  }
+
+  /**
+   * Rank `world` finalized (the wire-up service says so). Its BYE, sent
+   * before it told the service, normally came first. If not within
+   * BYE_WAIT_MS (and this rank's own event loop was not what held it back):
+   * with no connection to it, nothing it sent can still come, so receives
+   * from it fail as after a BYE; with one, every lane to it was lost (its BYE
+   * could not travel), and it fails, instead of leaving waits on it for ever.
+   */
+  peerFinalized(world: number): void {
+    if (this.isClosed() || world === this.host.launch.rank || !Number.isInteger(world) || world < 0 || world >= this.host.launch.size) return;
+    const settled = (): boolean => {
+      const ep = this.endpoints[world];
+      return this.isClosed() || (ep !== undefined && (ep.peerFinalized || ep.failure !== null));
+    };
+    // With a connection, the BYE travels behind the peer's last messages: give a slow lane longer.
+    const connected = (): boolean => { const ep = this.endpoints[world]; return ep !== undefined && ep.lane !== null; };
+    const wait = (): number => (connected() ? Math.max(BYE_WAIT_MS, 2 * this.host.params.laneTimeout) : BYE_WAIT_MS);
+    const since = Date.now();
+    const look = (ms: number): void => {
+      const due = Date.now() + ms;
+      // After the timer, once this turn's I/O ran (setImmediate): a BYE read in it counts.
+      setTimeout(() => setImmediate(() => {
+        if (settled()) return;
+        if (Date.now() - due > ms / 2) { look(wait()); return; } // this loop was held: the BYE may be just behind
+        for (const r of this.host.rails) if (r.poll !== undefined) for (let i = 0; i < 1024 && r.poll(); i++) { /* deliver what waits */ }
+        if (settled()) return;
+        if (!connected()) { this.host.p2p.finalizedWithoutBye(this.unresolvedEndpoint(world)); return; }
+        if (Date.now() - since < wait()) { look(wait() - (Date.now() - since)); return; } // connected meanwhile
+        const why = `rank ${world} finalized ${((Date.now() - since) / 1000).toFixed(1)} s ago, but its goodbye never reached this rank: every lane to it was lost`;
+        this.failEndpoint(this.endpoints[world]!, new RailcommError(ErrorCode.PEER_FAILED, why), false);
+      }), ms).unref();
+    };
+    if (!settled()) look(wait());
   }
 
   /** A rail endpoint failed, or its peer closed it (graceful): the RailUpcalls.failed of every rail. */

@@ -27,6 +27,21 @@ for (const mode of modes) {
   });
 }
 
+test('a receive from a rank that finalized without ever connecting fails (the wire-up service says it finalized), on every rail', async () => {
+  for (const mode of modes) {
+    const job = await railcomm(['run', '-n', '3', ...mode, '--timeout', '30', jobScript('finalize-never-met.mjs')], { limitMs: 40_000 });
+    const out = `${mode.join(' ')}\n${job.stdout}\n${job.stderr}`;
+    assert.equal(job.code, 0, out);
+    const res = linesWith(job.stdout, 'RESULT');
+    assert.equal(res.length, 2, out);
+    for (const r of res) {
+      const [a, b, ms] = r.rest.split(' ');
+      assert.deepEqual([a, b], ['ERR_PEER_FAILED', 'ERR_PEER_FAILED'], out);
+      assert.ok(Number(ms) < 10_000, `${mode.join(' ')}: rank ${r.rank} waited ${ms} ms`);
+    }
+  }
+});
+
 test('a message sent just before its sender finalized is received later by a rank that slept meanwhile, on every rail', async () => {
   for (const mode of modes) {
     const job = await railcomm(['run', '-n', '2', ...mode, '--timeout', '30', jobScript('finalize-late-recv.mjs')], { limitMs: 40_000 });

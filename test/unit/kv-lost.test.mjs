@@ -69,3 +69,52 @@ test('peekLost: a lost event not yet read is seen without being read (a synchron
     await server.close();
   }
 });
+
+test('the service tells the other ranks that a rank finalized; a listener added later still hears it (and lost ranks)', async () => {
+  const { parseEvent } = await import('../../dist/boot/kv-wire.js');
+  assert.deepEqual(parseEvent('{"event":"finalized","rank":2}'), { event: 'finalized', rank: 2 });
+  const jobKey = newJobKey();
+  const server = await KvServer.start({ size: 3, jobKey });
+  const c = [];
+  try {
+    for (let r = 0; r < 3; r++) c.push(await KvClient.connect(server.address(), jobKey, r, { timeoutMs: 3000 }));
+    const early = [];
+    c[0].onPeerFinalized((rank) => early.push(rank));
+    await c[2].finalize();
+    c[1].close(); // dies
+    await new Promise((res) => setTimeout(res, 200));
+    assert.deepEqual(early, [2]);
+    // A rank whose context registers after the events came (init() still running) hears them all.
+    const late = [], lost = [];
+    c[0].onPeerFinalized((rank) => late.push(rank));
+    c[0].onPeerLost((rank) => lost.push(rank));
+    assert.deepEqual(late, [2]);
+    assert.deepEqual(lost, [1]);
+  } finally {
+    for (const x of c) x.close();
+    await server.close();
+  }
+});
+
+test('a peer that finalized: with no connection, receives from it end as after its BYE; with one whose BYE never came, it fails', async () => {
+  const { PeerFailures } = await import('../../dist/proto/peer-failures.js');
+  const { ProtoEndpoint } = await import('../../dist/proto/endpoint.js');
+  const byeLess = [], failed = [];
+  const host = {
+    params: { laneTimeout: 100, eagerCredits: 1 << 20, sendBuffer: 1000 }, launch: { rank: 0, size: 3, jobId: 7 },
+    log: { warn() {}, debug() {} }, rails: [], lanes: {}, rma: { peerFailed() {} }, nameOf: (w) => `rank ${w}`,
+    p2p: { finalizedWithoutBye: (ep) => { ep.peerFinalized = true; byeLess.push(ep.rank); }, peerFailed: (ep, e) => failed.push([ep.rank, e.code, e.message]) },
+  };
+  const endpoints = [];
+  const f = new PeerFailures(host, endpoints, () => false);
+  endpoints[2] = new ProtoEndpoint(2, 2n, 1 << 20);
+  endpoints[2].lane = { fake: 'a lane whose every path was lost' };
+  f.peerFinalized(1); // never connected
+  f.peerFinalized(2); // connected, its BYE never comes
+  await new Promise((res) => setTimeout(res, 2500));
+  assert.deepEqual(byeLess, [1]);
+  assert.equal(failed.length, 1);
+  assert.equal(failed[0][0], 2);
+  assert.equal(failed[0][1], 'ERR_PEER_FAILED');
+  assert.match(failed[0][2], /rank 2 finalized \d+\.\d s ago, but its goodbye never reached this rank: every lane to it was lost/);
+});
