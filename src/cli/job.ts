@@ -72,7 +72,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   const jobKey = newJobKey();
   const jobId = randomBytes(4).readUInt32BE(0);
   const placement = placeRanks(np, opts.hosts);
-  const problem = scriptProblem(opts.command, opts.cwd ?? process.cwd(), placement.some((p) => p.local));
+  const problem = scriptProblem(opts.command, opts.cwd ?? process.cwd(), placement.some((p) => p.local), threads);
   if (problem !== undefined) throw invalidArg(problem);
   const remote = placement.some((p) => !p.local);
   // Across hosts the service listens on the one address the remote ranks are

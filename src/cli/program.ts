@@ -2,7 +2,7 @@
 // TypeScript script's type stripping or loader) or any other program; a
 // script's problems found before any rank starts.
 
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join as joinPath, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -26,10 +26,11 @@ export function resolveProgram(command: string[], env: NodeJS.ProcessEnv, cwd: s
 /**
  * Why a script cannot run, in one line, or undefined when it can: it must
  * exist (checked before any rank starts, instead of one stack per rank), and
- * a TypeScript one needs a way to run (typeScriptFlags). Programs are left to
+ * a TypeScript one needs a way to run (typeScriptFlags; as thread ranks,
+ * threadScriptLoader's too). Programs are left to
  * spawn (127 when missing). Ranks only on remote hosts find their script there.
  */
-export function scriptProblem(command: readonly string[], cwd: string, anyLocal = true): string | undefined {
+export function scriptProblem(command: readonly string[], cwd: string, anyLocal = true, threads = false): string | undefined {
   const first = command[0] ?? '';
   if (!SCRIPT_RE.test(first) || !anyLocal) return undefined;
   const full = resolvePath(cwd, first);
@@ -37,7 +38,9 @@ export function scriptProblem(command: readonly string[], cwd: string, anyLocal 
   try { isFile = statSync(full).isFile(); } catch { return `script '${first}' not found (there is no ${full}); check the path and the working directory`; }
   if (!isFile) return `script '${first}' is not a file (${full})`;
   const ts = typeScriptFlags(full, cwd);
-  return typeof ts === 'string' ? ts : undefined;
+  if (typeof ts === 'string') return ts;
+  const loader = threads ? threadScriptLoader(full, cwd) : undefined;
+  return typeof loader === 'string' ? loader : undefined;
 }
 
 /** Node flags a script needs beyond nodeFlags(): a TypeScript script's type stripping or loader. */
@@ -59,15 +62,64 @@ export function typeScriptFlags(script: string, cwd = process.cwd()): string[] |
   if (features.typescript) return [];
   const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
   if (major > 22 || (major === 22 && minor >= 6)) return ['--experimental-strip-types'];
+  const tsx = findTsx(script, cwd);
+  if (tsx !== undefined) return ['--import', pathToFileURL(tsx.entry).href];
+  return `script '${script}' is TypeScript and Node ${process.version} cannot run it by itself (Node 22.6 and later strip types): install tsx in its project (npm install --save-dev tsx), run a newer Node, or compile it to JavaScript`;
+}
+
+/** The tsx a TypeScript script runs with: its project's, else the working directory's; undefined when neither has it. */
+function findTsx(script: string, cwd: string): { from: string; entry: string } | undefined {
   for (const from of [dirname(script), cwd]) {
     try {
-      const entry = createRequire(joinPath(from, 'noop.js')).resolve('tsx');
-      return ['--import', pathToFileURL(entry).href];
+      return { from, entry: createRequire(joinPath(from, 'noop.js')).resolve('tsx') };
     } catch {
       // not installed there
     }
   }
-  return `script '${script}' is TypeScript and Node ${process.version} cannot run it by itself (Node 22.6 and later strip types): install tsx in its project (npm install --save-dev tsx), run a newer Node, or compile it to JavaScript`;
+  return undefined;
+}
+
+/**
+ * How a thread rank (a worker thread of a thread host) loads its script, beyond
+ * the node flags the host runs with, which its worker threads inherit: nothing
+ * (undefined) for JavaScript and for type stripping; where this node runs
+ * TypeScript through tsx (typeScriptFlags), the file of tsx's ESM API
+ * (tsx/esm/api), whose register() the worker calls before it imports the
+ * script (ts-worker.ts). The host's `--import tsx` runs in every worker thread
+ * too, but tsx registers its hooks there only in the main thread on Node 20
+ * (and 22 before 22.22.3), and hooks that module.register() adds in one thread
+ * do not reach another: without this a worker fails on the script with
+ * ERR_UNKNOWN_FILE_EXTENSION. A string: why it cannot (a tsx without that API).
+ */
+export function threadScriptLoader(script: string, cwd = process.cwd()): { tsxApi: string } | string | undefined {
+  const flags = typeScriptFlags(script, cwd);
+  if (typeof flags === 'string' || flags[0] !== '--import') return undefined;
+  const tsx = findTsx(script, cwd);
+  if (tsx === undefined) return undefined;
+  const tsxApi = tsxEsmApi(tsx.from);
+  if (tsxApi !== undefined) return { tsxApi };
+  return `script '${script}' is TypeScript, which Node ${process.version} runs through tsx, and thread ranks need tsx's ESM API (tsx/esm/api) to load it in their worker threads, which the tsx found from ${tsx.from} lacks: update tsx (npm install --save-dev tsx@latest), run the ranks as processes (no --threads or --threads-per-process), or run Node 22.6 or later`;
+}
+
+/**
+ * The file `import('tsx/esm/api')` loads for a module in folder `from`, or
+ * undefined when that tsx has none. Read from tsx's exports under the
+ * conditions of import (node, import, default): require()'s resolution picks
+ * its CommonJS build, whose register() looks for its hooks in the wrong folder.
+ */
+function tsxEsmApi(from: string): string | undefined {
+  try {
+    const pkgFile = createRequire(joinPath(from, 'noop.js')).resolve('tsx/package.json');
+    const pkg = JSON.parse(readFileSync(pkgFile, 'utf8')) as { exports?: Record<string, unknown> };
+    let target = pkg.exports?.['./esm/api'];
+    while (typeof target === 'object' && target !== null && !Array.isArray(target)) {
+      const key = Object.keys(target).find((k) => k === 'node' || k === 'import' || k === 'default');
+      target = key === undefined ? undefined : (target as Record<string, unknown>)[key];
+    }
+    return typeof target === 'string' && target.startsWith('./') ? resolvePath(dirname(pkgFile), target) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -41,7 +41,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   }
   let problem: string | undefined;
   try {
-    problem = scriptProblem(o.command, o.cwd ?? process.cwd(), placeRanks(o.np, o.hosts).some((p) => p.local));
+    problem = scriptProblem(o.command, o.cwd ?? process.cwd(), placeRanks(o.np, o.hosts).some((p) => p.local), o.threadsPerProcess !== undefined);
   } catch {
     problem = undefined; // startJob says what is wrong with the placement
   }

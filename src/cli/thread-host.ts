@@ -15,6 +15,7 @@ import { endWithParent, launcherGone } from '../boot/launcher-tie.js';
 import { blockingStdio } from '../boot/rank-stdio.js';
 import { threadExitFlags } from '../comm/sync-liveness.js';
 import { setOfiEnvDefaults } from '../rail/ofi/env-defaults.js';
+import { threadScriptLoader } from './program.js';
 
 /** What the launcher tells a thread host (and what its thread ranks see too). */
 export const THREAD_ENV = {
@@ -28,6 +29,9 @@ export const THREAD_ENV = {
 const DEFAULT_GRACE_MS = 3000;
 /** After a worker exits, how long its output streams may take to deliver what is in flight. */
 const DRAIN_MS = 2000;
+
+/** What a worker starts on when its TypeScript script needs tsx registered in that thread first (threadScriptLoader). */
+const TS_WORKER = new URL('./ts-worker.js', import.meta.url);
 
 const USAGE = 'usage: RAILCOMM_THREAD_BASE=B RAILCOMM_THREADS=K node thread-host.js [--grace-ms MS] [--report-fd FD] [--] script [args...]';
 
@@ -126,6 +130,12 @@ export async function hostMain(argv: string[]): Promise<number> {
   const localSize = process.env[ENV.localSize] ?? process.env[ENV.size] ?? String(base + count);
   // A process rank's argv[1] is the script resolved against its cwd; the worker reports the path it was given.
   const scriptPath = resolvePath(opts.script);
+  // A TypeScript script this node runs through tsx: each worker registers tsx's hooks, then imports it.
+  const loader = threadScriptLoader(scriptPath);
+  if (typeof loader === 'string') {
+    process.stderr.write(`railcomm thread-host: ${loader}\n`);
+    return 2;
+  }
   const outGate = new OutputGate(process.stdout);
   const errGate = new OutputGate(process.stderr);
 
@@ -234,9 +244,10 @@ export async function hostMain(argv: string[]): Promise<number> {
     }
     let worker: Worker;
     try {
-      worker = new Worker(scriptPath, {
-        // The worker's process.argv becomes [execPath, scriptPath, ...args], as in a process rank.
-        argv: opts.args,
+      worker = new Worker(loader === undefined ? scriptPath : TS_WORKER, {
+        // The worker's process.argv becomes [execPath, scriptPath, ...args], as in a process rank
+        // (ts-worker.js takes the script and tsx's API from the front of its arguments and makes it so).
+        argv: loader === undefined ? opts.args : [scriptPath, loader.tsxApi, ...opts.args],
         // A plain object gives every worker its own process.env.
         env: {
           ...process.env,

@@ -75,11 +75,42 @@ test('a TypeScript script without a way to run it: one line saying what to insta
 test('a TypeScript script runs, as processes and as threads (type stripping, or the project\'s tsx)', async () => {
   // A stand-in for tsx in the script's project: a loader that transpiles with TypeScript.
   const proj = join(dir, 'proj');
-  mkdirSync(join(proj, 'node_modules', 'tsx'), { recursive: true });
+  standInTsx(proj);
+  writeFileSync(join(proj, 'app.ts'), tsBody);
+  writeFileSync(join(proj, 'app.mts'), tsBody);
+  for (const [file, args] of [['app.ts', []], ['app.mts', []], ['app.ts', ['--threads']], ['app.mts', ['--threads-per-process', '3']]]) {
+    const res = await launch(['-n', '3', ...args, join(proj, file)], { limitMs: 40_000 });
+    assert.equal(res.code, 0, `${file} ${args}: ${res.stderr}`);
+    for (let r = 0; r < 3; r++) assert.match(res.stdout, new RegExp(`^\\[${r}\\] TS ${r} 6$`, 'm'), `${file} ${args}`);
+  }
+});
+
+test('thread ranks of a TypeScript script need tsx\'s ESM API (tsx/esm/api) where tsx is the loader: one line saying so', { skip: nodeStripsTypes && 'this Node strips types itself' }, async () => {
+  const old = join(dir, 'old-tsx');
+  standInTsx(old, { api: false });
+  writeFileSync(join(old, 'app.ts'), tsBody);
+  const res = await launch(['-n', '2', '--threads', join(old, 'app.ts')]);
+  assert.equal(res.code, 2, res.stderr);
+  assert.equal(res.stdout, '');
+  assert.equal(res.stderr.trim().split('\n').length, 1, res.stderr);
+  assert.match(res.stderr, /^railcomm run: script '.*app\.ts' is TypeScript, .* thread ranks need tsx's ESM API \(tsx\/esm\/api\)/);
+});
+
+/**
+ * Writes a project with a stand-in for tsx that behaves as tsx does on Node 20: its loader
+ * (node --import tsx) registers its hooks in the main thread only, and hooks registered in one
+ * thread do not reach the others; tsx/esm/api's register() registers them in the calling
+ * thread. api: false leaves tsx/esm/api out.
+ */
+function standInTsx(proj, { api = true } = {}) {
+  const tsx = join(proj, 'node_modules', 'tsx');
+  mkdirSync(tsx, { recursive: true });
   writeFileSync(join(proj, 'package.json'), '{"type":"module"}');
-  writeFileSync(join(proj, 'node_modules', 'tsx', 'package.json'), '{"name":"tsx","version":"0.0.0","type":"module","exports":{".":"./loader.mjs"}}');
-  writeFileSync(join(proj, 'node_modules', 'tsx', 'loader.mjs'), "import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url);\n");
-  writeFileSync(join(proj, 'node_modules', 'tsx', 'hooks.mjs'), `
+  const exports = { '.': './loader.mjs', './package.json': './package.json', ...(api ? { './esm/api': { import: { types: './api.d.mts', default: './api.mjs' } } } : {}) };
+  writeFileSync(join(tsx, 'package.json'), JSON.stringify({ name: 'tsx', version: '0.0.0', type: 'module', exports }));
+  writeFileSync(join(tsx, 'loader.mjs'), "import { register } from 'node:module';\nimport { isMainThread } from 'node:worker_threads';\nif (isMainThread) register('./hooks.mjs', import.meta.url);\n");
+  writeFileSync(join(tsx, 'api.mjs'), "import * as m from 'node:module';\nexport function register() { m.register('./hooks.mjs', import.meta.url); }\n");
+  writeFileSync(join(tsx, 'hooks.mjs'), `
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import ts from ${JSON.stringify(typescriptUrl)};
@@ -89,14 +120,7 @@ export async function load(url, context, next) {
   return { format: 'module', source: out.outputText, shortCircuit: true };
 }
 `);
-  writeFileSync(join(proj, 'app.ts'), tsBody);
-  writeFileSync(join(proj, 'app.mts'), tsBody);
-  for (const [file, args] of [['app.ts', []], ['app.mts', []], ['app.ts', ['--threads']]]) {
-    const res = await launch(['-n', '3', ...args, join(proj, file)], { limitMs: 40_000 });
-    assert.equal(res.code, 0, `${file} ${args}: ${res.stderr}`);
-    for (let r = 0; r < 3; r++) assert.match(res.stdout, new RegExp(`^\\[${r}\\] TS ${r} 6$`, 'm'), `${file} ${args}`);
-  }
-});
+}
 
 for (const [what, args] of [['processes', ['-n', '3']], ['threads', ['-n', '4', '--threads']], ['two processes of two threads', ['-n', '4', '--threads-per-process', '2']]]) {
   test(`comm.abort(code) ends every rank with that exit code: ${what}`, async () => {
