@@ -4,7 +4,7 @@
 // waits, prints one picture of who waits on whom, naming the cycles. It
 // prints once per stuck spell and never stops the job (--timeout does).
 
-import type { HangReport, HangWait } from '../proto/hang.js';
+import { SILENT_LANES, type HangReport, type HangWait } from '../proto/hang.js';
 
 /** What the launcher knows of a rank besides its report. */
 export type RankState = 'running' | 'finalized' | 'exited';
@@ -120,11 +120,17 @@ export function hangPicture(size: number, reports: ReadonlyMap<number, HangRepor
       else if (reports.get(p)?.state === 'idle') notes.push(`rank ${r} waits on rank ${p}, which has nothing pending in railcomm: does rank ${p} ever make the matching call?`);
     }
   }
+  // Pairs whose lanes stopped answering heartbeats (either side says so): what looks like a cycle may be a cut.
+  const silent = new Set<string>();
+  for (const [r, rep] of reports) for (const w of rep.waits) if (typeof w.peer === 'number' && w.what.startsWith(SILENT_LANES)) silent.add(`${Math.min(r, w.peer)}-${Math.max(r, w.peer)}`);
   const cycles = findCycles(edges);
   for (const c of cycles) {
+    const cut = c.length > 1 && c.some((x, i) => { const y = c[(i + 1) % c.length]!; return silent.has(`${Math.min(x, y)}-${Math.max(x, y)}`); });
     notes.push(c.length === 1
       ? `deadlock: rank ${c[0]} waits on itself (a receive from itself that no send of its own matches)`
-      : `deadlock: cycle ${[...c, c[0]!].map((x) => `rank ${x}`).join(' -> ')} (each waits on the next)`);
+      : cut
+        ? `no answer: cycle ${[...c, c[0]!].map((x) => `rank ${x}`).join(' -> ')}, but the lanes between some of them answer no heartbeat (see "${SILENT_LANES}" above): the network between them may be cut, not a deadlock`
+        : `deadlock: cycle ${[...c, c[0]!].map((x) => `rank ${x}`).join(' -> ')} (each waits on the next)`);
   }
   if (cycles.length === 0 && notes.length === 0) notes.push('no cycle of waits among the ranks: look for a receive whose tag, source or communicator no send matches');
   lines.push(...notes.map((n) => `  ${n}`));

@@ -60,6 +60,7 @@ export class World implements RequestWatcher {
     const ctx = this.ctx;
     const out: HangWait[] = [];
     for (const r of ctx.rails) { const s = r.describeState?.() ?? null; if (s !== null) out.push({ peer: null, what: s }); }
+    ctx.lanes.silentWaits(out, performance.now());
     ctx.p2p.waits(out);
     ctx.rma.waits(out);
     ctx.p2p.unexpectedWaits(out);

@@ -38,6 +38,13 @@ export interface HangSource {
   waits(): HangWait[];
 }
 
+/**
+ * How a wait on a peer whose every lane stopped answering heartbeats begins
+ * (lanes.ts): the launcher's picture then calls a cycle through that pair a
+ * possible cut, not a deadlock.
+ */
+export const SILENT_LANES = 'silent lanes';
+
 /** Waits sent or printed per report; a rank with thousands of unexpected messages says how many more. */
 export const MAX_REPORTED_WAITS = 64;
 

@@ -86,6 +86,12 @@ test('the picture waits until every running rank is stuck, and needs one that wa
   assert.match(lines[0], /^hang report: no operation completed on any running rank for at least 1\.0 s/);
   assert.ok(lines.includes('  rank 2: nothing pending in railcomm (in its own code, or idle)'));
   assert.ok(lines.includes('  deadlock: cycle rank 0 -> rank 1 -> rank 0 (each waits on the next)'));
+  // The same cycle, where rank 1 says no lane to rank 0 answers heartbeats: maybe a cut network, not a deadlock.
+  const cut = new Map(reports);
+  cut.set(1, { ...rep(1, 'waiting', [0]), waits: [{ peer: 0, what: 'silent lanes to world rank 0: no heartbeat answer on any lane to it (tcp:l1) for 9.0 s: ...' }, { peer: 0, what: 'wait on 0' }] });
+  const cutLines = hangPicture(3, cut, running);
+  assert.ok(cutLines.some((l) => /^ {2}no answer: cycle rank 0 -> rank 1 -> rank 0, but the lanes between some of them answer no heartbeat .*may be cut, not a deadlock$/.test(l)), cutLines.join('\n'));
+  assert.ok(!cutLines.some((l) => l.startsWith('  deadlock:')), cutLines.join('\n'));
   assert.equal(hangPicture(2, new Map([[0, rep(0, 'idle', [])], [1, rep(1, 'idle', [])]]), running), undefined, 'all idle is no hang');
   // A rank that finalized or exited counts as not running.
   const state = (r) => (r === 1 ? 'finalized' : r === 2 ? 'exited' : 'running');

@@ -159,12 +159,15 @@ test('heartbeat: a lane silent past the lane timeout while another answers is gi
   // The timer's cadence: a quarter of the timeout. Nobody answers: the peer is busy or gone, not a lane.
   for (rig.now = 250; rig.now <= 2000; rig.now += 250) m.heartbeat();
   assert.deepEqual(failed, []);
+  // ...which the hang report says, with how long (a cut network looks like a deadlock otherwise).
+  assert.match(m.silence(rig.now), /^no heartbeat answer on any lane to it \(a, b\) for 2\.0 s: it is busy in its own code, or the network between us is cut$/);
   const pings = reps[0].queue.filter((f) => f.am === AM_LANE_PING);
   assert.equal(pings.length, 8);
   // From now on lane a answers every ping, b none: b goes once it has been silent a whole timeout while a answers.
   for (rig.now = 2250; rig.now <= 3000; rig.now += 250) { m.heartbeat(); m.pong(reps[0], 0); }
   assert.deepEqual(failed, ['b']);
   assert.equal(m.liveCount, 1);
+  assert.equal(m.silence(rig.now), null, 'a answers');
   assert.ok(reps.every((r) => r.queue.every((f) => f.am !== AM_LANE_ACK)));
 });
 

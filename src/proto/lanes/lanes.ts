@@ -11,6 +11,7 @@ import type { ProtoEndpoint } from '../endpoint.js';
 import type { Logger } from '../../core/log.js';
 import type { Params } from '../../core/params.js';
 import { channels } from '../observe.js';
+import { SILENT_LANES, type HangWait } from '../hang.js';
 import { Lane, MultiLane, heartbeatEvery, type LaneHost } from './multi-lane.js';
 import { LaneReceiver } from './receiver.js';
 import { planLanes, sameSubnet, type LanePlan, type RailChoice } from './select.js';
@@ -54,6 +55,15 @@ export function railChoice(rail: Rail): RailChoice & { rail: Rail } {
 }
 
 export class Lanes {
+  /** Hang report: a wait per multi-lane peer whose lanes all stopped answering (MultiLane.silence). */
+  silentWaits(out: HangWait[], now: number): void {
+    for (const m of this.multis) {
+      const why = m.silence(now);
+      const ep = m.owner as ProtoEndpoint | null;
+      if (why !== null && ep !== null) out.push({ peer: ep.rank, what: `${SILENT_LANES} to world rank ${ep.rank}: ${why}` });
+    }
+  }
+
   private readonly host: LanesHost;
   private readonly params: Params;
   private readonly log: Logger;

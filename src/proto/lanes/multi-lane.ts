@@ -418,6 +418,25 @@ export class MultiLane implements RailEndpoint {
     }
   }
 
+  /**
+   * For a hang report: when no live lane has answered a heartbeat for the
+   * lane timeout (judge() then fails none: the peer may be busy in its own
+   * code), say so, with how long; null while one answers.
+   */
+  silence(now: number): string | null {
+    const limit = this.host.laneTimeoutMs;
+    let quiet = Infinity;
+    const names: string[] = [];
+    for (const l of this.lanes) {
+      if (!l.live) continue;
+      if (now - l.lastPong < limit) return null;
+      quiet = Math.min(quiet, now - l.lastPong);
+      names.push(l.rail.name);
+    }
+    if (names.length === 0) return null;
+    return `no heartbeat answer on any lane to it (${names.join(', ')}) for ${(quiet / 1000).toFixed(1)} s: it is busy in its own code, or the network between us is cut`;
+  }
+
   /** This side gives up on a live lane: it fails (the peer told when `tell`), and its rail endpoint is given up (or closed). */
   private giveUpOn(lane: Lane, why: string, tell: boolean): void {
     const rep = lane.rep;
