@@ -287,9 +287,11 @@ export class CollectivePlanner {
     const rc = checkCounts(recvCounts, this.size, `${name} recvCounts`);
     if (s.length < sum(sc)) throw invalid(`${name}: send has ${s.length} elements, sendCounts add up to ${sum(sc)}`);
     if (r.length < sum(rc)) throw invalid(`${name}: recv has ${r.length} elements, recvCounts add up to ${sum(rc)}`);
-    // The block this rank sends itself: both counts are its own, and must agree (MPI: matching signatures).
+    // The block this rank sends itself: both counts are its own, so a block that would not fit is known here.
+    // (A smaller one fits, as any message in a larger receive buffer; the counts of a pair of ranks are
+    // compared where they meet, or under RAILCOMM_CHECK before any data moves.)
     const me = this.rank;
-    if (sc[me] !== rc[me]) throw invalid(`${name}: sendCounts[${me}] is ${sc[me]} but recvCounts[${me}] is ${rc[me]}: the block rank ${me} sends itself is received by itself, so the two counts must be equal`);
+    if (sc[me]! > rc[me]!) throw invalid(`${name}: sendCounts[${me}] is ${sc[me]} but recvCounts[${me}] is only ${rc[me]}: the block rank ${me} sends itself would not fit where it receives it`);
     const pairwise = Math.max(...sc) * s.BYTES_PER_ELEMENT >= this.params.collAlltoallPairwise;
     // Counts differ from rank to rank: only the element type must agree, and the totals add up.
     return this.signed({ name, algorithm: pairwise ? 'pairwise exchange' : 'all exchanges at once', run: (c) => alltoallv(c, s, sc, r, rc, pairwise) }, name, -1, null, s, -1, null, sum(sc), sum(rc));
