@@ -20,6 +20,8 @@ export const ENV = {
   jobId: 'RAILCOMM_JOB_ID',
   /** A job comm.spawn started: the port its ranks connect back to (comm.parent). */
   parentPort: 'RAILCOMM_PARENT_PORT',
+  /** railcomm run's pid, for the processes it starts on its own host (launcher-tie.ts launcherGone). */
+  launcherPid: 'RAILCOMM_LAUNCHER_PID',
 } as const;
 
 export type LauncherName = 'railcomm' | 'openmpi' | 'slurm' | 'hydra' | 'env' | 'singleton';

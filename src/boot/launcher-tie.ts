@@ -8,6 +8,7 @@
 
 import { isMainThread } from 'node:worker_threads';
 import { loadNative } from '../native/addon.js';
+import { ENV } from './launch-env.js';
 
 /** How long a rank whose parent ended may take to exit by itself (ms). */
 const GRACE_MS = 2000;
@@ -37,7 +38,7 @@ export function stopWatchingParent(): void {
 }
 
 /** Set by railcomm run for the processes it starts on its own host: its pid (their parent's). */
-export const LAUNCHER_PID_ENV = 'RAILCOMM_LAUNCHER_PID';
+export const LAUNCHER_PID_ENV = ENV.launcherPid;
 
 /**
  * Why this process, started by railcomm run on the launcher's host, has no
