@@ -14,6 +14,8 @@ import { Logger } from '../../dist/core/log.js';
 import { AM_LANE_ENV, AM_LANE_ACK, AM_LANE_PING, AM_LANE_DOWN, decodeDown, encodeDown } from '../../dist/proto/lanes/wire.js';
 import { TrafficCounters } from '../../dist/core/counters.js';
 import { AM_DATA } from '../../dist/proto/wire.js';
+import { OfiEndpoint } from '../../dist/rail/ofi/endpoint.js';
+import { OpTable } from '../../dist/rail/ofi/ops.js';
 
 const rail = (name, component, device, { network = true, lat = 50, bw = 1000, net = '10.1.0.0', bits = 24, reach = true } = {}) => ({
   name, component, device, network, latencyUs: lat, bandwidthMBps: bw,
@@ -258,4 +260,49 @@ test('lane-down notices as they arrive: a malformed one is counted and its lane 
   } finally {
     lanes.close();
   }
+});
+
+test('an ofi lane given up on (silent drop) fails its endpoint at once: rendezvous pieces the provider still holds complete, nothing waits on a BYE', () => {
+  // The ofi rail as its endpoint sees it, over a binding whose connection carries nothing: every
+  // send is taken and never completes (a silently dropped link: the provider retransmits forever).
+  const errors = [], failedUp = [];
+  const sent = [];
+  const b = {
+    avInsert: () => 0,
+    sendHead: () => 0, // DONE: copied (pings)
+    send: (_h, _d, _head, _len, _payload, id) => { sent.push(id); return id === 0 ? 0 : 1; },
+  };
+  const ofi = {
+    name: 'ofi:tcp;ofi_rxm/eth0', component: 'ofi', device: { name: 'eth0' }, provider: 'tcp;ofi_rxm',
+    caps: { amCopyMax: 1 << 20, amZcopyMax: 1 << 20, bandwidthMBps: 2000 }, gathers: true, closing: false, finalizing: false,
+    h: 1, b, ops: new OpTable(), blocked: new Set(), retrying: new Set(), rank: 0, job: 1, counters: new TrafficCounters(),
+    head: new Uint8Array(4096), headView: null, address: () => 'ofi-here',
+    env: { jobKey: 'k', self: 1n, params: { connectTimeout: 1000 }, log: { debug() {}, error: (m) => errors.push(m), warnEvery() {} }, upcalls: { failed: (ep, _e, graceful) => failedUp.push(graceful) } },
+    nameOf: () => ({ name: Buffer.from('x'), ctx: -1 }), newPeer() {}, forget() {}, fiError: (r) => `error ${r}`,
+  };
+  ofi.headView = new DataView(ofi.head.buffer);
+  const rep = new OfiEndpoint(ofi, 2n, 'ofi-there', 0);
+  ofi.endpoint = () => rep;
+  const tcp = fakeLane('tcp:l1');
+  let now = 0;
+  const host = { laneTimeoutMs: 1000, now: () => now, ackFor: () => 0, ackSent: () => {}, laneFailed: () => {}, laneJoined: () => {}, ready: () => {}, log: () => {} };
+  const m = new MultiLane(host, 2n, [new Lane(rep, true, true, 'ofi-there'), new Lane(tcp, true, true, 'tcp-there')], 1);
+  rep.owner = m;
+  // A rendezvous send's pieces: striped by weight, most on ofi, where they stay in flight.
+  let completed = 0;
+  const done = { railComplete() { completed++; } };
+  const hdr = new Uint8Array(16), piece = new Uint8Array(1 << 17);
+  for (let k = 0; k < 6; k++) m.sendZcopy(AM_DATA, hdr, 16, piece, done);
+  const onOfi = m.lanes[0].msgs;
+  assert.ok(onOfi > 0, 'ofi carries pieces');
+  assert.equal(completed, 6 - onOfi, 'only the tcp pieces completed');
+  // The ofi lane answers no heartbeat, tcp does: ofi is given up on.
+  for (now = 250; now <= 1250; now += 250) { m.heartbeat(); m.pong(tcp, 1); }
+  assert.equal(m.lanes[0].live, false);
+  assert.equal(rep.failed, true, 'the ofi endpoint given up on is failed, not closed (a close waits to say BYE on the dead connection)');
+  assert.equal(completed, 6, 'the pieces the provider held complete (failed): the send waits for the receiver\'s FIN, not for them');
+  assert.equal(ofi.ops.count, 0, 'nothing waits on the provider');
+  assert.equal(ofi.ops.hasOwner(rep), false);
+  assert.deepEqual(failedUp, [false]);
+  assert.deepEqual(errors, [], 'given up on on purpose: no error logged (the lanes warn)');
 });

@@ -367,13 +367,25 @@ export class OfiEndpoint implements RailRma {
     this.fail(since === 0 ? `cannot send to it: ${this.rail.fiError(r)}` : `no connection to it for ${Date.now() - since} ms (RAILCOMM_CONNECT_TIMEOUT ${this.rail.env.params.connectTimeout}): ${this.rail.fiError(r)}`, false);
   }
 
-  fail(reason: string, bad: boolean): void {
+  /**
+   * This rank gives up on the connection (multirail: a lane that stopped
+   * answering): failed at once, quietly (the lanes said why), so that what is
+   * in flight on it fails now. A close() instead would leave it open: its
+   * BYE, and the zero-copy sends the provider still holds, would wait on a
+   * connection that carries nothing, and the rendezvous sends they belong
+   * to would never complete.
+   */
+  giveUp(reason: string): void {
+    this.fail(`given up on: ${reason}`, false, true);
+  }
+
+  fail(reason: string, bad: boolean, quiet = false): void {
     if (this.failed) return;
     this.failed = true;
     this.stopRetry();
     if (bad) { this.counters.badFrames++; this.rail.counters.badFrames++; }
     // (Finalizing, peers that finalized first are gone: no alarm.)
-    if (this.rail.closing && !bad) this.rail.env.log.debug(`ofi: peer ${formatId(this.peer)} gone while closing: ${reason}`);
+    if ((this.rail.closing || quiet) && !bad) this.rail.env.log.debug(`ofi: peer ${formatId(this.peer)} ${quiet ? 'dropped' : 'gone while closing'}: ${reason}`);
     else this.rail.env.log.error(`ofi: dropping peer ${formatId(this.peer)}: ${reason}`);
     this.rail.forget(this);
     const err = new RailcommError(ErrorCode.PEER_FAILED, `ofi (${this.rail.provider}): peer ${formatId(this.peer)} failed: ${reason}`);

@@ -18,6 +18,9 @@ const GEN_LIMIT = 1 << (32 - SLOT_BITS);
  */
 export const PEER_CLOSED_DRAIN_MS = 2000;
 
+/** An operation failed while the provider still held it: nothing waits for it, its slot goes back when the provider lets go. */
+const ORPHAN: Completion = { railComplete(): void { /* failed already */ } };
+
 export interface OpOwner {
   readonly failed: boolean;
 }
@@ -31,7 +34,7 @@ export class OpTable<E extends OpOwner> {
   private type: number[] = [];
   private gen: number[] = [];
   private free: number[] = [];
-  /** Operations in flight. */
+  /** Operations in flight that something waits for (not those failed while the provider held them). */
   count = 0;
   /** Owners (peers that finalized) whose operations may still complete until a time (ms), then fail with err. */
   readonly draining = new Map<E, { until: number; err: RailcommError }>();
@@ -66,7 +69,7 @@ export class OpTable<E extends OpOwner> {
     this.done[i] = null; this.owner[i] = null; this.keep[i] = null; this.type[i] = -1;
     this.gen[i] = g + 1 >= GEN_LIMIT ? 1 : g + 1;
     this.free.push(i);
-    this.count--;
+    if (d !== ORPHAN) this.count--;
     return d;
   }
 
@@ -93,9 +96,21 @@ export class OpTable<E extends OpOwner> {
     return ((this.gen[i]! << SLOT_BITS) | i) >>> 0;
   }
 
-  /** Fail every operation of owner (its peer is gone). */
+  /**
+   * Fail every operation of owner (its peer is gone, or given up on). The
+   * provider may still hold them (a connection that carries nothing keeps
+   * its sends): each fails now, but its slot, and the memory it reads or
+   * writes, stay until the provider lets go of it (its completion, or the
+   * rail's close), else the provider would touch freed memory.
+   */
   failOwner(owner: E, err: RailcommError): void {
-    for (let i = 0; i < this.owner.length; i++) if (this.owner[i] === owner) this.fail(this.idOf(i), err);
+    for (let i = 0; i < this.owner.length; i++) {
+      const d = this.done[i];
+      if (this.owner[i] !== owner || d === null || d === undefined) continue;
+      this.done[i] = ORPHAN; this.owner[i] = null; this.type[i] = -1;
+      this.count--;
+      d.railComplete(err);
+    }
   }
 
   /** Whether owner has an operation in flight. */
