@@ -44,6 +44,12 @@ export class KvClient implements KeyValueStore {
   private readonly lostListeners: LostListener[] = [];
   private readonly peerLostListeners: PeerLostListener[] = [];
   private readonly peerFinalizedListeners: Array<(rank: number) => void> = [];
+  private readonly reportListeners: Array<() => void> = [];
+
+  /** The launcher asks for this rank's hang report now (it stops the job at --timeout). */
+  onReportAsked(cb: () => void): void {
+    this.reportListeners.push(cb);
+  }
   private readonly abortListeners: Array<(rank: number, code: number, message: string) => void> = [];
   private closedByUs = false;
   /** The service said no to our proof: asking again will not help. */
@@ -279,6 +285,7 @@ export class KvClient implements KeyValueStore {
           if (ev === undefined) { this.fail(`the key-value service at ${this.where()} sent a malformed event`); return; }
           if (ev.event === 'abort') for (const cb of this.abortListeners) cb(ev.rank, ev.code, ev.message);
           // (Kept: a rank that finishes init() after the service said so still learns it.)
+          else if (ev.event === 'report') for (const cb of this.reportListeners) cb();
           else if (ev.event === 'finalized') { this.finalizedSeen.push(ev.rank); for (const cb of this.peerFinalizedListeners) cb(ev.rank); }
           else { this.lostSeen.push({ rank: ev.rank, why: ev.why }); for (const cb of this.peerLostListeners) cb(ev.rank, ev.why); }
           return;

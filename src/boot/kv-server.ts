@@ -310,6 +310,12 @@ export class KvServer {
     for (const c of this.conns) if (c.rank >= 0 && c.rank !== rank && !c.socket.destroyed) c.socket.write(line);
   }
 
+  /** Ask every rank for its hang report now (--timeout is about to stop the job). */
+  askReports(): void {
+    const line = encode({ event: 'report' });
+    for (const c of this.conns) if (c.rank >= 0 && !c.socket.destroyed) c.socket.write(line);
+  }
+
   /** Tell every rank that `rank` aborted the job with `code` (rank 0's service: each rank then exits). */
   broadcastAbort(rank: number, code: number, message: string): void {
     const line = encode({ event: 'abort', rank, code, message });

@@ -62,6 +62,9 @@ export interface AbortEvent { event: 'abort'; rank: number; code: number; messag
  */
 export interface FinalizedEvent { event: 'finalized'; rank: number }
 
+/** Server -> every client, unasked: send your hang report now (the launcher stops the job at --timeout). */
+export interface ReportEvent { event: 'report' }
+
 export interface OkReply { id: number; ok: true; value?: string }
 export interface ErrReply { id: number; ok: false; error: string }
 export type KvReply = OkReply | ErrReply;
@@ -71,7 +74,7 @@ export function authMac(jobKeyHex: string, nonceBytes: Uint8Array, rank: number)
   return mac(jobKeyHex, KV_MAC_LABEL, nonceBytes, String(rank));
 }
 
-export function encode(msg: NonceMsg | AuthMsg | AuthOkMsg | RefusedMsg | KvRequest | KvReply | LostEvent | AbortEvent | FinalizedEvent): string {
+export function encode(msg: NonceMsg | AuthMsg | AuthOkMsg | RefusedMsg | KvRequest | KvReply | LostEvent | AbortEvent | FinalizedEvent | ReportEvent): string {
   return JSON.stringify(msg) + '\n';
 }
 
@@ -171,8 +174,9 @@ export function parseRequest(line: string): { req: KvRequest } | { id?: number; 
 }
 
 /** An unasked event from the server, or undefined when the line is not one. */
-export function parseEvent(line: string): LostEvent | AbortEvent | FinalizedEvent | undefined {
+export function parseEvent(line: string): LostEvent | AbortEvent | FinalizedEvent | ReportEvent | undefined {
   const o = parseObject(line);
+  if (o && o['event'] === 'report') return { event: 'report' };
   if (o && o['event'] === 'finalized' && isId(o['rank'])) return { event: 'finalized', rank: o['rank'] };
   if (o && o['event'] === 'abort' && isId(o['rank'])) {
     const code = o['code'];

@@ -18,6 +18,8 @@ export interface KeyValueStore {
   close(): void;
   /** Tell `cb` about ranks that died, where the backend can see it (railcomm's services; not PMIx). */
   onPeerLost?(cb: PeerLostListener): void;
+  /** The launcher asks for this rank's hang report now (railcomm run's service). */
+  onReportAsked?(cb: () => void): void;
   /** Tell `cb` about ranks that finalized (railcomm run's service; not PMIx). */
   onPeerFinalized?(cb: (rank: number) => void): void;
   /**

@@ -79,29 +79,38 @@ const seconds = (ms: number): string => `${(ms / 1000).toFixed(ms < 10_000 ? 1 :
  * The picture when the job is stuck: every running rank has reported waiting
  * or idle, and at least one waits. Undefined while some rank still moves.
  */
-export function hangPicture(size: number, reports: ReadonlyMap<number, HangReport>, state: (rank: number) => RankState): string[] | undefined {
+export function hangPicture(size: number, reports: ReadonlyMap<number, HangReport>, state: (rank: number) => RankState, atTimeout?: string): string[] | undefined {
   const waiting: HangReport[] = [];
   let minFor = Infinity;
   let timeoutMs = 0;
   for (let r = 0; r < size; r++) {
     if (state(r) !== 'running') continue;
     const rep = reports.get(r);
-    if (rep === undefined || rep.state === 'moving') return undefined;
+    // (At --timeout the picture is drawn from what came: a rank busy in its own code sends nothing.)
+    if (rep === undefined || rep.state === 'moving') { if (atTimeout === undefined) return undefined; continue; }
     if (rep.state === 'waiting') waiting.push(rep);
     minFor = Math.min(minFor, rep.forMs);
     timeoutMs = Math.max(timeoutMs, rep.timeoutMs);
   }
-  if (waiting.length === 0) return undefined;
-  const lines = [`hang report: no operation completed on any running rank for at least ${seconds(minFor)} (RAILCOMM_HANG_TIMEOUT=${timeoutMs} ms); who waits on whom (world ranks):`];
+  if (waiting.length === 0 && atTimeout === undefined) return undefined;
+  const lines = [atTimeout !== undefined
+    ? `hang report at ${atTimeout}: what each rank waits for now; who waits on whom (world ranks):`
+    : `hang report: no operation completed on any running rank for at least ${seconds(minFor)} (RAILCOMM_HANG_TIMEOUT=${timeoutMs} ms); who waits on whom (world ranks):`];
   const edges = new Map<number, number[]>();
   const notes: string[] = [];
+  const silentRanks: number[] = [];
   for (let r = 0; r < size; r++) {
     const st = state(r);
     if (st !== 'running') {
       lines.push(`  rank ${r}: ${st === 'finalized' ? 'finalized' : 'exited'}`);
       continue;
     }
-    const rep = reports.get(r)!;
+    const rep = reports.get(r);
+    if (rep === undefined || rep.state === 'moving') {
+      lines.push(`  rank ${r}: no report`);
+      silentRanks.push(r);
+      continue;
+    }
     if (rep.state === 'idle') {
       lines.push(`  rank ${r}: nothing pending in railcomm (in its own code, or idle)`);
       continue;
@@ -132,9 +141,10 @@ export function hangPicture(size: number, reports: ReadonlyMap<number, HangRepor
         ? `no answer: cycle ${[...c, c[0]!].map((x) => `rank ${x}`).join(' -> ')}, but the lanes between some of them answer no heartbeat (see "${SILENT_LANES}" above): the network between them may be cut, not a deadlock`
         : `deadlock: cycle ${[...c, c[0]!].map((x) => `rank ${x}`).join(' -> ')} (each waits on the next)`);
   }
-  if (cycles.length === 0 && notes.length === 0) notes.push('no cycle of waits among the ranks: look for a receive whose tag, source or communicator no send matches');
+  if (silentRanks.length > 0) notes.push(`${silentRanks.length === 1 ? `rank ${silentRanks[0]} sent` : `ranks ${silentRanks.join(', ')} sent`} no report when asked: busy in code that does not return to the event loop (a long computation, or a synchronous call)`);
+  if (cycles.length === 0 && notes.length === 0 && waiting.length > 0) notes.push('no cycle of waits among the ranks: look for a receive whose tag, source or communicator no send matches');
   lines.push(...notes.map((n) => `  ${n}`));
-  lines.push('  the job goes on: the hang report never stops it (--timeout S does)');
+  if (atTimeout === undefined) lines.push('  the job goes on: the hang report never stops it (--timeout S does)');
   return lines;
 }
 
@@ -176,8 +186,31 @@ export class HangBoard {
   }
   private leftTimer: NodeJS.Timeout | null = null;
 
+  /**
+   * The job is about to be stopped (`why`, e.g. --timeout): ask every rank
+   * for its report (`ask`), wait up to `ms` for the running ones, and print
+   * the picture of what came, unless one was printed in this stuck spell.
+   */
+  async atStop(why: string, ask: () => void, ms: number): Promise<void> {
+    if (this.printed) return;
+    const asked = Date.now();
+    this.stopping = true;
+    this.reports.clear();
+    ask();
+    while (Date.now() - asked < ms && !this.allReported()) await new Promise((r) => setTimeout(r, 20));
+    const lines = hangPicture(this.size, this.reports, this.state, why);
+    if (lines !== undefined) { this.printed = true; this.print(lines); }
+  }
+  private stopping = false;
+
+  private allReported(): boolean {
+    for (let r = 0; r < this.size; r++) if (this.state(r) === 'running' && !this.reports.has(r)) return false;
+    return true;
+  }
+
   /** Look again now. */
   check(): void {
+    if (this.stopping) return;
     if (this.printed) return;
     const lines = hangPicture(this.size, this.reports, this.state);
     if (lines === undefined) return;

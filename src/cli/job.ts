@@ -372,7 +372,10 @@ export async function startJob(opts: JobOptions): Promise<Job> {
 
   if (opts.timeoutSec !== undefined && !finished) {
     const sec = opts.timeoutSec;
-    timeoutTimer = setTimeout(() => fail(124, `job exceeded --timeout ${sec} s; stopping it`), sec * 1000);
+    // First what each rank waits for (a second at most: a rank busy in its own code never answers).
+    timeoutTimer = setTimeout(() => {
+      void hangs.atStop(`--timeout ${sec} s`, () => kv.askReports(), 1000).finally(() => fail(124, `job exceeded --timeout ${sec} s; stopping it`));
+    }, sec * 1000);
   }
 
   const pids: Array<number | undefined> = [];

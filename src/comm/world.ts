@@ -46,6 +46,7 @@ export class World implements RequestWatcher {
       settledCount: () => ctx.progress.completions,
       waits: () => this.hangWaits(),
     }, t, ctx.log, ctx.worldRank, sink) : null;
+    if (this.hangWatch !== null && sink !== null) kv?.onReportAsked?.(() => this.hangWatch?.reportNow(Date.now()));
   }
 
   /**

@@ -99,6 +99,16 @@ export class HangWatch {
     this.send(state, quiet, waits);
   }
 
+  /** The launcher asked (--timeout): report what this rank waits for now, however short the quiet spell. */
+  reportNow(now: number): void {
+    const busy = this.src.outstanding() > 0;
+    const all = busy ? this.src.waits() : [];
+    const waits = all.length > MAX_REPORTED_WAITS
+      ? [...all.slice(0, MAX_REPORTED_WAITS - 1), { peer: null, what: `... and ${all.length - MAX_REPORTED_WAITS + 1} more` }]
+      : all;
+    this.send(busy ? 'waiting' : 'idle', now - this.since, waits);
+  }
+
   private send(state: HangReport['state'], forMs: number, waits: HangWait[]): void {
     this.reported = state;
     if (this.sink !== null) {

@@ -154,6 +154,22 @@ test('--timeout stops a hung job with exit code 124', async () => {
   for (const p of pidsIn('hang')) assert.equal(alive(p), false, `pid ${p} survived`);
 });
 
+test('--timeout prints what each rank waits for before stopping the job (a rank busy in its own code says nothing)', async () => {
+  for (const mode of [[], ['--threads']]) {
+    const s = script('timeout-report.mjs', `const { init } = await import(${JSON.stringify(new URL('../../dist/index.js', import.meta.url).href)});
+const comm = await init();
+if (comm.rank === 2 && !process.env.RAILCOMM_THREADS) for (;;) {}
+await comm.recv(new Uint8Array(4), (comm.rank + 1) % comm.size, 3);`);
+    const res = await launch(['-n', '3', ...mode, '--timeout', '2', '--grace', '1', s], { limitMs: 20_000 });
+    assert.equal(res.code, 124, res.stderr);
+    assert.match(res.stderr, /^railcomm run: hang report at --timeout 2 s: what each rank waits for now/m);
+    assert.match(res.stderr, /^ {2}rank 0 waits on rank 1:\n {6}receive on context 0 from rank 1 tag 3 \(4 B buffer\), no matching message yet$/m);
+    if (mode.length === 0) assert.match(res.stderr, /^ {2}rank 2 sent no report when asked: busy in code that does not return to the event loop/m);
+    else assert.match(res.stderr, /^ {2}deadlock: cycle rank 0 -> rank 1 -> rank 2 -> rank 0/m);
+    assert.ok(res.stderr.indexOf('hang report at') < res.stderr.indexOf('job exceeded --timeout'), res.stderr);
+  }
+});
+
 test('SIGTERM to the launcher stops every rank and their children', async () => {
   const s = script('term.mjs', `${pidPrelude('term')}
 spawnGrandchild();

@@ -86,6 +86,11 @@ test('the picture waits until every running rank is stuck, and needs one that wa
   assert.match(lines[0], /^hang report: no operation completed on any running rank for at least 1\.0 s/);
   assert.ok(lines.includes('  rank 2: nothing pending in railcomm (in its own code, or idle)'));
   assert.ok(lines.includes('  deadlock: cycle rank 0 -> rank 1 -> rank 0 (each waits on the next)'));
+  // At --timeout the picture is drawn from the reports that came, saying who sent none.
+  const stop = hangPicture(3, new Map([[0, rep(0, 'waiting', [1])]]), running, '--timeout 5 s');
+  assert.equal(stop[0], 'hang report at --timeout 5 s: what each rank waits for now; who waits on whom (world ranks):');
+  assert.ok(stop.includes('  ranks 1, 2 sent no report when asked: busy in code that does not return to the event loop (a long computation, or a synchronous call)'), stop.join('\n'));
+  assert.ok(!stop.some((l) => l.includes('the job goes on')), stop.join('\n'));
   // The same cycle, where rank 1 says no lane to rank 0 answers heartbeats: maybe a cut network, not a deadlock.
   const cut = new Map(reports);
   cut.set(1, { ...rep(1, 'waiting', [0]), waits: [{ peer: 0, what: 'silent lanes to world rank 0: no heartbeat answer on any lane to it (tcp:l1) for 9.0 s: ...' }, { peer: 0, what: 'wait on 0' }] });
