@@ -2,6 +2,7 @@
 // into a job's (what is wrong with them is a UsageError, printed with the usage).
 
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { ENV } from '../boot/launch-env.js';
 import { THREAD_ENV } from './thread-host.js';
 import { parseHostfile, parseHosts, type HostSlots } from './hosts.js';
@@ -141,9 +142,16 @@ export function parseRunArgs(argv: string[]): ParsedRun | 'help' {
         rsh = v.split(/\s+/);
         break;
       }
-      case '--kv-host':
+      case '--kv-host': {
         kvHost = valueOf(name, inline);
+        // An address, or a host name (letters, digits, dots, dashes); 999.1.1.1 is neither, and ranks
+        // would retry it for RAILCOMM_CONNECT_TIMEOUT before saying so.
+        const dotted = /^[\d.]+$/.test(kvHost);
+        if ((dotted && isIP(kvHost) === 0) || (!dotted && isIP(kvHost) === 0 && !/^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$/.test(kvHost))) {
+          throw new UsageError(`--kv-host '${kvHost}' is not an IP address or a host name`);
+        }
         break;
+      }
       case '--threads':
         if (inline !== undefined) throw new UsageError('--threads takes no value (for K threads per process: --threads-per-process K)');
         if (threads !== undefined && threads !== 'all') throw new UsageError('give either --threads or --threads-per-process, not both');

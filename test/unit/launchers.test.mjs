@@ -73,7 +73,7 @@ test('railcomm run --hosts and --hostfile: parsing and rank placement', async ()
   assert.deepEqual(placeRanks(3, [{ host: 'a', slots: 1 }, { host: 'a', slots: 2 }]).map((x) => `${x.localRank}/${x.localSize}`), ['0/3', '1/3', '2/3']);
 });
 
-test('railcomm run refuses a --timeout no timer can hold and more ranks than it can start', async () => {
+test('railcomm run refuses a --timeout no timer can hold, more ranks than it can start, and a --kv-host that is no address', async () => {
   const { parseRunArgs, MAX_RANKS } = await import('../../dist/cli/run-args.js');
   for (const args of [['--timeout', '2147484'], ['--timeout', '1e10'], ['--grace', '1e10']]) {
     assert.throws(() => parseRunArgs(['-n', '2', ...args, 'x.js']), /longer than the 2147483 s/, args.join(' '));
@@ -81,6 +81,8 @@ test('railcomm run refuses a --timeout no timer can hold and more ranks than it 
   assert.equal(parseRunArgs(['-n', '2', '--timeout', '2147483', 'x.js']).opts.timeoutSec, 2147483);
   assert.throws(() => parseRunArgs(['--hosts', 'localhost:100000000000', 'x.js']), /100000000000 ranks: railcomm run starts at most/);
   assert.throws(() => parseRunArgs(['-n', String(MAX_RANKS + 1), 'x.js']), /starts at most/);
+  for (const bad of ['999.1.1.1', 'a b', '-x', 'host_']) assert.throws(() => parseRunArgs(['-n', '2', '--kv-host', bad, 'x.js']), /is not an IP address or a host name/, bad);
+  for (const good of ['10.0.0.1', 'fd00::2', 'node-1.cluster', 'h1']) assert.equal(parseRunArgs(['-n', '2', '--kv-host', good, 'x.js']).opts.kvHost, good);
 });
 
 test('remote ranks: ssh gets one quoted command line, exec-style agents get argv', async () => {
