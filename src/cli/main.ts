@@ -9,7 +9,7 @@ const HELP = `railcomm: message passing for Node.js
 
   railcomm run -n N [--threads | --threads-per-process K] [--hosts LIST] [--timeout S] [--rails LIST] [--stats] [--] script [args]
   railcomm info [--params] [--json]
-  railcomm bench latency|bw|allreduce|bcast|allgather|alltoall [-n N] [--threads] [--rails LIST] [--sizes LIST] [--json]
+  railcomm bench [latency,bw,allreduce,bcast,allgather,alltoall,put,get,atomic,wireup] [-n N] [--threads] [--rails LIST] [--sync] [--sizes LIST] [--json]
 
 'railcomm <command> --help' tells more.`;
 
