@@ -41,13 +41,20 @@ export function stopWatchingParent(): void {
 export const LAUNCHER_PID_ENV = ENV.launcherPid;
 
 /**
- * Why this process, started by railcomm run on the launcher's host, has no
- * launcher any more (its parent is not the launcher: init or a subreaper took
- * it, so the launcher died before this process watched it), or null. Nothing
- * will wire such a rank up: it ends instead of retrying the dead service.
+ * Why this process, started by railcomm run on the launcher's host (perhaps
+ * through a wrapper: sh -c, npx, time), has no launcher any more: that process
+ * is gone (it died before this one watched it), or null. Nothing will wire
+ * such a rank up: it ends instead of retrying the dead service. (A pid reused
+ * meanwhile reads as alive: the connect then fails as it always did.)
  */
 export function launcherGone(env: NodeJS.ProcessEnv = process.env): string | null {
   const pid = Number(env[LAUNCHER_PID_ENV]);
-  if (!isMainThread || !(pid > 0) || process.ppid === pid) return null;
+  if (!isMainThread || !Number.isSafeInteger(pid) || pid <= 0 || process.ppid === pid) return null;
+  try {
+    process.kill(pid, 0);
+    return null;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ESRCH') return null; // EPERM: it exists
+  }
   return `its launcher (railcomm run, pid ${pid}) ended before this process reached it`;
 }

@@ -160,9 +160,10 @@ test('--timeout prints what each rank waits for before stopping the job (a rank 
 const comm = await init();
 if (comm.rank === 2 && !process.env.RAILCOMM_THREADS) for (;;) {}
 await comm.recv(new Uint8Array(4), (comm.rank + 1) % comm.size, 3);`);
-    const res = await launch(['-n', '3', ...mode, '--timeout', '2', '--grace', '1', s], { limitMs: 20_000 });
+    // (6 s: time for three ranks to start and post their receives on a busy 2-core machine.)
+    const res = await launch(['-n', '3', ...mode, '--timeout', '6', '--grace', '1', s], { limitMs: 30_000 });
     assert.equal(res.code, 124, res.stderr);
-    assert.match(res.stderr, /^railcomm run: hang report at --timeout 2 s: what each rank waits for now/m);
+    assert.match(res.stderr, /^railcomm run: hang report at --timeout 6 s: what each rank waits for now/m);
     assert.match(res.stderr, /^ {2}rank 0 waits on rank 1:\n {6}receive on context 0 from rank 1 tag 3 \(4 B buffer\), no matching message yet$/m);
     if (mode.length === 0) assert.match(res.stderr, /^ {2}rank 2 sent no report when asked: busy in code that does not return to the event loop/m);
     else assert.match(res.stderr, /^ {2}deadlock: cycle rank 0 -> rank 1 -> rank 2 -> rank 0/m);
@@ -272,6 +273,15 @@ try { await init(); } catch (e) { console.log('CODE', e.code, e.message); }`);
   const r = spawnSync(process.execPath, [s], { encoding: 'utf8', timeout: 20_000, env: { ...process.env, RAILCOMM_RANK: '0', RAILCOMM_SIZE: '2', RAILCOMM_KV: '127.0.0.1:9', RAILCOMM_JOB_KEY: 'ab'.repeat(16), RAILCOMM_JOB_ID: '7', RAILCOMM_LAUNCHER_PID: '999999999' } });
   assert.match(r.stdout, /CODE ERR_BOOT rank 0: its launcher \(railcomm run, pid 999999999\) ended before this process reached it/, r.stdout + r.stderr);
   assert.ok(Date.now() - t0 < 10_000, 'no retrying for RAILCOMM_CONNECT_TIMEOUT');
+  // A rank started through a wrapper (sh -c, npx, time) whose launcher lives is not taken for orphaned.
+  const w = script('wrapped.mjs', `
+const { init } = await import(${JSON.stringify(new URL('../../dist/index.js', import.meta.url).href)});
+const comm = await init();
+console.log('WRAPPED rank', comm.rank, 'of', comm.size);
+await comm.finalize();`);
+  const res = await launch(['-n', '2', '--', '/bin/sh', '-c', `${shellQuote(process.execPath)} ${shellQuote(w)}; echo after`]);
+  assert.equal(res.code, 0, res.stderr);
+  assert.equal(res.stdout.split('\n').filter((l) => /^\[\d\] (WRAPPED rank \d of 2|after)$/.test(l)).length, 4, res.stdout + res.stderr);
 });
 
 test('ranks idle in a receive over shared memory clean up their /dev/shm names when the launcher is SIGKILLed', async () => {
