@@ -79,7 +79,7 @@ const seconds = (ms: number): string => `${(ms / 1000).toFixed(ms < 10_000 ? 1 :
  * The picture when the job is stuck: every running rank has reported waiting
  * or idle, and at least one waits. Undefined while some rank still moves.
  */
-export function hangPicture(size: number, reports: ReadonlyMap<number, HangReport>, state: (rank: number) => RankState, atTimeout?: string): string[] | undefined {
+export function hangPicture(size: number, reports: ReadonlyMap<number, HangReport>, state: (rank: number) => RankState, atTimeout?: string, joined: (rank: number) => boolean = () => true): string[] | undefined {
   const waiting: HangReport[] = [];
   let minFor = Infinity;
   let timeoutMs = 0;
@@ -106,7 +106,12 @@ export function hangPicture(size: number, reports: ReadonlyMap<number, HangRepor
       continue;
     }
     const rep = reports.get(r);
-    if (rep === undefined || rep.state === 'moving') {
+    if (rep?.state === 'moving') {
+      lines.push(`  rank ${r}: still completing operations`);
+      continue;
+    }
+    if (rep === undefined) {
+      if (!joined(r)) { lines.push(`  rank ${r}: not in railcomm (it never called init(), or is not a railcomm program)`); continue; }
       lines.push(`  rank ${r}: no report`);
       silentRanks.push(r);
       continue;
@@ -135,11 +140,13 @@ export function hangPicture(size: number, reports: ReadonlyMap<number, HangRepor
   const cycles = findCycles(edges);
   for (const c of cycles) {
     const cut = c.length > 1 && c.some((x, i) => { const y = c[(i + 1) % c.length]!; return silent.has(`${Math.min(x, y)}-${Math.max(x, y)}`); });
+    // At --timeout the ranks watched a moment only: a cycle then is one that moved in none of them meanwhile.
+    const moment = atTimeout !== undefined ? `; none of them completed an operation in the ${seconds(Math.min(...c.map((x) => reports.get(x)?.forMs ?? 0)))} they were watched` : '';
     notes.push(c.length === 1
-      ? `deadlock: rank ${c[0]} waits on itself (a receive from itself that no send of its own matches)`
+      ? `deadlock: rank ${c[0]} waits on itself (a receive from itself that no send of its own matches${moment})`
       : cut
         ? `no answer: cycle ${[...c, c[0]!].map((x) => `rank ${x}`).join(' -> ')}, but the lanes between some of them answer no heartbeat (see "${SILENT_LANES}" above): the network between them may be cut, not a deadlock`
-        : `deadlock: cycle ${[...c, c[0]!].map((x) => `rank ${x}`).join(' -> ')} (each waits on the next)`);
+        : `deadlock: cycle ${[...c, c[0]!].map((x) => `rank ${x}`).join(' -> ')} (each waits on the next${moment})`);
   }
   if (silentRanks.length > 0) notes.push(`${silentRanks.length === 1 ? `rank ${silentRanks[0]} sent` : `ranks ${silentRanks.join(', ')} sent`} no report when asked: busy in code that does not return to the event loop (a long computation, or a synchronous call)`);
   if (cycles.length === 0 && notes.length === 0 && waiting.length > 0) notes.push('no cycle of waits among the ranks: look for a receive whose tag, source or communicator no send matches');
@@ -163,7 +170,7 @@ export class HangBoard {
   add(rank: number, text: string): void {
     const rep = parseHangReport(text, rank);
     if (rep === undefined || rank < 0 || rank >= this.size) return;
-    if (rep.state === 'moving') {
+    if (rep.state === 'moving' && !this.stopping) {
       this.reports.delete(rank);
       this.printed = false;
       return;
@@ -191,20 +198,23 @@ export class HangBoard {
    * for its report (`ask`), wait up to `ms` for the running ones, and print
    * the picture of what came, unless one was printed in this stuck spell.
    */
-  async atStop(why: string, ask: () => void, ms: number): Promise<void> {
-    if (this.printed) return;
+  async atStop(why: string, ask: () => void, ms: number, joined: (rank: number) => boolean): Promise<void> {
+    // A job none of whose ranks is in railcomm (a plain program) has nothing to say.
+    let any = false;
+    for (let r = 0; r < this.size; r++) if (this.state(r) === 'running' && joined(r)) any = true;
+    if (this.printed || !any) return;
     const asked = Date.now();
     this.stopping = true;
     this.reports.clear();
     ask();
-    while (Date.now() - asked < ms && !this.allReported()) await new Promise((r) => setTimeout(r, 20));
-    const lines = hangPicture(this.size, this.reports, this.state, why);
+    while (Date.now() - asked < ms && !this.allReported(joined)) await new Promise((r) => setTimeout(r, 20));
+    const lines = hangPicture(this.size, this.reports, this.state, why, joined);
     if (lines !== undefined) { this.printed = true; this.print(lines); }
   }
   private stopping = false;
 
-  private allReported(): boolean {
-    for (let r = 0; r < this.size; r++) if (this.state(r) === 'running' && !this.reports.has(r)) return false;
+  private allReported(joined: (rank: number) => boolean): boolean {
+    for (let r = 0; r < this.size; r++) if (this.state(r) === 'running' && joined(r) && !this.reports.has(r)) return false;
     return true;
   }
 

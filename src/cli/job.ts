@@ -157,6 +157,8 @@ export async function startJob(opts: JobOptions): Promise<Job> {
   };
 
   const onSignal = (sig: NodeJS.Signals): void => {
+    // A closed terminal may send SIGHUP twice (the kernel, then the shell): not a second "now".
+    if (failure && sig === 'SIGHUP') return;
     if (failure) {
       // A second interrupt means "now": no more grace.
       say(`received ${sig} while stopping the job; killing the ranks now`);
@@ -374,7 +376,7 @@ export async function startJob(opts: JobOptions): Promise<Job> {
     const sec = opts.timeoutSec;
     // First what each rank waits for (a second at most: a rank busy in its own code never answers).
     timeoutTimer = setTimeout(() => {
-      void hangs.atStop(`--timeout ${sec} s`, () => kv.askReports(), 1000).finally(() => fail(124, `job exceeded --timeout ${sec} s; stopping it`));
+      void hangs.atStop(`--timeout ${sec} s`, () => kv.askReports(), 1000, (r) => kv.joined(r)).finally(() => fail(124, `job exceeded --timeout ${sec} s; stopping it`));
     }, sec * 1000);
   }
 

@@ -9,7 +9,7 @@ import type { KeyValueStore } from '../boot/kv.js';
 import { finalized, RailcommError, ErrorCode } from '../core/errors.js';
 import { formatStats } from '../core/stats-table.js';
 import { KIND_SEND, type Request, type RequestWatcher } from '../proto/request.js';
-import { HangWatch, type HangReport, type HangWait } from '../proto/hang.js';
+import { reportWhenAsked, HangWatch, type HangReport, type HangWait } from '../proto/hang.js';
 import type { InterCommunicator } from './inter.js';
 
 export class World implements RequestWatcher {
@@ -41,12 +41,14 @@ export class World implements RequestWatcher {
     const t = ctx.params.hangTimeout;
     // Under railcomm run the launcher gathers every rank's report into one picture.
     const sink = kv?.hangReport !== undefined ? (r: HangReport): void => kv.hangReport!(JSON.stringify(r)) : null;
-    this.hangWatch = t > 0 ? new HangWatch({
+    const src = {
       outstanding: () => ctx.progress.waiting,
       settledCount: () => ctx.progress.completions,
       waits: () => this.hangWaits(),
-    }, t, ctx.log, ctx.worldRank, sink) : null;
-    if (this.hangWatch !== null && sink !== null) kv?.onReportAsked?.(() => this.hangWatch?.reportNow(Date.now()));
+    };
+    this.hangWatch = t > 0 ? new HangWatch(src, t, ctx.log, ctx.worldRank, sink) : null;
+    // --timeout: the launcher asks every rank, also with RAILCOMM_HANG_TIMEOUT=0.
+    if (sink !== null) kv?.onReportAsked?.(() => { if (!this.isFinalized) reportWhenAsked(src, ctx.worldRank, t, sink); });
   }
 
   /**

@@ -53,6 +53,31 @@ export function describeWaits(waits: readonly HangWait[]): string[] {
   return waits.length > 0 ? waits.map((w) => w.what) : ['nothing visible in the protocol layer (a request waits on the application)'];
 }
 
+/** At most MAX_REPORTED_WAITS waits, the last saying how many more there were. */
+function capped(all: HangWait[]): HangWait[] {
+  return all.length > MAX_REPORTED_WAITS
+    ? [...all.slice(0, MAX_REPORTED_WAITS - 1), { peer: null, what: `... and ${all.length - MAX_REPORTED_WAITS + 1} more` }]
+    : all;
+}
+
+/** How long a report asked for watches whether anything still completes (ms). */
+export const ASKED_LOOK_MS = 500;
+
+/**
+ * The launcher asked for this rank's report now (it stops the job at
+ * --timeout), with RAILCOMM_HANG_TIMEOUT's watch or without it: 'moving' if
+ * an operation completes within ASKED_LOOK_MS, else what it waits for, with
+ * forMs the time it watched.
+ */
+export function reportWhenAsked(src: HangSource, rank: number, timeoutMs: number, sink: (r: HangReport) => void): void {
+  const before = src.settledCount();
+  setTimeout(() => {
+    if (src.settledCount() !== before) { sink({ rank, state: 'moving', forMs: 0, timeoutMs, waits: [] }); return; }
+    const busy = src.outstanding() > 0;
+    sink({ rank, state: busy ? 'waiting' : 'idle', forMs: ASKED_LOOK_MS, timeoutMs, waits: busy ? capped(src.waits()) : [] });
+  }, ASKED_LOOK_MS).unref();
+}
+
 export class HangWatch {
   private readonly timer: NodeJS.Timeout;
   private lastSettled = -1;
@@ -92,21 +117,7 @@ export class HangWatch {
     const quiet = now - this.since;
     const state = busy ? 'waiting' : 'idle';
     if (quiet < this.timeoutMs || this.reported === state) return;
-    const all = busy ? this.src.waits() : [];
-    const waits = all.length > MAX_REPORTED_WAITS
-      ? [...all.slice(0, MAX_REPORTED_WAITS - 1), { peer: null, what: `... and ${all.length - MAX_REPORTED_WAITS + 1} more` }]
-      : all;
-    this.send(state, quiet, waits);
-  }
-
-  /** The launcher asked (--timeout): report what this rank waits for now, however short the quiet spell. */
-  reportNow(now: number): void {
-    const busy = this.src.outstanding() > 0;
-    const all = busy ? this.src.waits() : [];
-    const waits = all.length > MAX_REPORTED_WAITS
-      ? [...all.slice(0, MAX_REPORTED_WAITS - 1), { peer: null, what: `... and ${all.length - MAX_REPORTED_WAITS + 1} more` }]
-      : all;
-    this.send(busy ? 'waiting' : 'idle', now - this.since, waits);
+    this.send(state, quiet, busy ? capped(this.src.waits()) : []);
   }
 
   private send(state: HangReport['state'], forMs: number, waits: HangWait[]): void {

@@ -91,6 +91,12 @@ test('the picture waits until every running rank is stuck, and needs one that wa
   assert.equal(stop[0], 'hang report at --timeout 5 s: what each rank waits for now; who waits on whom (world ranks):');
   assert.ok(stop.includes('  ranks 1, 2 sent no report when asked: busy in code that does not return to the event loop (a long computation, or a synchronous call)'), stop.join('\n'));
   assert.ok(!stop.some((l) => l.includes('the job goes on')), stop.join('\n'));
+  // A rank that never joined is no railcomm rank; one that still completes operations says so.
+  const moving = new Map([[0, rep(0, 'waiting', [1])], [1, { ...rep(1, 'moving', []), forMs: 0 }]]);
+  const stop2 = hangPicture(3, moving, running, '--timeout 5 s', (r) => r !== 2);
+  assert.ok(stop2.includes('  rank 1: still completing operations'), stop2.join('\n'));
+  assert.ok(stop2.includes('  rank 2: not in railcomm (it never called init(), or is not a railcomm program)'), stop2.join('\n'));
+  assert.ok(!stop2.some((l) => l.includes('sent no report')), stop2.join('\n'));
   // The same cycle, where rank 1 says no lane to rank 0 answers heartbeats: maybe a cut network, not a deadlock.
   const cut = new Map(reports);
   cut.set(1, { ...rep(1, 'waiting', [0]), waits: [{ peer: 0, what: 'silent lanes to world rank 0: no heartbeat answer on any lane to it (tcp:l1) for 9.0 s: ...' }, { peer: 0, what: 'wait on 0' }] });
