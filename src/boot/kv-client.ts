@@ -33,6 +33,9 @@ type Phase = 'nonce' | 'auth' | 'ready' | 'done';
 // Distributive over the request union so that each op keeps its own fields.
 type RequestBody<R> = R extends KvRequest ? Omit<R, 'id'> : never;
 
+/** The events this railcomm knows (kv-wire.ts parseEvent): others are ignored, for launchers newer than the rank. */
+const KNOWN_EVENT = /^\{"event":"(lost|abort|finalized|report)"/;
+
 export class KvClient implements KeyValueStore {
   readonly rank: number;
   readonly address: { host: string; port: number };
@@ -282,7 +285,12 @@ export class KvClient implements KeyValueStore {
       case 'ready': {
         if (line.startsWith('{"event"')) {
           const ev = parseEvent(line);
-          if (ev === undefined) { this.fail(`the key-value service at ${this.where()} sent a malformed event`); return; }
+          if (ev === undefined) {
+            // An event kind this railcomm does not know (a newer launcher's) is not its business; a known one malformed is.
+            if (!KNOWN_EVENT.test(line)) return;
+            this.fail(`the key-value service at ${this.where()} sent a malformed event`);
+            return;
+          }
           if (ev.event === 'abort') for (const cb of this.abortListeners) cb(ev.rank, ev.code, ev.message);
           // (Kept: a rank that finishes init() after the service said so still learns it.)
           else if (ev.event === 'report') for (const cb of this.reportListeners) cb();

@@ -2,9 +2,11 @@
 // (socketpairs: libuv makes a child's stdio pipes that way), and Node writes
 // to those asynchronously: what is still queued when the rank calls
 // process.exit() is lost (a test session saw 70-90% of 80,000 lines and every
-// rank's last line go). Blocking writes, as a C program's are, lose nothing;
-// the launcher reads its ranks' pipes all the time, so a write waits only
-// while the launcher catches up.
+// rank's last line go). Blocking writes, as a C program's are, lose nothing.
+// The price is a C program's too: while the job's output goes nowhere (the
+// launcher's own stdout is a full pipe to a slow reader, or a terminal paused
+// with Ctrl-S), the launcher stops reading the ranks' pipes, and a rank that
+// writes then waits in write(), its event loop with it.
 
 import { isMainThread } from 'node:worker_threads';
 

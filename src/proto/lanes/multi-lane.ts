@@ -425,6 +425,8 @@ export class MultiLane implements RailEndpoint {
    */
   silence(now: number): string | null {
     const limit = this.host.laneTimeoutMs;
+    // Heartbeats paused (this rank's loop held, or nothing outstanding): the clocks are stale, not the lanes.
+    if (now - this.lastBeat > 2 * heartbeatEvery(limit)) return null;
     let quiet = Infinity;
     const names: string[] = [];
     for (const l of this.lanes) {
