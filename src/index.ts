@@ -9,7 +9,7 @@ export { dimsCreate, type Shift } from './comm/cart.js';
 export { op, UserOp, type ReduceOpName, type ReduceOp } from './comm/coll/ops.js';
 export type { ReduceArray } from './native/kernels.js';
 export { Message } from './comm/message.js';
-export { Window, type AtomicType, type AccumulateOp, type FetchOp, type LockMode } from './comm/window.js';
+export { Window, type AtomicType, type AtomicValue, type AccumulateOp, type FetchOp, type LockMode } from './comm/window.js';
 export { waitAll, waitAny, waitSome, testAll, testAny } from './comm/wait.js';
 export { Request, type Status } from './proto/request.js';
 export { ANY_SOURCE, ANY_TAG, PROC_NULL } from './proto/matching.js';

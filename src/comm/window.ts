@@ -24,6 +24,8 @@ import {
 import { LOCK_EXCLUSIVE, LOCK_SHARED } from '../proto/rma/wire.js';
 
 export type AtomicType = 'i32' | 'i64' | 'u32' | 'u64' | 'f64';
+/** The JavaScript value of an element of atomic type T: bigint for the 64-bit integers, number otherwise. */
+export type AtomicValue<T extends AtomicType> = T extends 'i64' | 'u64' ? bigint : number;
 export type AccumulateOp = 'sum' | 'prod' | 'min' | 'max' | 'band' | 'bor' | 'bxor' | 'land' | 'lor' | 'replace';
 export type FetchOp = 'sum' | 'min' | 'max' | 'band' | 'bor' | 'bxor' | 'replace' | 'no_op';
 export type LockMode = 'exclusive' | 'shared';
@@ -109,22 +111,22 @@ export class Window {
   }
 
   /** Apply op with value to one element of target's window; resolves to the element's previous value. */
-  fetchAndOp(value: number | bigint, target: number, targetByteOffset: number, op: FetchOp, type: AtomicType): Promise<number | bigint> {
+  fetchAndOp<T extends AtomicType>(value: AtomicValue<T>, target: number, targetByteOffset: number, op: FetchOp, type: T): Promise<AtomicValue<T>> {
     const t = this.atomicType('fetchAndOp', type);
     const code = (t === T_F64 ? FLOAT_FETCH_CODES : FETCH_CODES).get(op);
     if (code === undefined) throw new RailcommError(ErrorCode.INVALID_ARG, `fetchAndOp: op must be one of ${(t === T_F64 ? FLOAT_FETCH_OPS : FETCH_OPS).join(', ')} for ${type}, got ${shown(op)}`);
     const v = this.atomicValue('fetchAndOp', 'value', value, t, type);
     const rr = this.access('fetchAndOp', target, targetByteOffset, TYPE_SIZE[t]!, TYPE_SIZE[t]!);
-    return this.rma.atomic(rr.world, rr, targetByteOffset, t, code, v, v);
+    return this.rma.atomic(rr.world, rr, targetByteOffset, t, code, v, v) as Promise<AtomicValue<T>>;
   }
 
   /** If target's element equals compare, write swap; resolves to the element's previous value either way. */
-  compareAndSwap(compare: number | bigint, swap: number | bigint, target: number, targetByteOffset: number, type: AtomicType): Promise<number | bigint> {
+  compareAndSwap<T extends AtomicType>(compare: AtomicValue<T>, swap: AtomicValue<T>, target: number, targetByteOffset: number, type: T): Promise<AtomicValue<T>> {
     const t = this.atomicType('compareAndSwap', type);
     const c = this.atomicValue('compareAndSwap', 'compare', compare, t, type);
     const s = this.atomicValue('compareAndSwap', 'swap', swap, t, type);
     const rr = this.access('compareAndSwap', target, targetByteOffset, TYPE_SIZE[t]!, TYPE_SIZE[t]!);
-    return this.rma.atomic(rr.world, rr, targetByteOffset, t, OP_CSWAP, s, c);
+    return this.rma.atomic(rr.world, rr, targetByteOffset, t, OP_CSWAP, s, c) as Promise<AtomicValue<T>>;
   }
 
   // ---- synchronisation -----------------------------------------------------

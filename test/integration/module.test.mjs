@@ -91,7 +91,9 @@ const dims: number[] = dimsCreate(comm.size, 2);
 const sub = await comm.split(comm.rank % 2, 0);
 const win = await comm.allocWindow(64);
 await win.fence();
-const old = await win.fetchAndOp(1n, 0, 0, 'sum', 'i64');
+const old: bigint = await win.fetchAndOp(1n, 0, 0, 'sum', 'i64');  // bigint for the 64-bit types, so old + 1n compiles
+const small: number = await win.compareAndSwap(0, 1, 0, 8, 'i32');
+void (old + 1n); void (small + 1);
 await win.free();
 const { value } = await comm.recvObject(0, 3);
 try { await comm.send(buf, 1); } catch (e) { if (e instanceof RailcommError && e.code === ErrorCode.PEER_FAILED) void e.message; }
