@@ -306,20 +306,22 @@ export class KvServer {
    */
   private lost(rank: number): void {
     this.lostRanks++;
-    const line = encode({ event: 'lost', rank, why: 'its connection to the wire-up service ended before it finalized (the process or thread died)' });
-    for (const c of this.conns) if (c.rank >= 0 && c.rank !== rank && !c.socket.destroyed) c.socket.write(line);
+    this.broadcast(encode({ event: 'lost', rank, why: 'its connection to the wire-up service ended before it finalized (the process or thread died)' }), rank);
+  }
+
+  /** One event line to every rank connected now, but `except`. */
+  private broadcast(line: string, except = -1): void {
+    for (const c of this.conns) if (c.rank >= 0 && c.rank !== except && !c.socket.destroyed) c.socket.write(line);
   }
 
   /** Ask every rank for its hang report now (--timeout is about to stop the job). */
   askReports(): void {
-    const line = encode({ event: 'report' });
-    for (const c of this.conns) if (c.rank >= 0 && !c.socket.destroyed) c.socket.write(line);
+    this.broadcast(encode({ event: 'report' }));
   }
 
   /** Tell every rank that `rank` aborted the job with `code` (rank 0's service: each rank then exits). */
   broadcastAbort(rank: number, code: number, message: string): void {
-    const line = encode({ event: 'abort', rank, code, message });
-    for (const c of this.conns) if (c.rank >= 0 && !c.socket.destroyed) c.socket.write(line);
+    this.broadcast(encode({ event: 'abort', rank, code, message }));
   }
 
   /** Ranks reported lost (for tests and the launcher's summary). */
@@ -419,8 +421,7 @@ export class KvServer {
       case 'finalize': {
         this.finalizedRanks[rank] = true;
         this.reply(conn, { id: req.id, ok: true });
-        const line = encode({ event: 'finalized', rank });
-        for (const c of this.conns) if (c.rank >= 0 && c.rank !== rank && !c.socket.destroyed) c.socket.write(line);
+        this.broadcast(encode({ event: 'finalized', rank }), rank);
         return;
       }
       case 'abort': {

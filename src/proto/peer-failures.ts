@@ -63,7 +63,7 @@ export class PeerFailures {
     // completion queue) this rank has not read: deliver that first, as the shm
     // rail does when it finds a peer's process gone. (A message it saw complete
     // before exiting is then received, not failed.)
-    for (const r of this.host.rails) if (r.poll !== undefined) for (let i = 0; i < 1024 && r.poll(); i++) { /* deliver what waits */ }
+    this.drainPolledRails();
     this.failEndpoint(ep, new RailcommError(ErrorCode.PEER_FAILED, `rank ${world} died: ${why}`), false);
     for (const r of this.host.rails) r.peerDied?.(ep.id);
   }
@@ -92,7 +92,7 @@ export class PeerFailures {
       setTimeout(() => setImmediate(() => {
         if (settled()) return;
         if (Date.now() - due > ms / 2) { look(wait()); return; } // this loop was held: the BYE may be just behind
-        for (const r of this.host.rails) if (r.poll !== undefined) for (let i = 0; i < 1024 && r.poll(); i++) { /* deliver what waits */ }
+        this.drainPolledRails();
         if (settled()) return;
         if (!connected()) { this.host.p2p.finalizedWithoutBye(this.unresolvedEndpoint(world)); return; }
         if (Date.now() - since < wait()) { look(wait() - (Date.now() - since)); return; } // connected meanwhile
@@ -101,6 +101,11 @@ export class PeerFailures {
       }), ms).unref();
     };
     if (!settled()) look(wait());
+  }
+
+  /** Deliver what waits unread in the polled rails (rings, completion queues) before judging a peer. */
+  private drainPolledRails(): void {
+    for (const r of this.host.rails) if (r.poll !== undefined) for (let i = 0; i < 1024 && r.poll(); i++) { /* deliver what waits */ }
   }
 
   /** A rail endpoint failed, or its peer closed it (graceful): the RailUpcalls.failed of every rail. */
