@@ -40,6 +40,7 @@ for (const R of RAILS) {
         beginFinalize: typeof rail.beginFinalize === 'function',
         probe: typeof ep.probe === 'function',
         describeState: typeof rail.describeState === 'function',
+        giveUp: typeof ep.giveUp === 'function',
       };
       const want = { ...must };
       delete want.caps;
@@ -198,6 +199,27 @@ for (const R of RAILS) {
   // udp: a RESET datagram), so it fails too instead of waiting on ACKs that
   // never come, and both closes return within about a second.
   const tellsDroppedPeer = R.name === 'tcp' || R.name === 'udp';
+  if (must.giveUp) {
+    test(`${R.name}: giveUp fails the endpoint at once (not graceful, not counted as bad), and a zero-copy send after it completes with that failure`, async () => {
+      const pair = await R.open(resolveParams());
+      try {
+        const ep = await connected(pair);
+        ep.giveUp('no heartbeat answer (a conformance test)');
+        await pair.a.until(() => pair.a.failed.length > 0, 'the peer failed');
+        assert.deepEqual(pair.a.failed[0], { peer: pair.b.id, code: 'ERR_PEER_FAILED', graceful: false });
+        assert.equal(pair.a.rail.counters.snapshot().badFrames, 0, 'the peer sent nothing wrong');
+        // What multirail striped onto the lane must not stay in flight: it completes, failed.
+        let done = null;
+        const st = ep.sendZcopy(AM_BULK, hdrOf(1), 8, fill(256 << 10, 1), { railComplete: (err) => { done = err; } });
+        assert.notEqual(st, NO_RESOURCE);
+        if (st === IN_PROGRESS) await pair.a.until(() => done !== null, 'the zero-copy send to complete');
+        if (st === IN_PROGRESS) assert.equal(done?.code, 'ERR_PEER_FAILED');
+        ep.giveUp('again'); // idempotent
+        assert.equal(pair.a.failed.length, 1, 'failed once');
+      } finally { await pair.close(); }
+    });
+  }
+
   test(`${R.name}: abort drops the peer (failed, not graceful, counted) and later sends neither throw nor arrive${tellsDroppedPeer ? '; the peer is told at once and both close within a second' : ''}`, async () => {
     const pair = await R.open(resolveParams());
     let closed = false;

@@ -159,20 +159,21 @@ for (const [name, device] of OFI) {
  * synchronous call waits on it (caps.syncWait: 'memory', or 'queue' with blockSync; null: it cannot);
  * beginFinalize: Rail.beginFinalize (a peer found gone while finalizing finalized first); probe:
  * RailEndpoint.probe (a frame the peer drops, sent so that a broken connection shows);
- * describeState: Rail.describeState (what the rail holds, for the hang report).
+ * describeState: Rail.describeState (what the rail holds, for the hang report); giveUp:
+ * RailEndpoint.giveUp (multirail gives up on a silent lane: failed at once, nothing left in flight).
  */
-const NET = { ipc: false, allocShared: false, polled: false, bell: false, peek: false, rma: false, rendezvousReads: false, syncWait: null, beginFinalize: false, probe: false, describeState: false };
-const RING = { polled: true, bell: true, reaches: true, peek: true, rma: false, rendezvousReads: false, syncWait: 'memory', beginFinalize: false, probe: false, describeState: false };
+const NET = { ipc: false, allocShared: false, polled: false, bell: false, peek: false, rma: false, rendezvousReads: false, syncWait: null, beginFinalize: false, probe: false, describeState: false, giveUp: false };
+const RING = { polled: true, bell: true, reaches: true, peek: true, rma: false, rendezvousReads: false, syncWait: 'memory', beginFinalize: false, probe: false, describeState: false, giveUp: false };
 export const MUST = {
   self: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: false }, ...NET, reaches: false, syncWait: 'memory' },
   tbsm: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: true }, ...RING, ipc: 'addon', allocShared: false },
-  tcp: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: false }, ...NET, reaches: false },
+  tcp: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: false }, ...NET, reaches: false, giveUp: true },
   udp: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: false }, ...NET, reaches: true },
   shm: { caps: { reliable: true, ordered: true, put: false, get: false, atomics: false, copiesAtSend: true }, ...RING, ipc: true, allocShared: true, beginFinalize: true },
 };
 // ofi: polled (it reads its completion queue when progress polls it) with no doorbell, native RMA
 // declared and offered; rendezvous by remote read on every provider (rail/ofi/rail.ts).
-for (const name of [...OFI.map(([n]) => n), 'ofi-tcp-nowait']) MUST[name] = { caps: { reliable: true, ordered: true, put: true, get: true, atomics: true, copiesAtSend: false }, ...NET, polled: true, reaches: true, rma: true, rendezvousReads: true, syncWait: 'queue', beginFinalize: true, probe: true, describeState: true };
+for (const name of [...OFI.map(([n]) => n), 'ofi-tcp-nowait']) MUST[name] = { caps: { reliable: true, ordered: true, put: true, get: true, atomics: true, copiesAtSend: false }, ...NET, polled: true, reaches: true, rma: true, rendezvousReads: true, syncWait: 'queue', beginFinalize: true, probe: true, describeState: true, giveUp: true };
 assert.deepEqual(RAILS.map((r) => r.name).sort(), Object.keys(MUST).sort(), 'every rail has its row');
 
 export const hdrOf = (i) => { const h = new Uint8Array(8); new DataView(h.buffer).setUint32(0, i, true); return h; };
