@@ -114,8 +114,11 @@ export class Communicator extends PointToPoint {
     const p = this.planOrRefuse(what, plan);
     const r = new Request(KIND_COLL, EMPTY);
     this.world.track(r);
-    this.collsInFlight++;
-    r.onSettled(this.collSettled);
+    // One through the shared segment is finished by a synchronous call that comes first (coll/pending-steps.ts).
+    if (p.shared !== true) {
+      this.collsInFlight++;
+      r.onSettled(this.collSettled);
+    }
     this.planner.announce(p);
     (this.checking ? this.checkedRun(p) : p.run(this.collComm())).then(
       () => r.complete(this.rank, 0, 0),
@@ -126,7 +129,7 @@ export class Communicator extends PointToPoint {
 
   private async done(r: Request): Promise<void> { await r.wait(); }
 
-  /** Nonblocking collectives started and not settled: a synchronous collective cannot run past them. */
+  /** Nonblocking collectives over point-to-point started and not settled: a synchronous collective cannot run past them. */
   private collsInFlight = 0;
   private readonly collSettled = (): void => { this.collsInFlight--; };
 

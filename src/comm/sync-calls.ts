@@ -33,7 +33,7 @@ export interface SyncHost {
   startRecv(bytes: Uint8Array, source: number, tag: number, ctx: number): Request;
   nextTag(): number;
   nextCheckedCall(): number;
-  /** Nonblocking collectives of this communicator started and not settled. */
+  /** Nonblocking collectives of this communicator over point-to-point started and not settled. */
   collsInFlight(): number;
 }
 

@@ -280,12 +280,61 @@ const cases = [
       assert.deepEqual([...all], Array.from({ length: p }, (_, r) => r));
     }
   }],
-  ['a sync collective while a nonblocking one of the communicator runs: ERR_INVALID_ARG on every rank, no hang', async () => {
-    const r = comm.ibarrier();
+  ['a sync collective first finishes the shared-memory collectives started before it and not awaited, whichever ranks finished theirs (MPI progress)', async () => {
+    const shared = process.env.RAILCOMM_COLL_SHARED_MAX !== '0';
+    // The segment is attached by the first collective (the case after this one covers a first one not awaited).
+    await comm.barrier();
+    const sum = (n, seed) => {
+      const s = new Float64Array(n);
+      for (let r = 0; r < p; r++) { const a = input(Float64Array, r, n, seed); for (let i = 0; i < n; i++) s[i] += a[i]; }
+      return s;
+    };
+    // A flag box, one slot, one split round, several split rounds (70,000 doubles: three slots);
+    // started as a nonblocking call (a Request) or an async one (a promise), alone or with a bcast queued behind.
+    for (const [n, nonblocking, queued] of [[1, false, false], [1, true, true], [5, false, true], [9000, true, false], [70000, false, false], [70000, true, true]]) {
+      // Rank 0 starts first, so its copies wait on a phase; the last to start finishes its own at once.
+      if (me !== 0) await new Promise((r) => setTimeout(r, 15));
+      const got = new Float64Array(n), bytes = new Uint8Array(n + 3), y = new Float64Array(n), all = new Int32Array(p);
+      if (me === p - 1) bytes.set(pattern(n + 3, 9));
+      const a1 = input(Float64Array, me, n, 1);
+      const r1 = nonblocking ? comm.iallreduce(a1, got, 'sum') : { wait: ((q) => () => q)(comm.allreduce(a1, got, 'sum')) };
+      const p2 = queued ? comm.bcast(bytes, p - 1) : null;
+      if (!shared) {
+        // Over point-to-point the others continue only on the event loop: refused on every rank.
+        assert.throws(() => comm.allreduceSync(input(Float64Array, me, n, 2), y, 'sum'), (e) => e.code === 'ERR_INVALID_ARG' && /wait for its Request/.test(e.message));
+        await r1.wait();
+        await p2;
+        continue;
+      }
+      // The first synchronous call finishes what came before it: a bcastSync, or an allreduceSync.
+      if (!queued) comm.bcastSync(bytes, p - 1);
+      comm.allreduceSync(input(Float64Array, me, n, 2), y, 'sum');
+      sameArray(y, sum(n, 2), `allreduceSync of ${n} after them`);
+      // Both were finished at the call: their results are there before their promises settle.
+      sameArray(got, sum(n, 1), `${nonblocking ? 'iallreduce' : 'allreduce'} of ${n} not awaited`);
+      assert.ok(samePattern(bytes, n + 3, 9), `bcast${queued ? '' : 'Sync'} of ${n + 3} bytes`);
+      comm.allgatherSync(new Int32Array([me]), all);
+      assert.deepEqual([...all], Array.from({ length: p }, (_, r) => r));
+      await r1.wait();
+      await p2;
+      // And the next async collective matches on every rank.
+      const z = new Float64Array(1);
+      await comm.allreduce(new Float64Array([me]), z, 'sum');
+      assert.equal(z[0], (p * (p - 1)) / 2);
+    }
+  }],
+  ['a sync collective while a nonblocking one over point-to-point runs (alltoall), or the first one of a communicator: ERR_INVALID_ARG on every rank, no hang', async () => {
+    const r = comm.ialltoall(new Uint8Array(p * 4).fill(me), new Uint8Array(p * 4));
     assert.throws(() => comm.barrierSync(), (e) => e.code === 'ERR_INVALID_ARG' && /wait for its Request/.test(e.message));
     assert.throws(() => comm.allreduceSync(new Float64Array(1), new Float64Array(1), 'sum'), (e) => e.code === 'ERR_INVALID_ARG');
     await r.wait();
     comm.barrierSync();
+    // A new communicator's first collective sets up its shared memory over point-to-point.
+    const fresh = await comm.dup();
+    const first = fresh.ibarrier();
+    assert.throws(() => fresh.barrierSync(), (e) => e.code === 'ERR_INVALID_ARG' && /(first collective|wait for its Request)/.test(e.message));
+    await first.wait();
+    fresh.barrierSync();
   }],
 ];
 

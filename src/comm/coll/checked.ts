@@ -56,16 +56,15 @@ async function agreeP2p(c: CollComm, size: number, sig: readonly number[], call:
 function agreeShared(sh: SharedCollectives, all: Float64Array, sig: readonly number[], call: number, step: (() => Promise<void> | null) | null): Promise<void> | null {
   const size = all.length / SIG_WORDS;
   const w = sh.exchangeWords(sig, all);
-  if (w !== null) return agreeSharedAfter(w, all, size, call, step);
+  if (w !== null) return agreeSharedAfter(sh, w, all, size, call, step);
   verifySignatures(all, size, call);
   return step === null ? null : step();
 }
 
-async function agreeSharedAfter(w: Promise<void>, all: Float64Array, size: number, call: number, step: (() => Promise<void> | null) | null): Promise<void> {
-  await w;
-  verifySignatures(all, size, call);
-  if (step !== null) {
-    const s = step();
-    if (s !== null) await s;
-  }
+/** The rest once the agreement's phase passed: on the loop, or at a synchronous call that comes first. */
+function agreeSharedAfter(sh: SharedCollectives, w: Promise<void>, all: Float64Array, size: number, call: number, step: (() => Promise<void> | null) | null): Promise<void> {
+  return sh.after(w, () => {
+    verifySignatures(all, size, call);
+    return step === null ? null : step();
+  });
 }

@@ -14,6 +14,7 @@
 
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import type { SharedHost } from './shared-host-api.js';
+import type { PendingSteps } from './pending-steps.js';
 
 /** Bytes of a control line: the doorbell line, one line per rank (flag word first), then the release line. */
 export const LINE = 64;
@@ -40,6 +41,8 @@ const SYNC_LOOK = 4096;
 /** What a wait waits for: every rank's flag, or the leader's release word. */
 const ALL = 0;
 const REL = 1;
+/** No async wait is pending. */
+const NONE = -1;
 
 const RESOLVED = Promise.resolve();
 
@@ -64,9 +67,13 @@ export class Phases {
   /** The phase the scan below belongs to, and the ranks [0, scanned) seen arrived at it. */
   private scanSeq = 0;
   private scanned = 0;
+  /** The phase an async wait (waitAll) waits for, and what for (NONE: none): finishWait() ends it at the call. */
+  private pendingS = 0;
+  private pendingWhat = NONE;
+  private readonly steps: PendingSteps;
 
-  /** ctrl: the control area (controlBytes(size)); broken: told when a member died mid-phase. */
-  constructor(host: SharedHost, ctrl: Int32Array, rank: number, size: number, broken: (e: RailcommError) => void, flat: boolean) {
+  /** ctrl: the control area (controlBytes(size)); broken: told when a member died mid-phase; steps: where a wait's rest goes. */
+  constructor(host: SharedHost, ctrl: Int32Array, rank: number, size: number, broken: (e: RailcommError) => void, flat: boolean, steps: PendingSteps) {
     this.host = host;
     this.ctrl = ctrl;
     this.rank = rank;
@@ -74,6 +81,7 @@ export class Phases {
     this.broken = broken;
     this.flat = flat;
     this.rel = (size + 1) * LINE_I32;
+    this.steps = steps;
   }
 
   /** Raise this rank's flag to the next phase; returns the phase number. */
@@ -136,9 +144,8 @@ export class Phases {
     return null;
   }
 
-  private async releaseAfter(w: Promise<void>, s: number): Promise<void> {
-    await w;
-    this.release(s);
+  private releaseAfter(w: Promise<void>, s: number): Promise<void> {
+    return this.steps.after(w, () => { this.release(s); return null; });
   }
 
   /** Leader mode, rank 0: wait until every rank arrived at s (the caller works on their data, then calls release). */
@@ -182,29 +189,50 @@ export class Phases {
    */
   private async waitAll(s: number, what: number): Promise<void> {
     if (this.reached(s, what)) return;
+    this.pendingS = s;
+    this.pendingWhat = what;
     const spin = this.host.spinMs > 0;
-    // A blocking wait never runs inside the call: a nonblocking collective
-    // (iallreduce, ibarrier) hands its Request back first.
-    if (!spin) await RESOLVED;
-    const until = performance.now() + (spin ? this.host.spinMs : PAUSE_MS);
-    for (;;) {
-      if (spin ? this.spinFor(s, what, BURST_MS) : this.pauseFor(s, what)) return;
-      if (performance.now() > until) break;
-      await new Promise<void>((r) => setImmediate(r));
-    }
     const ctrl = this.ctrl;
-    Atomics.add(ctrl, SLEEPERS, 1);
     try {
+      // A blocking wait never runs inside the call: a nonblocking collective
+      // (iallreduce, ibarrier) hands its Request back first.
+      if (!spin) await RESOLVED;
+      const until = performance.now() + (spin ? this.host.spinMs : PAUSE_MS);
       for (;;) {
-        const bell = Atomics.load(ctrl, BELL);
-        if (this.reached(s, what)) return;
-        await this.host.sleep(ctrl, bell, CHECK_MS);
-        if (this.reached(s, what)) return;
-        this.checkPeers(s, false);
+        if (spin ? this.spinFor(s, what, BURST_MS) : this.pauseFor(s, what)) return;
+        if (performance.now() > until) break;
+        await new Promise<void>((r) => setImmediate(r));
+      }
+      Atomics.add(ctrl, SLEEPERS, 1);
+      try {
+        for (;;) {
+          const bell = Atomics.load(ctrl, BELL);
+          if (this.reached(s, what)) return;
+          await this.host.sleep(ctrl, bell, CHECK_MS);
+          if (this.reached(s, what)) return;
+          this.checkPeers(s, false);
+        }
+      } finally {
+        Atomics.sub(ctrl, SLEEPERS, 1);
       }
     } finally {
-      Atomics.sub(ctrl, SLEEPERS, 1);
+      if (this.pendingS === s && this.pendingWhat === what) this.pendingWhat = NONE;
     }
+  }
+
+  /**
+   * A synchronous call found an async wait pending (a collective it must
+   * finish first, pending-steps.ts): wait for its phase here, blocking. The
+   * async wait then ends by itself (flags only grow: its phase stays
+   * reached); the bell wakes it if it sleeps, so that its collective settles
+   * on the loop's next turn, not at the next check.
+   */
+  finishWait(): void {
+    if (this.pendingWhat === NONE) return;
+    this.waitSync(this.pendingS, this.pendingWhat);
+    this.pendingWhat = NONE;
+    Atomics.add(this.ctrl, BELL, 1);
+    this.host.wake(this.ctrl);
   }
 
   /**

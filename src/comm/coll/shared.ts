@@ -13,15 +13,15 @@
 // once, by rank 0 between gathering and releasing the phase, and the others
 // copy its result: each rank reads one line or slot instead of p. The
 // synchronous calls (barrierSync, ...) run the same rounds with phases that
-// block at the call.
+// block at the call. Whose turn it is (one collective at a time, the queue,
+// attaching, synchronous calls) is shared-turns.ts.
 
 import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { builtInOf, kernelOf, type ReduceOp, type ReduceArray } from './ops.js';
 import { copyInto, type Kernel } from '../../native/kernels.js';
 import { copyElements } from '../../native/copy.js';
-import type { CollComm } from './engine.js';
-import { LINE, Phases, controlBytes } from './shared-phase.js';
-import type { SharedHost } from './shared-host-api.js';
+import { LINE } from './shared-phase.js';
+import { SharedTurns } from './shared-turns.js';
 
 export type { SharedHost } from './shared-host-api.js';
 
@@ -36,69 +36,9 @@ const BOX_OFF = 8;
 
 const DONE = Promise.resolve();
 
-export class SharedCollectives {
-  private readonly host: SharedHost;
-  private readonly rank: number;
-  private readonly size: number;
-  private seg: Uint8Array | null = null;
-  private phases: Phases | null = null;
-  private dataOff = 0;
+export class SharedCollectives extends SharedTurns {
   /** Rounds so far: the parity of the next one picks the slots. */
   private round = 0;
-  /** Shared-memory collectives run one at a time per communicator; later ones wait here. */
-  private busy = false;
-  private readonly queue: Array<() => void> = [];
-  private broken: RailcommError | null = null;
-
-  constructor(host: SharedHost, rank: number, size: number) {
-    this.host = host;
-    this.rank = rank;
-    this.size = size;
-  }
-
-  /** The segment is attached: later calls need no point-to-point (the CollComm goes unused). */
-  get attached(): boolean {
-    return this.seg !== null;
-  }
-
-  /**
-   * Run f after the previous shared collective of this communicator (phases
-   * must not interleave), with the segment attached. f returns null when it
-   * finished without waiting. The common case (idle, attached, peers already
-   * there) then costs no promise of its own and holds nothing open: every hop
-   * costs here (an 8-byte allreduce takes well under a microsecond).
-   */
-  run(c: CollComm, f: () => Promise<void> | null): Promise<void> {
-    if (this.idle) {
-      let w: Promise<void> | null;
-      try { w = f(); } catch (e) { return Promise.reject(e); }
-      return w === null ? DONE : this.hold(w);
-    }
-    return this.later(c, f);
-  }
-
-  /** Queue f (a method of its own: closures here would cost a context on every run()). */
-  private later(c: CollComm, f: () => Promise<void> | null): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.queue.push(() => {
-        const go = async (): Promise<void> => {
-          if (this.broken !== null) throw this.broken;
-          if (this.seg === null) {
-            // A failed set-up leaves the ranks disagreeing on the segment: never try again.
-            try { await this.setup(c); } catch (e) { this.broken = e as RailcommError; throw e; }
-          }
-          await f();
-        };
-        this.hold(go()).then(resolve, reject);
-      });
-      if (!this.busy) this.next();
-    });
-  }
-
-  /** Attached, nothing running or queued, not broken: a collective may start at once. */
-  get idle(): boolean {
-    return !this.busy && this.seg !== null && this.broken === null && this.queue.length === 0;
-  }
 
   /**
    * run(c, () => reduce(send, recv, op, -1)) for an idle communicator,
@@ -109,80 +49,6 @@ export class SharedCollectives {
     let w: Promise<void> | null;
     try { w = this.reduce(send, recv, op, -1); } catch (e) { return Promise.reject(e); }
     return w === null ? DONE : this.hold(w);
-  }
-
-  /** Later collectives queue, and the event loop stays open, until w settles. */
-  private hold(w: Promise<void>): Promise<void> {
-    this.busy = true;
-    this.host.keep(true);
-    return w.then(this.doneOk, this.doneErr);
-  }
-
-  private readonly doneOk = (): void => { this.finish(); };
-  private readonly doneErr = (e: unknown): never => { this.finish(); throw e; };
-
-  private finish(): void {
-    this.busy = false;
-    this.host.keep(false);
-    this.next();
-  }
-
-  private next(): void {
-    const q = this.queue.shift();
-    if (q !== undefined) q();
-  }
-
-  private async setup(c: CollComm): Promise<void> {
-    this.attached2(await this.host.attach(c, this.segmentBytes()));
-  }
-
-  private segmentBytes(): number {
-    this.dataOff = controlBytes(this.size);
-    return this.dataOff + 2 * this.size * this.host.slotBytes;
-  }
-
-  /** The segment is mapped: its phases. */
-  private attached2(seg: Uint8Array): void {
-    this.seg = seg;
-    const ctrl = new Int32Array(seg.buffer, seg.byteOffset, this.dataOff / 4);
-    // A member that died mid-phase leaves this communicator's shared state incoherent: never use it again.
-    this.phases = new Phases(this.host, ctrl, this.rank, this.size, (e) => { this.broken = e; }, this.size <= this.host.flatMax);
-    const phases = this.phases;
-    this.host.atFinalize(() => phases.leave());
-  }
-
-  // ---- synchronous calls ----------------------------------------------------
-
-  /**
-   * Begin a synchronous collective: the segment attached (now, at the call,
-   * over blocking point-to-point on the call's tag, for the first one), no
-   * other collective of this communicator in flight (its continuations need
-   * the event loop, which a synchronous call does not run), phases that block.
-   * Every call of it is paired with endSync().
-   */
-  beginSync(what: string, barrier: (() => void) | null): void {
-    if (this.broken !== null) throw this.broken;
-    if (this.busy || this.queue.length > 0) {
-      throw new RailcommError(ErrorCode.INVALID_ARG, `${what}: a nonblocking or async collective of this communicator is still running, and it completes only on the event loop, which a synchronous call does not run; await it before calling ${what}`);
-    }
-    if (this.seg === null) {
-      if (barrier === null) throw new RailcommError(ErrorCode.PROTOCOL, `internal: ${what} found the segment unattached without a way to attach it`);
-      // A failed set-up leaves the ranks disagreeing on the segment: never try again.
-      try { this.attached2(this.host.attachSync(barrier, this.rank, this.segmentBytes())); } catch (e) { this.broken = e as RailcommError; throw e; }
-    }
-    this.phases!.sync = true;
-  }
-
-  endSync(): void {
-    if (this.phases !== null) this.phases.sync = false;
-  }
-
-  /** A shared collective that returned a promise in a synchronous call: a bug, said as one. */
-  static syncLeak(w: Promise<void> | null): void {
-    if (w !== null) {
-      void w.catch(() => undefined);
-      throw new RailcommError(ErrorCode.PROTOCOL, 'internal: a synchronous shared-memory collective waited on a promise');
-    }
   }
 
   /** Byte offset in the segment of rank r's slot for round k. */
@@ -263,12 +129,11 @@ export class SharedCollectives {
     return null;
   }
 
-  private async bcastAfter(w: Promise<void>, bytes: Uint8Array, root: number, off: number, at: number, n: number): Promise<void> {
-    await w;
-    if (this.rank !== root) copyElements(bytes, off, this.seg!, at, n);
-    if (bytes.length === 0) return;
-    const rest = this.bcastFrom(bytes, root, off + this.host.slotBytes);
-    if (rest !== null) await rest;
+  private bcastAfter(w: Promise<void>, bytes: Uint8Array, root: number, off: number, at: number, n: number): Promise<void> {
+    return this.steps.after(w, () => {
+      if (this.rank !== root) copyElements(bytes, off, this.seg!, at, n);
+      return bytes.length === 0 ? null : this.bcastFrom(bytes, root, off + this.host.slotBytes);
+    });
   }
 
   /** Reduce send into recv on every rank (allreduce) or on root only (reduce, root >= 0). */
@@ -299,11 +164,8 @@ export class SharedCollectives {
     return null;
   }
 
-  private async roundsAfter(w: Promise<void>, k: Kernel, send: ReduceArray, out: ReduceArray | null, per: number, split: boolean, at: number): Promise<void> {
-    await w;
-    if (send.length === 0) return;
-    const rest = this.rounds(k, send, out, per, split, at + per);
-    if (rest !== null) await rest;
+  private roundsAfter(w: Promise<void>, k: Kernel, send: ReduceArray, out: ReduceArray | null, per: number, split: boolean, at: number): Promise<void> {
+    return this.steps.after(w, () => (send.length === 0 ? null : this.rounds(k, send, out, per, split, at + per)));
   }
 
   /**
@@ -345,9 +207,8 @@ export class SharedCollectives {
     return null;
   }
 
-  private async leaderAfter(w: Promise<void>, k: Kernel, like: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number, box: boolean, s: number): Promise<void> {
-    await w;
-    this.leaderCombine(k, like, out, at, n, round, box, s);
+  private leaderAfter(w: Promise<void>, k: Kernel, like: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number, box: boolean, s: number): Promise<void> {
+    return this.steps.after(w, () => { this.leaderCombine(k, like, out, at, n, round, box, s); return null; });
   }
 
   private leaderCombine(k: Kernel, like: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number, box: boolean, s: number): void {
@@ -360,15 +221,16 @@ export class SharedCollectives {
     if (out !== null) copyInto(out, at, res, 0, n);
   }
 
-  private async followerAfter(w: Promise<void>, like: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number, box: boolean): Promise<void> {
-    await w;
-    if (out !== null) copyInto(out, at, this.resultView(like, round, box), 0, n);
+  private followerAfter(w: Promise<void>, like: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number, box: boolean): Promise<void> {
+    return this.steps.after(w, () => {
+      if (out !== null) copyInto(out, at, this.resultView(like, round, box), 0, n);
+      return null;
+    });
   }
 
   /** Not a closure in reduceWhole: V8 would allocate its context on every call, waiting or not. */
-  private async combineAfter(w: Promise<void>, k: Kernel, like: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number, box: boolean): Promise<void> {
-    await w;
-    this.combineAll(k, like, out, at, n, round, box);
+  private combineAfter(w: Promise<void>, k: Kernel, like: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number, box: boolean): Promise<void> {
+    return this.steps.after(w, () => { this.combineAll(k, like, out, at, n, round, box); return null; });
   }
 
   private combineAll(k: Kernel, like: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number, box: boolean): void {
@@ -398,10 +260,8 @@ export class SharedCollectives {
     return this.splitBlock(k, send, out, at, n, round);
   }
 
-  private async splitAfter(w: Promise<void>, k: Kernel, send: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number): Promise<void> {
-    await w;
-    const rest = this.splitBlock(k, send, out, at, n, round);
-    if (rest !== null) await rest;
+  private splitAfter(w: Promise<void>, k: Kernel, send: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number): Promise<void> {
+    return this.steps.after(w, () => this.splitBlock(k, send, out, at, n, round));
   }
 
   /** Second half of a split round: reduce this rank's block, second phase, copy out. */
@@ -423,9 +283,8 @@ export class SharedCollectives {
     return null;
   }
 
-  private async copyOutAfter(w: Promise<void>, like: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number): Promise<void> {
-    await w;
-    this.copyOut(like, out, at, n, round);
+  private copyOutAfter(w: Promise<void>, like: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number): Promise<void> {
+    return this.steps.after(w, () => { this.copyOut(like, out, at, n, round); return null; });
   }
 
   private copyOut(like: ReduceArray, out: ReduceArray | null, at: number, n: number, round: number): void {
@@ -453,9 +312,8 @@ export class SharedCollectives {
     return null;
   }
 
-  private async wordsAfter(w: Promise<void>, all: Float64Array, n: number, k: number): Promise<void> {
-    await w;
-    this.wordsOut(all, n, k);
+  private wordsAfter(w: Promise<void>, all: Float64Array, n: number, k: number): Promise<void> {
+    return this.steps.after(w, () => { this.wordsOut(all, n, k); return null; });
   }
 
   private wordsOut(all: Float64Array, n: number, k: number): void {
@@ -482,13 +340,13 @@ export class SharedCollectives {
     return null;
   }
 
-  private async allgatherAfter(w: Promise<void>, send: ReduceArray, recv: ReduceArray, at: number, n: number, k: number): Promise<void> {
-    await w;
-    this.gatherOut(send, recv, at, n, k);
-    if (send.length === 0) return;
-    const per = Math.max(1, Math.floor(this.host.slotBytes / send.BYTES_PER_ELEMENT));
-    const rest = this.allgatherFrom(send, recv, at + per);
-    if (rest !== null) await rest;
+  private allgatherAfter(w: Promise<void>, send: ReduceArray, recv: ReduceArray, at: number, n: number, k: number): Promise<void> {
+    return this.steps.after(w, () => {
+      this.gatherOut(send, recv, at, n, k);
+      if (send.length === 0) return null;
+      const per = Math.max(1, Math.floor(this.host.slotBytes / send.BYTES_PER_ELEMENT));
+      return this.allgatherFrom(send, recv, at + per);
+    });
   }
 
   private gatherOut(like: ReduceArray, recv: ReduceArray, at: number, n: number, k: number): void {

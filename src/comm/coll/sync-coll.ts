@@ -39,7 +39,7 @@ export interface SyncCollHost {
   comm(tag: number, what: string): SyncComm;
   /** ERR_NO_RAIL unless every member is reached over a lane that progresses without the event loop. */
   needAll(what: string, asyncCall: string): void;
-  /** Nonblocking collectives of the communicator started and not settled. */
+  /** Nonblocking collectives of the communicator over point-to-point started and not settled. */
   collsInFlight(): number;
 }
 
@@ -59,10 +59,11 @@ export class SyncCollectives {
     const h = this.h;
     h.world.check(what);
     if (!this.lanesOk) { h.needAll(what, asyncCall); this.lanesOk = true; }
-    // Its continuations need the event loop, which a synchronous call does not run:
-    // the sync call would wait for ranks that wait for it.
+    // One over point-to-point continues only on the event loop, which a synchronous call
+    // does not run: the sync call would wait for ranks that wait for it. (Those through
+    // the shared segment are finished at the call: SharedCollectives.beginSync.)
     if (h.collsInFlight() > 0) {
-      throw new RailcommError(ErrorCode.INVALID_ARG, `${what}: a nonblocking collective of this communicator is still running, and it completes only on the event loop, which a synchronous call does not run; wait for its Request before calling ${what}`);
+      throw new RailcommError(ErrorCode.INVALID_ARG, `${what}: a nonblocking collective of this communicator that runs over point-to-point (not shared memory) is still running, and it completes only on the event loop, which a synchronous call does not run; wait for its Request before calling ${what}`);
     }
     const pl = h.planner;
     const sh = pl.shared;

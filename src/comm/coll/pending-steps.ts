@@ -1,0 +1,88 @@
+// What is left of the shared-memory collective that waits on a phase: each
+// async step that awaited a wait (shared.ts's "...After" methods, the
+// leader's release in shared-phase.ts, RAILCOMM_CHECK's agreement) leaves its
+// rest here, in the order the rests run (an outer step awaits the inner one).
+// The event loop runs each rest once its wait settles. A synchronous
+// collective of the same communicator that finds them runs them itself, in
+// order, with phases that block (SharedCollectives.beginSync): as an MPI
+// blocking call progresses the nonblocking ones started before it, a
+// barrierSync right after an iallreduce that nobody awaited yet completes that
+// iallreduce first, on every rank, whether its copy there had to wait or not.
+// Whoever runs a step first runs it; the other finds it done. Nothing is
+// allocated here unless a phase had to wait.
+
+type Rest = () => Promise<void> | null;
+
+interface Step {
+  readonly rest: Rest;
+  /** Run (or abandoned) by someone: the event loop's resume or drain(). */
+  done: boolean;
+  /** What its rest threw when drain() ran it: the collective's promise rejects with it. */
+  failed: unknown;
+}
+
+export class PendingSteps {
+  private readonly steps: Step[] = [];
+
+  /** Steps waiting to run. */
+  get length(): number {
+    return this.steps.length;
+  }
+
+  /** Once w settles, run rest, unless a synchronous call ran it first; the promise settles as the step's collective would. */
+  after(w: Promise<void>, rest: Rest): Promise<void> {
+    const s: Step = { rest, done: false, failed: undefined };
+    this.steps.push(s);
+    return this.resume(w, s);
+  }
+
+  private async resume(w: Promise<void>, s: Step): Promise<void> {
+    try {
+      await w;
+    } catch (e) {
+      // The collective failed below this step: nothing of it runs any more.
+      if (!s.done) this.abandon();
+      throw e;
+    }
+    if (s.done) {
+      if (s.failed !== undefined) throw s.failed;
+      return;
+    }
+    this.take(s);
+    let r: Promise<void> | null;
+    try { r = s.rest(); } catch (e) { this.abandon(); throw e; }
+    if (r !== null) await r;
+  }
+
+  private take(s: Step): void {
+    s.done = true;
+    const i = this.steps.indexOf(s);
+    if (i >= 0) this.steps.splice(i, 1);
+  }
+
+  /** Every step left belongs to the collective that failed: none runs (their waits reject). */
+  private abandon(): void {
+    for (const s of this.steps) s.done = true;
+    this.steps.length = 0;
+  }
+
+  /**
+   * Run every step left, in order, at the call (the caller made phases block
+   * and finished the wait the first one awaits): each rest must finish
+   * without a promise (check throws if one did not). A rest that throws
+   * fails its collective's promise, and the steps after it are dropped.
+   */
+  drain(check: (w: Promise<void> | null) => void): void {
+    while (this.steps.length > 0) {
+      const s = this.steps.shift()!;
+      s.done = true;
+      try {
+        check(s.rest());
+      } catch (e) {
+        s.failed = e;
+        this.abandon();
+        return;
+      }
+    }
+  }
+}

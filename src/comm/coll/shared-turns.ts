@@ -1,0 +1,195 @@
+// Whose turn it is on a communicator's shared segment: its collectives run
+// one at a time, in call order (later ones queue, and the event loop stays
+// open while one runs); the first attaches the segment (over point-to-point,
+// or at the call for a synchronous one); a collective that has to wait on a
+// phase leaves its rests in PendingSteps, which a synchronous call of the
+// communicator runs itself before its own (beginSync). What each collective
+// does in the segment is shared.ts, which extends this class.
+
+import { RailcommError, ErrorCode } from '../../core/errors.js';
+import type { CollComm } from './engine.js';
+import { Phases, controlBytes } from './shared-phase.js';
+import type { SharedHost } from './shared-host-api.js';
+import { PendingSteps } from './pending-steps.js';
+
+const DONE = Promise.resolve();
+
+/** A shared collective waiting for the one before it (later()). */
+interface Queued {
+  readonly c: CollComm;
+  readonly f: () => Promise<void> | null;
+  readonly resolve: () => void;
+  readonly reject: (e: unknown) => void;
+}
+
+export abstract class SharedTurns {
+  protected readonly host: SharedHost;
+  protected readonly rank: number;
+  protected readonly size: number;
+  protected seg: Uint8Array | null = null;
+  protected phases: Phases | null = null;
+  protected dataOff = 0;
+  /** Shared-memory collectives run one at a time per communicator; later ones wait here. */
+  private busy = false;
+  private readonly queue: Queued[] = [];
+  private broken: RailcommError | null = null;
+  /** The rests of the running collective, once a phase had to wait: a synchronous call runs them (beginSync). */
+  protected readonly steps = new PendingSteps();
+
+  constructor(host: SharedHost, rank: number, size: number) {
+    this.host = host;
+    this.rank = rank;
+    this.size = size;
+  }
+
+  /** The segment is attached: later calls need no point-to-point (the CollComm goes unused). */
+  get attached(): boolean {
+    return this.seg !== null;
+  }
+
+  /**
+   * Run f after the previous shared collective of this communicator (phases
+   * must not interleave), with the segment attached. f returns null when it
+   * finished without waiting. The common case (idle, attached, peers already
+   * there) then costs no promise of its own and holds nothing open: every hop
+   * costs here (an 8-byte allreduce takes well under a microsecond).
+   */
+  run(c: CollComm, f: () => Promise<void> | null): Promise<void> {
+    if (this.idle) {
+      let w: Promise<void> | null;
+      try { w = f(); } catch (e) { return Promise.reject(e); }
+      return w === null ? DONE : this.hold(w);
+    }
+    return this.later(c, f);
+  }
+
+  /** Queue f (a method of its own: closures here would cost a context on every run()). */
+  private later(c: CollComm, f: () => Promise<void> | null): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ c, f, resolve, reject });
+      if (!this.busy) this.next();
+    });
+  }
+
+  private async go(q: Queued): Promise<void> {
+    if (this.broken !== null) throw this.broken;
+    if (this.seg === null) {
+      // A failed set-up leaves the ranks disagreeing on the segment: never try again.
+      try { await this.setup(q.c); } catch (e) { this.broken = e as RailcommError; throw e; }
+    }
+    const w = q.f();
+    if (w !== null) await w;
+  }
+
+  /** Run rest once w (a phase's wait) settles, or at a synchronous call that comes first (pending-steps.ts). */
+  after(w: Promise<void>, rest: () => Promise<void> | null): Promise<void> {
+    return this.steps.after(w, rest);
+  }
+
+  /** Attached, nothing running or queued, not broken: a collective may start at once. */
+  get idle(): boolean {
+    return !this.busy && this.seg !== null && this.broken === null && this.queue.length === 0;
+  }
+
+
+  /** Later collectives queue, and the event loop stays open, until w settles. */
+  protected hold(w: Promise<void>): Promise<void> {
+    this.busy = true;
+    this.host.keep(true);
+    return w.then(this.doneOk, this.doneErr);
+  }
+
+  private readonly doneOk = (): void => { this.finish(); };
+  private readonly doneErr = (e: unknown): never => { this.finish(); throw e; };
+
+  private finish(): void {
+    this.busy = false;
+    this.host.keep(false);
+    this.next();
+  }
+
+  private next(): void {
+    const q = this.queue.shift();
+    if (q !== undefined) this.hold(this.go(q)).then(q.resolve, q.reject);
+  }
+
+  private async setup(c: CollComm): Promise<void> {
+    this.attached2(await this.host.attach(c, this.segmentBytes()));
+  }
+
+  private segmentBytes(): number {
+    this.dataOff = controlBytes(this.size);
+    return this.dataOff + 2 * this.size * this.host.slotBytes;
+  }
+
+  /** The segment is mapped: its phases. */
+  private attached2(seg: Uint8Array): void {
+    this.seg = seg;
+    const ctrl = new Int32Array(seg.buffer, seg.byteOffset, this.dataOff / 4);
+    // A member that died mid-phase leaves this communicator's shared state incoherent: never use it again.
+    this.phases = new Phases(this.host, ctrl, this.rank, this.size, (e) => { this.broken = e; }, this.size <= this.host.flatMax, this.steps);
+    const phases = this.phases;
+    this.host.atFinalize(() => phases.leave());
+  }
+
+  // ---- synchronous calls ----------------------------------------------------
+
+  /**
+   * Begin a synchronous collective: the segment attached (now, at the call,
+   * over blocking point-to-point on the call's tag, for the first one),
+   * phases that block, and every collective of this communicator started
+   * before it finished first, here (finishAtCall()). Every call of it is
+   * paired with endSync().
+   */
+  beginSync(what: string, barrier: (() => void) | null): void {
+    if (this.broken !== null) throw this.broken;
+    if (this.busy || this.queue.length > 0) {
+      // The first collective attaches the segment over point-to-point, which only the event loop completes.
+      if (this.seg === null) {
+        throw new RailcommError(ErrorCode.INVALID_ARG, `${what}: this communicator's first collective, which sets up its shared memory, is still running, and it completes only on the event loop, which a synchronous call does not run; await it before calling ${what}`);
+      }
+      this.phases!.sync = true;
+      try { this.finishAtCall(); } catch (e) { this.phases!.sync = false; throw e; }
+      if (this.broken !== null) { this.phases!.sync = false; throw this.broken; }
+      return;
+    }
+    if (this.seg === null) {
+      if (barrier === null) throw new RailcommError(ErrorCode.PROTOCOL, `internal: ${what} found the segment unattached without a way to attach it`);
+      // A failed set-up leaves the ranks disagreeing on the segment: never try again.
+      try { this.attached2(this.host.attachSync(barrier, this.rank, this.segmentBytes())); } catch (e) { this.broken = e as RailcommError; throw e; }
+    }
+    this.phases!.sync = true;
+  }
+
+  /**
+   * The collectives started before a synchronous call and not finished (an
+   * async one not awaited yet, or one whose copy here waits on a phase that
+   * the others have passed): finish them at the call, in order, with phases
+   * that block, as MPI's blocking calls progress nonblocking ones. Refusing
+   * instead left ranks disagreeing (the others' copies had finished: they
+   * went on into the synchronous call and paired it with this rank's next
+   * collective). Their promises settle on the loop's next turn.
+   */
+  private finishAtCall(): void {
+    this.phases!.finishWait();
+    this.steps.drain(SharedTurns.syncLeak);
+    while (this.queue.length > 0 && this.broken === null) {
+      const q = this.queue.shift()!;
+      try { SharedTurns.syncLeak(q.f()); } catch (e) { q.reject(e); continue; }
+      q.resolve();
+    }
+    for (const q of this.queue.splice(0)) q.reject(this.broken);
+  }
+
+  endSync(): void {
+    if (this.phases !== null) this.phases.sync = false;
+  }
+
+  /** A shared collective that returned a promise in a synchronous call: a bug, said as one. */
+  static syncLeak(w: Promise<void> | null): void {
+    if (w !== null) {
+      void w.catch(() => undefined);
+      throw new RailcommError(ErrorCode.PROTOCOL, 'internal: a synchronous shared-memory collective waited on a promise');
+    }
+  }
+}
