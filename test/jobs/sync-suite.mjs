@@ -289,9 +289,12 @@ const cases = [
       for (let r = 0; r < p; r++) { const a = input(Float64Array, r, n, seed); for (let i = 0; i < n; i++) s[i] += a[i]; }
       return s;
     };
-    // A flag box, one slot, one split round, several split rounds (70,000 doubles: three slots);
-    // started as a nonblocking call (a Request) or an async one (a promise), alone or with a bcast queued behind.
-    for (const [n, nonblocking, queued] of [[1, false, false], [1, true, true], [5, false, true], [9000, true, false], [70000, false, false], [70000, true, true]]) {
+    // A flag box, one slot, one split round, several split rounds (70,000 doubles: three slots; 120,000:
+    // four, within RAILCOMM_COLL_SHARED_MAX);
+    // started as a nonblocking call (a Request) or an async one (a promise), alone or with a bcast queued
+    // behind; `turns`: the event loop turns a few times first, so that a collective may be part way through.
+    for (const [n, nonblocking, queued, turns] of [[1, false, false, 0], [1, true, true, 0], [5, false, true, 0], [9000, true, false, 0],
+      [70000, false, false, 0], [70000, true, true, 0], [70000, true, false, 2], [120000, false, true, 3]]) {
       // Rank 0 starts first, so its copies wait on a phase; the last to start finishes its own at once.
       if (me !== 0) await new Promise((r) => setTimeout(r, 15));
       const got = new Float64Array(n), bytes = new Uint8Array(n + 3), y = new Float64Array(n), all = new Int32Array(p);
@@ -299,6 +302,7 @@ const cases = [
       const a1 = input(Float64Array, me, n, 1);
       const r1 = nonblocking ? comm.iallreduce(a1, got, 'sum') : { wait: ((q) => () => q)(comm.allreduce(a1, got, 'sum')) };
       const p2 = queued ? comm.bcast(bytes, p - 1) : null;
+      for (let i = 0; i < turns; i++) await new Promise((r) => setImmediate(r));
       if (!shared) {
         // Over point-to-point the others continue only on the event loop: refused on every rank.
         assert.throws(() => comm.allreduceSync(input(Float64Array, me, n, 2), y, 'sum'), (e) => e.code === 'ERR_INVALID_ARG' && /wait for its Request/.test(e.message));

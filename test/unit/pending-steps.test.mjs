@@ -88,3 +88,24 @@ test('a rest that waits again on the loop leaves its own rests, which a later dr
   await first;
   assert.deepEqual(ran, ['round 1', 'round 2']);
 });
+
+test('a rest that waits again while an outer step still waits: its new steps run before the outer one (a split round)', async () => {
+  const steps = new PendingSteps();
+  const ran = [];
+  const g1 = gate(), g2 = gate();
+  // reduceSplit's first phase (inner), then the rounds after it (outer, made second).
+  const split = steps.after(g1.w, () => {
+    ran.push('block');
+    // splitBlock's second phase waits: copy-out is a new step, made while 'next rounds' waits.
+    return steps.after(g2.w, () => { ran.push('copy out'); return null; });
+  });
+  const outer = steps.after(split, () => { ran.push('next rounds'); return null; });
+  g1.open();
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(ran, ['block']);
+  steps.drain(STRICT);
+  assert.deepEqual(ran, ['block', 'copy out', 'next rounds']);
+  g2.open();
+  await outer;
+  assert.deepEqual(ran, ['block', 'copy out', 'next rounds']);
+});

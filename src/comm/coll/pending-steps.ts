@@ -10,6 +10,12 @@
 // iallreduce first, on every rank, whether its copy there had to wait or not.
 // Whoever runs a step first runs it; the other finds it done. Nothing is
 // allocated here unless a phase had to wait.
+//
+// The order: a step is made after the steps inside it (an outer step awaits
+// the inner one's promise), so steps made one after another run in the order
+// made. But a rest that waits again (a split round's second phase) makes its
+// new steps while the steps outside it still wait: those go first, before
+// them (the rounds after it must not start before its copy-out).
 
 type Rest = () => Promise<void> | null;
 
@@ -23,6 +29,8 @@ interface Step {
 
 export class PendingSteps {
   private readonly steps: Step[] = [];
+  /** Where new steps go while a rest runs (at the front, in the order made); -1: at the end. */
+  private at = -1;
 
   /** Steps waiting to run. */
   get length(): number {
@@ -32,7 +40,8 @@ export class PendingSteps {
   /** Once w settles, run rest, unless a synchronous call ran it first; the promise settles as the step's collective would. */
   after(w: Promise<void>, rest: Rest): Promise<void> {
     const s: Step = { rest, done: false, failed: undefined };
-    this.steps.push(s);
+    if (this.at < 0) this.steps.push(s);
+    else this.steps.splice(this.at++, 0, s);
     return this.resume(w, s);
   }
 
@@ -50,8 +59,15 @@ export class PendingSteps {
     }
     this.take(s);
     let r: Promise<void> | null;
-    try { r = s.rest(); } catch (e) { this.abandon(); throw e; }
+    try { r = this.runRest(s); } catch (e) { this.abandon(); throw e; }
     if (r !== null) await r;
+  }
+
+  /** s's rest, with the steps it makes put before those left. */
+  private runRest(s: Step): Promise<void> | null {
+    const before = this.at;
+    this.at = 0;
+    try { return s.rest(); } finally { this.at = before; }
   }
 
   private take(s: Step): void {
@@ -77,7 +93,7 @@ export class PendingSteps {
       const s = this.steps.shift()!;
       s.done = true;
       try {
-        check(s.rest());
+        check(this.runRest(s));
       } catch (e) {
         s.failed = e;
         this.abandon();
