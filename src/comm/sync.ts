@@ -236,7 +236,8 @@ export class SyncEngine {
    * rails, or every brief wait on the source's ring or ofi rail (9-200 us
    * each, by machine), is one idle step. From the first step the clock is
    * read every SPIN_CHECK_STEPS steps until the spin budget is spent; then
-   * each step blocks on the doorbell a moment. Every 8 steps the tbsm channel
+   * each step blocks on the doorbell a moment. Each step runs what shared-memory
+   * collectives of this rank left aside (Progress.stepAsides). Every 8 steps the tbsm channel
    * is read (rings new peers announce); every 64 the clock: every CHECK_MS
    * the peers are checked, and the wait says once when it outlasts
    * RAILCOMM_HANG_TIMEOUT.
@@ -246,6 +247,8 @@ export class SyncEngine {
     // once the spin budget is spent, every pass blocks (when there is a doorbell to block on).
     if (lane === null && !brief && (!this.blocking || this.anyBell === null) && (++this.turns & (IDLE_TURNS - 1)) !== 0) return;
     const k = ++this.steps;
+    // A shared-memory collective of this rank waiting on a phase moves on meanwhile (its peers may wait for it).
+    this.ctx.progress.stepAsides();
     if ((k & 7) === 0) for (let i = 0; i < this.channels.length; i++) this.channels[i]!.pollChannel();
     if ((k & 63) === 0) this.look(w, group, what, src, tag);
     if (!this.blocking && (k === 1 || (k & (SPIN_CHECK_STEPS - 1)) === 0)) this.blocking = this.spinSpent();

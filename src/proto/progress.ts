@@ -8,6 +8,17 @@
 // Nothing spins when nothing is outstanding. It also holds the loop open while
 // requests are outstanding (a pending promise alone does not keep Node alive).
 
+/**
+ * Work of the event loop that a synchronous wait runs aside: a shared-memory
+ * collective of another communicator waiting on a phase (coll/shared-turns.ts).
+ */
+export interface AsideWork {
+  /** Run what can run now without blocking; true if something did. */
+  stepAside(): boolean;
+  /** Something is left to run. */
+  readonly pendingAside: boolean;
+}
+
 export interface Poller {
   /** Deliver what waits; true if anything happened. */
   poll(): boolean;
@@ -239,6 +250,31 @@ export class Progress {
    */
   pollSync(): boolean {
     return this.pollAll();
+  }
+
+  /** What a synchronous wait runs aside, while it has some. */
+  private readonly asides = new Set<AsideWork>();
+
+  /** w has work a synchronous wait should run (dropped once it has none). */
+  addAside(w: AsideWork): void {
+    this.asides.add(w);
+  }
+
+  /**
+   * A synchronous wait's pass over the work it runs aside: as MPI's blocking
+   * calls progress nonblocking ones, a recvSync or another communicator's
+   * synchronous collective moves a collective that waits on a phase (whose
+   * peers may wait for this rank's next step before they send or arrive).
+   * True if something moved. Cheap when there is none (the common case).
+   */
+  stepAsides(): boolean {
+    if (this.asides.size === 0) return false;
+    let any = false;
+    for (const w of this.asides) {
+      if (!w.pendingAside) { this.asides.delete(w); continue; }
+      if (w.stepAside()) any = true;
+    }
+    return any;
   }
 
   /**

@@ -327,6 +327,29 @@ const cases = [
       assert.equal(z[0], (p * (p - 1)) / 2);
     }
   }],
+  ['a synchronous call of another communicator, or a recvSync, moves a shared collective that waits for this rank (MPI progress)', async () => {
+    if (process.env.RAILCOMM_COLL_SHARED_MAX === '0') return;
+    const other = await comm.dup();
+    await other.barrier();
+    const n = 70000;
+    const want = new Float64Array(n);
+    for (let r = 0; r < p; r++) { const a = input(Float64Array, r, n, 4); for (let i = 0; i < n; i++) want[i] += a[i]; }
+    for (const how of ['barrierSync of another communicator', 'recvSync']) {
+      const got = new Float64Array(n), box = new Int32Array(1);
+      // Three rounds: the others finish it only once rank 0 arrives in the next round, and only then
+      // join rank 0's synchronous call (or send what its recvSync waits for).
+      const req = comm.iallreduce(input(Float64Array, me, n, 4), got, 'sum');
+      if (me === 0) {
+        if (how === 'recvSync') comm.recvSync(box, 1, 44); else other.barrierSync();
+      } else {
+        await req.wait();
+        if (how === 'recvSync') { if (me === 1) await comm.send(new Int32Array([7]), 0, 44); } else other.barrierSync();
+      }
+      await req.wait();
+      sameArray(got, want, `iallreduce around a ${how}`);
+      if (how === 'recvSync' && me === 0) assert.equal(box[0], 7);
+    }
+  }],
   ['a sync collective while a nonblocking one over point-to-point runs (alltoall), or the first one of a communicator: ERR_INVALID_ARG on every rank, no hang', async () => {
     const r = comm.ialltoall(new Uint8Array(p * 4).fill(me), new Uint8Array(p * 4));
     assert.throws(() => comm.barrierSync(), (e) => e.code === 'ERR_INVALID_ARG' && /wait for its Request/.test(e.message));

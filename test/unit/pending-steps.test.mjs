@@ -109,3 +109,25 @@ test('a rest that waits again while an outer step still waits: its new steps run
   await outer;
   assert.deepEqual(ran, ['block', 'copy out', 'next rounds']);
 });
+
+test('runFirst (a synchronous wait elsewhere) runs one step; one that waits again holds its collective until that wait ends', async () => {
+  const steps = new PendingSteps();
+  const ran = [];
+  const g1 = gate(), g2 = gate();
+  let settled = false;
+  const first = steps.after(g1.w, () => {
+    ran.push('round 1');
+    return steps.after(g2.w, () => { ran.push('round 2'); return null; });
+  });
+  const outer = steps.after(first, () => { ran.push('after'); return null; });
+  outer.then(() => { settled = true; });
+  steps.runFirst();
+  assert.deepEqual(ran, ['round 1']);
+  g1.open();
+  await new Promise((r) => setImmediate(r));
+  assert.equal(settled, false, 'round 2 still waits');
+  assert.deepEqual(ran, ['round 1']);
+  g2.open();
+  await outer;
+  assert.deepEqual(ran, ['round 1', 'round 2', 'after']);
+});

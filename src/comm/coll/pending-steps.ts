@@ -23,12 +23,21 @@ interface Step {
   readonly rest: Rest;
   /** Run (or abandoned) by someone: the event loop's resume or drain(). */
   done: boolean;
-  /** What its rest threw when drain() ran it: the collective's promise rejects with it. */
+  /** What its rest threw when drain() or runFirst() ran it: the collective's promise rejects with it. */
   failed: unknown;
+  /** What its rest returned when runFirst() ran it (it waits again): the collective's promise waits for it too. */
+  result: Promise<void> | null;
 }
 
 export class PendingSteps {
   private readonly steps: Step[] = [];
+  /** Told when the first step of an empty list is made (a synchronous wait elsewhere may then run them: runFirst). */
+  private readonly onFirst: () => void;
+
+  constructor(onFirst: () => void = () => {}) {
+    this.onFirst = onFirst;
+  }
+
   /** Where new steps go while a rest runs (at the front, in the order made); -1: at the end. */
   private at = -1;
 
@@ -39,7 +48,8 @@ export class PendingSteps {
 
   /** Once w settles, run rest, unless a synchronous call ran it first; the promise settles as the step's collective would. */
   after(w: Promise<void>, rest: Rest): Promise<void> {
-    const s: Step = { rest, done: false, failed: undefined };
+    const s: Step = { rest, done: false, failed: undefined, result: null };
+    if (this.steps.length === 0) this.onFirst();
     if (this.at < 0) this.steps.push(s);
     else this.steps.splice(this.at++, 0, s);
     return this.resume(w, s);
@@ -55,6 +65,7 @@ export class PendingSteps {
     }
     if (s.done) {
       if (s.failed !== undefined) throw s.failed;
+      if (s.result !== null) await s.result;
       return;
     }
     this.take(s);
@@ -80,6 +91,23 @@ export class PendingSteps {
   private abandon(): void {
     for (const s of this.steps) s.done = true;
     this.steps.length = 0;
+  }
+
+  /**
+   * Run the first step now, its phases as they are (a synchronous wait of
+   * another communicator runs it aside, once the wait it awaited is over:
+   * the caller checked). Its rest may wait again: its new steps go first.
+   */
+  runFirst(): void {
+    const s = this.steps.shift();
+    if (s === undefined) return;
+    s.done = true;
+    try {
+      s.result = this.runRest(s);
+    } catch (e) {
+      s.failed = e;
+      this.abandon();
+    }
   }
 
   /**

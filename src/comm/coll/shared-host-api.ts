@@ -4,6 +4,7 @@
 // ranks.
 
 import type { CollComm } from './engine.js';
+import type { AsideWork } from '../../proto/progress.js';
 
 /** What the shared path needs from its communicator (shared-host.ts). */
 export interface SharedHost {
@@ -33,8 +34,10 @@ export interface SharedHost {
   checkAliveSync(): void;
   /** A synchronous call has waited forMs for ranks `missing`: say so once past RAILCOMM_HANG_TIMEOUT; true once nothing more needs saying. */
   hangSync(forMs: number, missing: readonly number[]): boolean;
-  /** A synchronous call waits long: deliver what waits on the point-to-point rails meanwhile. */
+  /** A synchronous call waits long: deliver what waits on the point-to-point rails, and run the work other waits leave aside, meanwhile. */
   pollSync(): void;
+  /** w (a communicator whose collective waits on a phase) has work a synchronous wait elsewhere should run. */
+  addAside(w: AsideWork): void;
   /** attach() for a synchronous call: `barrier` is a blocking barrier over point-to-point on the call's tag. */
   attachSync(barrier: () => void, rank: number, bytes: number): Uint8Array;
 }

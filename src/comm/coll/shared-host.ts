@@ -8,6 +8,7 @@ import { RailcommError, ErrorCode } from '../../core/errors.js';
 import { sharedThreads } from '../../proto/rma/thread-share.js';
 import { loadNative, shmJobPrefix, type DoorbellWaiter, type NativeAddon } from '../../native/addon.js';
 import type { Context } from '../../proto/context.js';
+import type { AsideWork } from '../../proto/progress.js';
 import type { Communicator } from '../communicator.js';
 import { barrierDissemination, type CollComm } from './engine.js';
 import { cleanupOnSignal } from '../../core/signal-cleanup.js';
@@ -121,6 +122,11 @@ abstract class SegmentHost implements SharedHost {
 
   pollSync(): void {
     this.ctx.progress.pollSync();
+    this.ctx.progress.stepAsides();
+  }
+
+  addAside(w: AsideWork): void {
+    this.ctx.progress.addAside(w);
   }
 
   protected missing(): RailcommError {

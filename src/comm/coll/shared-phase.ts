@@ -220,6 +220,11 @@ export class Phases {
     }
   }
 
+  /** The async wait pending, if any, is over (its phase reached): what awaited it may run. */
+  waitOver(): boolean {
+    return this.pendingWhat === NONE || this.reached(this.pendingS, this.pendingWhat);
+  }
+
   /**
    * A synchronous call found an async wait pending (a collective it must
    * finish first, pending-steps.ts): wait for its phase here, blocking. The

@@ -11,6 +11,7 @@ import type { CollComm } from './engine.js';
 import { Phases, controlBytes } from './shared-phase.js';
 import type { SharedHost } from './shared-host-api.js';
 import { PendingSteps } from './pending-steps.js';
+import type { AsideWork } from '../../proto/progress.js';
 
 const DONE = Promise.resolve();
 
@@ -22,7 +23,7 @@ interface Queued {
   readonly reject: (e: unknown) => void;
 }
 
-export abstract class SharedTurns {
+export abstract class SharedTurns implements AsideWork {
   protected readonly host: SharedHost;
   protected readonly rank: number;
   protected readonly size: number;
@@ -34,7 +35,7 @@ export abstract class SharedTurns {
   private readonly queue: Queued[] = [];
   private broken: RailcommError | null = null;
   /** The rests of the running collective, once a phase had to wait: a synchronous call runs them (beginSync). */
-  protected readonly steps = new PendingSteps();
+  protected readonly steps = new PendingSteps(() => this.host.addAside(this));
 
   constructor(host: SharedHost, rank: number, size: number) {
     this.host = host;
@@ -79,6 +80,27 @@ export abstract class SharedTurns {
     }
     const w = q.f();
     if (w !== null) await w;
+  }
+
+  /** A collective of this communicator waits on a phase: its steps are left to run. */
+  get pendingAside(): boolean {
+    return this.steps.length > 0;
+  }
+
+  /**
+   * A synchronous wait elsewhere (another communicator's collective, a
+   * recvSync) runs this one's next step once the phase it waits on is over,
+   * as MPI's blocking calls progress the nonblocking ones: the peers may
+   * wait for this rank's next arrival before they can send or arrive where
+   * that wait waits. Its phases stay as they are (they do not block): a step
+   * that waits again leaves new steps for the next look. Not while a
+   * synchronous call of this communicator runs (it runs them itself).
+   */
+  stepAside(): boolean {
+    const ph = this.phases;
+    if (ph === null || ph.sync || this.steps.length === 0 || !ph.waitOver()) return false;
+    this.steps.runFirst();
+    return true;
   }
 
   /** Run rest once w (a phase's wait) settles, or at a synchronous call that comes first (pending-steps.ts). */
