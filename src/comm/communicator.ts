@@ -28,6 +28,14 @@ import { EMPTY, PointToPoint, type Mem } from './p2p-calls.js';
 
 export type { RequestOptions } from './p2p-calls.js';
 
+/**
+ * A buffer of the collectives that move elements without combining them
+ * (gather, scatter, allgather, alltoall and their v-forms): a typed array, or
+ * a device array. Not a DataView: they count in elements of one type, and
+ * refuse one at the call (checkArray); bcast, which moves bytes, takes any view.
+ */
+type CollMem = ReduceArray | DeviceBuffer;
+
 /** Stands in for a CollComm a shared-memory collective will not use (its segment is attached). */
 const UNUSED_COMM: CollComm = {
   rank: -1, size: 0, scratch: new ScratchPool(),
@@ -72,7 +80,8 @@ export class Communicator extends PointToPoint {
   allreduceSync<T extends ReduceArray>(send: T, recv: T, op: ReduceOpName | UserOp<T>): void { this.syncs().coll.allreduce(send, recv, op); }
   /** recv matters at the root only (others may pass null). */
   reduceSync<T extends ReduceArray>(send: T, recv: T | null, op: ReduceOpName | UserOp<T>, root: number): void { this.syncs().coll.reduce(send, recv, op, root); }
-  allgatherSync(send: ArrayBufferView, recv: ArrayBufferView): void { this.syncs().coll.allgather(send, recv); }
+  /** Typed arrays of one element type, as allgather() (not a DataView). */
+  allgatherSync<T extends ReduceArray>(send: T, recv: T): void { this.syncs().coll.allgather(send, recv); }
 
   private syncCalls: SyncCalls | null = null;
   private syncs(): SyncCalls {
@@ -208,14 +217,14 @@ export class Communicator extends PointToPoint {
   ibcast(buf: Mem, root: number): Request { return this.startColl('bcast', () => this.planner.bcast(buf, root)); }
   ireduce<T extends ReduceArray>(send: T | DeviceBuffer, recv: T | DeviceBuffer | null, op: ReduceOpName | UserOp<T>, root: number): Request { return this.startColl('reduce', () => this.planner.reduce(send, recv, op, root)); }
   iallreduce<T extends ReduceArray>(send: T | DeviceBuffer, recv: T | DeviceBuffer, op: ReduceOpName | UserOp<T>): Request { return this.startColl('allreduce', () => this.planner.allreduce(send, recv, op)); }
-  igather(send: Mem, recv: Mem | null, root: number): Request { return this.startColl('gather', () => this.planner.gather(send, recv, root)); }
-  igatherv(send: Mem, recv: Mem | null, counts: ArrayLike<number>, root: number): Request { return this.startColl('gatherv', () => this.planner.gatherv(send, recv, counts, root)); }
-  iscatter(send: Mem | null, recv: Mem, root: number): Request { return this.startColl('scatter', () => this.planner.scatter(send, recv, root)); }
-  iscatterv(send: Mem | null, counts: ArrayLike<number>, recv: Mem, root: number): Request { return this.startColl('scatterv', () => this.planner.scatterv(send, counts, recv, root)); }
-  iallgather(send: Mem, recv: Mem): Request { return this.startColl('allgather', () => this.planner.allgather(send, recv)); }
-  iallgatherv(send: Mem, recv: Mem, counts: ArrayLike<number>): Request { return this.startColl('allgatherv', () => this.planner.allgatherv(send, recv, counts)); }
-  ialltoall(send: Mem, recv: Mem): Request { return this.startColl('alltoall', () => this.planner.alltoall(send, recv)); }
-  ialltoallv(send: Mem, sendCounts: ArrayLike<number>, recv: Mem, recvCounts: ArrayLike<number>): Request { return this.startColl('alltoallv', () => this.planner.alltoallv(send, sendCounts, recv, recvCounts)); }
+  igather(send: CollMem, recv: CollMem | null, root: number): Request { return this.startColl('gather', () => this.planner.gather(send, recv, root)); }
+  igatherv(send: CollMem, recv: CollMem | null, counts: ArrayLike<number>, root: number): Request { return this.startColl('gatherv', () => this.planner.gatherv(send, recv, counts, root)); }
+  iscatter(send: CollMem | null, recv: CollMem, root: number): Request { return this.startColl('scatter', () => this.planner.scatter(send, recv, root)); }
+  iscatterv(send: CollMem | null, counts: ArrayLike<number>, recv: CollMem, root: number): Request { return this.startColl('scatterv', () => this.planner.scatterv(send, counts, recv, root)); }
+  iallgather(send: CollMem, recv: CollMem): Request { return this.startColl('allgather', () => this.planner.allgather(send, recv)); }
+  iallgatherv(send: CollMem, recv: CollMem, counts: ArrayLike<number>): Request { return this.startColl('allgatherv', () => this.planner.allgatherv(send, recv, counts)); }
+  ialltoall(send: CollMem, recv: CollMem): Request { return this.startColl('alltoall', () => this.planner.alltoall(send, recv)); }
+  ialltoallv(send: CollMem, sendCounts: ArrayLike<number>, recv: CollMem, recvCounts: ArrayLike<number>): Request { return this.startColl('alltoallv', () => this.planner.alltoallv(send, sendCounts, recv, recvCounts)); }
   ireduceScatter<T extends ReduceArray>(send: T | DeviceBuffer, recv: T | DeviceBuffer, counts: ArrayLike<number>, op: ReduceOpName | UserOp<T>): Request { return this.startColl('reduceScatter', () => this.planner.reduceScatter(send, recv, counts, op)); }
   iscan<T extends ReduceArray>(send: T | DeviceBuffer, recv: T | DeviceBuffer, op: ReduceOpName | UserOp<T>): Request { return this.startColl('scan', () => this.planner.scan(send, recv, op, false)); }
   iexscan<T extends ReduceArray>(send: T | DeviceBuffer, recv: T | DeviceBuffer, op: ReduceOpName | UserOp<T>): Request { return this.startColl('exscan', () => this.planner.scan(send, recv, op, true)); }
@@ -247,14 +256,14 @@ export class Communicator extends PointToPoint {
   private allreduceByPlan(send: ReduceArray | DeviceBuffer, recv: ReduceArray | DeviceBuffer, op: unknown): Promise<void> {
     return this.coll('allreduce', () => this.planner.allreduce(send, recv, op));
   }
-  gather(send: Mem, recv: Mem | null, root: number): Promise<void> { return this.done(this.igather(send, recv, root)); }
-  gatherv(send: Mem, recv: Mem | null, counts: ArrayLike<number>, root: number): Promise<void> { return this.done(this.igatherv(send, recv, counts, root)); }
-  scatter(send: Mem | null, recv: Mem, root: number): Promise<void> { return this.done(this.iscatter(send, recv, root)); }
-  scatterv(send: Mem | null, counts: ArrayLike<number>, recv: Mem, root: number): Promise<void> { return this.done(this.iscatterv(send, counts, recv, root)); }
-  allgather(send: Mem, recv: Mem): Promise<void> { return this.coll('allgather', () => this.planner.allgather(send, recv)); }
-  allgatherv(send: Mem, recv: Mem, counts: ArrayLike<number>): Promise<void> { return this.done(this.iallgatherv(send, recv, counts)); }
-  alltoall(send: Mem, recv: Mem): Promise<void> { return this.done(this.ialltoall(send, recv)); }
-  alltoallv(send: Mem, sendCounts: ArrayLike<number>, recv: Mem, recvCounts: ArrayLike<number>): Promise<void> { return this.done(this.ialltoallv(send, sendCounts, recv, recvCounts)); }
+  gather(send: CollMem, recv: CollMem | null, root: number): Promise<void> { return this.done(this.igather(send, recv, root)); }
+  gatherv(send: CollMem, recv: CollMem | null, counts: ArrayLike<number>, root: number): Promise<void> { return this.done(this.igatherv(send, recv, counts, root)); }
+  scatter(send: CollMem | null, recv: CollMem, root: number): Promise<void> { return this.done(this.iscatter(send, recv, root)); }
+  scatterv(send: CollMem | null, counts: ArrayLike<number>, recv: CollMem, root: number): Promise<void> { return this.done(this.iscatterv(send, counts, recv, root)); }
+  allgather(send: CollMem, recv: CollMem): Promise<void> { return this.coll('allgather', () => this.planner.allgather(send, recv)); }
+  allgatherv(send: CollMem, recv: CollMem, counts: ArrayLike<number>): Promise<void> { return this.done(this.iallgatherv(send, recv, counts)); }
+  alltoall(send: CollMem, recv: CollMem): Promise<void> { return this.done(this.ialltoall(send, recv)); }
+  alltoallv(send: CollMem, sendCounts: ArrayLike<number>, recv: CollMem, recvCounts: ArrayLike<number>): Promise<void> { return this.done(this.ialltoallv(send, sendCounts, recv, recvCounts)); }
   reduceScatter<T extends ReduceArray>(send: T | DeviceBuffer, recv: T | DeviceBuffer, counts: ArrayLike<number>, op: ReduceOpName | UserOp<T>): Promise<void> { return this.done(this.ireduceScatter(send, recv, counts, op)); }
   /** Inclusive prefix reduction over ranks 0..rank. */
   scan<T extends ReduceArray>(send: T | DeviceBuffer, recv: T | DeviceBuffer, op: ReduceOpName | UserOp<T>): Promise<void> { return this.done(this.iscan(send, recv, op)); }

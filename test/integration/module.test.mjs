@@ -71,6 +71,43 @@ catch (e) { console.log(JSON.stringify({ name: e.name, code: e.code, message: e.
   assert.match(e.message, /railcomm is an ES module, and require\(\) cannot load it on this Node .*import \{ init \} from 'railcomm'.*await import\('railcomm'\)/);
 });
 
+test('the collectives that move elements take typed arrays (or device arrays) in their types, as at run time: a DataView does not compile', () => {
+  // allgatherSync was typed ArrayBufferView, and gather ... alltoallv took any view, while all refuse a DataView at the
+  // call (ERR_INVALID_ARG, checkArray); bcast moves bytes and takes one.
+  writeFileSync(path.join(dir, 'views.mts'), `
+import { init, cuda } from 'railcomm';
+const comm = await init();
+const p = comm.size;
+const dv = new DataView(new ArrayBuffer(8)), dvAll = new DataView(new ArrayBuffer(8 * p));
+comm.allgatherSync(new Int32Array(2), new Int32Array(2 * p));
+await comm.allgather(new Float64Array(1), new Float64Array(p));
+await comm.gather(new Uint8Array(1), null, 0);
+await comm.alltoall(new Float32Array(p), cuda.alloc(p, Float32Array));
+comm.bcastSync(dv, 0); await comm.bcast(dv, 0);
+// @ts-expect-error a DataView has no element type
+comm.allgatherSync(dv, dvAll);
+// @ts-expect-error one element type
+comm.allgatherSync(new Int32Array(2), new Float64Array(2 * p));
+// @ts-expect-error a DataView has no element type
+await comm.allgather(dv, dvAll);
+// @ts-expect-error a DataView has no element type
+comm.iallgatherv(dv, dvAll, [8, 8]);
+// @ts-expect-error a DataView has no element type
+await comm.gather(dv, null, 0);
+// @ts-expect-error a DataView has no element type
+await comm.scatter(null, dv, 0);
+// @ts-expect-error a DataView has no element type
+await comm.alltoall(dv, dvAll);
+await comm.finalize();
+`);
+  writeFileSync(path.join(dir, 'tsconfig.views.json'), JSON.stringify({
+    compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, types: [], skipLibCheck: false, lib: ['ES2022'] },
+    files: ['views.mts'],
+  }));
+  const r = node([TSC, '-p', 'tsconfig.views.json']);
+  assert.equal(r.status, 0, `tsc -p tsconfig.views.json:\n${r.stdout}${r.stderr}`);
+});
+
 test('the type declarations compile in a user project without @types/node and without the DOM library (ESM and CommonJS files)', () => {
   writeFileSync(path.join(dir, 'app.mts'), `
 import { init, ANY_SOURCE, ANY_TAG, RailcommError, ErrorCode, waitAll, waitAny, op, dimsCreate, type Status, type ReduceOpName } from 'railcomm';

@@ -188,6 +188,11 @@ const cases = [
     assert.throws(() => comm.sendSync('nope', 0, 0), (e) => e.code === 'ERR_INVALID_ARG');
     assert.throws(() => comm.allreduceSync(new Float64Array(2), new Float64Array(3), 'sum'), (e) => e.code === 'ERR_INVALID_ARG');
     assert.throws(() => comm.bcastSync(new Uint8Array(2), p), (e) => e.code === 'ERR_RANK');
+    // A DataView, as the async allgather (and the type: T extends ReduceArray) refuses it; the call keeps its place.
+    assert.throws(() => comm.allgatherSync(new DataView(new ArrayBuffer(4)), new DataView(new ArrayBuffer(4 * p))), (e) => e.code === 'ERR_INVALID_ARG' && /typed array/.test(e.message));
+    const all = new Int32Array(p);
+    comm.allgatherSync(new Int32Array([me]), all);
+    assert.deepEqual([...all], Array.from({ length: p }, (_, r) => r));
   }],
   ['barrierSync: no rank leaves before the last arrives', async () => {
     // The last rank enters 30 ms late in some rounds; every rank notes (one clock for the host) when it
