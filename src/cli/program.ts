@@ -5,19 +5,26 @@
 import { readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join as joinPath, resolve as resolvePath } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { invalidArg } from '../core/errors.js';
 import { BUSY_HOST_NODE_FLAGS, DEFAULT_NODE_FLAGS } from '../core/params.js';
+
+/** What a rank process of a .cts script run with tsx's CommonJS hooks starts on (it require()s the script). */
+const CTS_MAIN = fileURLToPath(new URL('./cts-main.js', import.meta.url));
 
 /** Scripts this node runs (TypeScript through type stripping or a loader, typeScriptFlags). */
 export const SCRIPT_RE = /\.(m|c)?[jt]s$/i;
 const TS_RE = /\.(m|c)?ts$/i;
+/** CommonJS TypeScript, which tsx compiles in the loader it is started through (typeScriptFlags). */
+const CTS_RE = /\.cts$/i;
 
 /** The program to start and its arguments; scriptAt: where the script is among them (-1: not a script). */
 export function resolveProgram(command: string[], env: NodeJS.ProcessEnv, cwd: string): { file: string; args: string[]; scriptAt: number } {
   const first = command[0] ?? '';
   if (SCRIPT_RE.test(first)) {
-    const flags = [...nodeFlags(env), ...scriptFlags(first, cwd)];
+    const ts = scriptFlags(first, cwd);
+    // tsx's CommonJS hooks: the script is require()d from cts-main.js (typeScriptFlags says why).
+    const flags = [...nodeFlags(env), ...ts, ...(ts[0] === '--require' ? [CTS_MAIN] : [])];
     return { file: process.execPath, args: [...flags, ...command], scriptAt: flags.length };
   }
   return { file: first, args: command.slice(1), scriptAt: -1 };
@@ -55,6 +62,18 @@ export function scriptFlags(script: string, cwd: string): string[] {
  * default (Node 23.6+, 22.18+), --experimental-strip-types from 22.6, else
  * tsx as a loader when the script's project (or the working directory) has
  * it installed; else a message saying what to install. JavaScript: [].
+ *
+ * A .cts script gets tsx's CommonJS hooks (--require tsx/cjs), not
+ * `--import tsx`: with --import, Node 20 runs the entry through its ES module
+ * loader, where tsx hands it a .cts as compiled CommonJS source, and that
+ * source's require() cannot load an ES module with imports of its own (Node 20
+ * only): `require('railcomm')` fails with ERR_VM_MODULE_LINK_FAILURE ("request
+ * for './comm/init.js' is not in cache"), under `tsx x.cts` too. Through the
+ * CommonJS loader require() loads railcomm as it does from a .cjs file; such a
+ * script require()s TypeScript but cannot import() it (no ES module hooks).
+ * A rank process starts on cts-main.js, which require()s the script: Node
+ * would run a .cts of a "type": "module" package as an ES module (threads:
+ * ts-worker.js require()s it).
  */
 export function typeScriptFlags(script: string, cwd = process.cwd()): string[] | string {
   if (!TS_RE.test(script)) return [];
@@ -63,7 +82,10 @@ export function typeScriptFlags(script: string, cwd = process.cwd()): string[] |
   const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
   if (major > 22 || (major === 22 && minor >= 6)) return ['--experimental-strip-types'];
   const tsx = findTsx(script, cwd);
-  if (tsx !== undefined) return ['--import', pathToFileURL(tsx.entry).href];
+  if (tsx !== undefined) {
+    const cjs = CTS_RE.test(script) ? tsxCjs(tsx.from) : undefined;
+    return cjs !== undefined ? ['--require', cjs] : ['--import', pathToFileURL(tsx.entry).href];
+  }
   return `script '${script}' is TypeScript and Node ${process.version} cannot run it by itself (Node 22.6 and later strip types): install tsx in its project (npm install --save-dev tsx), run a newer Node, or compile it to JavaScript`;
 }
 
@@ -79,6 +101,15 @@ function findTsx(script: string, cwd: string): { from: string; entry: string } |
   return undefined;
 }
 
+/** The file `require('tsx/cjs')` loads for a module in folder `from` (tsx's CommonJS hooks), or undefined when that tsx has none. */
+function tsxCjs(from: string): string | undefined {
+  try {
+    return createRequire(joinPath(from, 'noop.js')).resolve('tsx/cjs');
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * How a thread rank (a worker thread of a thread host) loads its script, beyond
  * the node flags the host runs with, which its worker threads inherit: nothing
@@ -90,9 +121,13 @@ function findTsx(script: string, cwd: string): { from: string; entry: string } |
  * (and 22 before 22.22.3), and hooks that module.register() adds in one thread
  * do not reach another: without this a worker fails on the script with
  * ERR_UNKNOWN_FILE_EXTENSION. A string: why it cannot (a tsx without that API).
+ * A .cts script run with tsx's CommonJS hooks (`--require`, typeScriptFlags):
+ * tsxApi '', as the preload registers them in every worker thread too, and the
+ * worker require()s the script.
  */
 export function threadScriptLoader(script: string, cwd = process.cwd()): { tsxApi: string } | string | undefined {
   const flags = typeScriptFlags(script, cwd);
+  if (typeof flags !== 'string' && flags[0] === '--require') return { tsxApi: '' };
   if (typeof flags === 'string' || flags[0] !== '--import') return undefined;
   const tsx = findTsx(script, cwd);
   if (tsx === undefined) return undefined;

@@ -96,26 +96,65 @@ test('thread ranks of a TypeScript script need tsx\'s ESM API (tsx/esm/api) wher
   assert.match(res.stderr, /^railcomm run: script '.*app\.ts' is TypeScript, .* thread ranks need tsx's ESM API \(tsx\/esm\/api\)/);
 });
 
+test('a CommonJS TypeScript script (.cts) that require()s railcomm runs, as processes and as threads', { skip: process.features.require_module === false && 'this Node cannot require() ES modules' }, async () => {
+  // tsx compiles a .cts in the loader it was started through. With --import (its ES module hooks) Node 20
+  // runs the entry in its ES module loader, whose require() of CommonJS source from a hook cannot load an
+  // ES module with imports (ERR_VM_MODULE_LINK_FAILURE: "request for './comm/init.js' is not in cache");
+  // railcomm run starts a .cts with tsx's CommonJS hooks (--require tsx/cjs) there instead.
+  const proj = join(dir, 'cts');
+  standInTsx(proj);
+  writeFileSync(join(proj, 'app.cts'), `
+const { init } = require(${JSON.stringify(fileURLToPath(dist('index.js')))}) as typeof import('railcomm');
+async function main(): Promise<void> {
+  const comm = await init();
+  const all = new Int32Array(comm.size);
+  await comm.allgather(new Int32Array([comm.rank + 1]), all);
+  console.log('CTS ' + comm.rank + ' ' + all.join(','));
+  await comm.finalize();
+}
+void main();
+`);
+  for (const args of [[], ['--threads']]) {
+    const res = await launch(['-n', '2', ...args, join(proj, 'app.cts')], { limitMs: 40_000 });
+    assert.equal(res.code, 0, `${args}: ${res.stderr}`);
+    for (let r = 0; r < 2; r++) assert.match(res.stdout, new RegExp(`^\\[${r}\\] CTS ${r} 1,2$`, 'm'), `${args}: ${res.stdout}`);
+  }
+});
+
 /**
  * Writes a project with a stand-in for tsx that behaves as tsx does on Node 20: its loader
  * (node --import tsx) registers its hooks in the main thread only, and hooks registered in one
  * thread do not reach the others; tsx/esm/api's register() registers them in the calling
- * thread. api: false leaves tsx/esm/api out.
+ * thread. api: false leaves tsx/esm/api out. As tsx does, its ES module hooks hand a .cts to Node
+ * as compiled CommonJS source, and tsx/cjs (node --require) compiles .cts files in require()
+ * (CommonJS hooks, which reach every thread).
  */
 function standInTsx(proj, { api = true } = {}) {
   const tsx = join(proj, 'node_modules', 'tsx');
   mkdirSync(tsx, { recursive: true });
   writeFileSync(join(proj, 'package.json'), '{"type":"module"}');
-  const exports = { '.': './loader.mjs', './package.json': './package.json', ...(api ? { './esm/api': { import: { types: './api.d.mts', default: './api.mjs' } } } : {}) };
+  const exports = { '.': './loader.mjs', './package.json': './package.json', './cjs': './cjs.cjs', ...(api ? { './esm/api': { import: { types: './api.d.mts', default: './api.mjs' } } } : {}) };
   writeFileSync(join(tsx, 'package.json'), JSON.stringify({ name: 'tsx', version: '0.0.0', type: 'module', exports }));
   writeFileSync(join(tsx, 'loader.mjs'), "import { register } from 'node:module';\nimport { isMainThread } from 'node:worker_threads';\nif (isMainThread) register('./hooks.mjs', import.meta.url);\n");
   writeFileSync(join(tsx, 'api.mjs'), "import * as m from 'node:module';\nexport function register() { m.register('./hooks.mjs', import.meta.url); }\n");
+  writeFileSync(join(tsx, 'cjs.cjs'), `
+const { readFileSync } = require('node:fs');
+const ts = require(${JSON.stringify(fileURLToPath(typescriptUrl))});
+require.extensions['.cts'] = (module, file) => {
+  const out = ts.transpileModule(readFileSync(file, 'utf8'), { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 } });
+  module._compile(out.outputText, file);
+};
+`);
   writeFileSync(join(tsx, 'hooks.mjs'), `
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import ts from ${JSON.stringify(typescriptUrl)};
 export async function load(url, context, next) {
   if (!/\\.[cm]?ts$/.test(url)) return next(url, context);
+  if (url.endsWith('.cts')) {
+    const cjs = ts.transpileModule(readFileSync(fileURLToPath(url), 'utf8'), { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 } });
+    return { format: 'commonjs', source: cjs.outputText, shortCircuit: true };
+  }
   const out = ts.transpileModule(readFileSync(fileURLToPath(url), 'utf8'), { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } });
   return { format: 'module', source: out.outputText, shortCircuit: true };
 }
