@@ -137,6 +137,19 @@ test('mpirun through PMIx: a rank that dies before the first collective leaves n
   assert.deepEqual(readdirSync('/dev/shm').filter((n) => n.startsWith(prefix)), [], `${r.stdout}${r.stderr}`);
 });
 
+for (const after of ['init', 'talk']) {
+  test(`mpirun through PMIx: a rank killed by SIGKILL (after ${after === 'init' ? 'init(), before any rank talked to it' : 'talking to every rank over shm'}) leaves no name of the job in /dev/shm`, mpirunPmix, async () => {
+    // No launcher sweeps /dev/shm under mpirun, which stops the other ranks (SIGTERM) once one dies:
+    // the survivors remove the dead rank's inbox, rings and segments as they leave.
+    const r = await run(mpirun, ['--allow-run-as-root', '--oversubscribe', '-n', '3', '-x', `KILL_AFTER=${after}`, process.execPath, jobScript('shm-killed-mpirun.mjs')], clean, 60_000);
+    assert.notEqual(r.code, 0, 'rank 2 was killed');
+    const prefix = /^PREFIX (\S+)$/m.exec(r.stdout)?.[1];
+    assert.ok(prefix, r.stdout + r.stderr);
+    await new Promise((res) => setTimeout(res, 1000));
+    assert.deepEqual(readdirSync('/dev/shm').filter((n) => n.startsWith(prefix)), [], `${r.stdout}${r.stderr}`);
+  });
+}
+
 test("Open MPI's mpirun without PMIx module and without MASTER_ADDR: a clear ERR_BOOT, no hang", mpirunThere, async () => {
   const r = await run(mpirun, ['--allow-run-as-root', '--oversubscribe', '-n', '2', '-x', 'RAILCOMM_NO_PMIX=1', process.execPath, jobScript('wireup-check.mjs')], clean, 60_000);
   assert.notEqual(r.code, 0);

@@ -4,7 +4,7 @@
 // An idle receiver sleeps on a futex doorbell in its inbox; peers are watched
 // for liveness (a killed rank fails its requests within a second).
 
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import type { Device, Rail, RailCaps, RailEnv, RxFrame } from '../api.js';
 import { SummedTrafficCounters } from '../../core/counters.js';
 import { endpointId, jobOf, rankOf } from '../../core/ids.js';
@@ -17,7 +17,7 @@ import { inboundRing, maySleep, pollRings, settleRings, Sleeper, type Inbound as
 import { ShmEndpoint } from './endpoint.js';
 import { RegionCache } from '../../core/region-cache.js';
 import {
-  CTL_FREE, CTL_HDR, INBOX_BELL_BYTE, INBOX_BYTES, INBOX_SLOTS, IN_ANNOUNCED, IN_CLOSED, IN_SLOTS, checkStamp, decodeAddress, encodeAddress, inboxName, ringName, segmentName, stampInbox,
+  CTL_FREE, CTL_HDR, INBOX_BELL_BYTE, INBOX_BYTES, INBOX_SLOTS, IN_ANNOUNCED, IN_CLOSED, IN_PID, IN_SLOTS, checkStamp, decodeAddress, encodeAddress, inboxName, ringName, segmentName, stampInbox,
 } from './wire.js';
 
 type Inbound = SharedInbound<ShmEndpoint>;
@@ -101,7 +101,36 @@ export class ShmRail implements Rail {
     this.native.shmUnlink(this.inboxName);
     for (const name of this.segmentNames.values()) this.native.shmUnlink(name);
     this.unlinkUnmappedRings();
+    this.sweepKilledPeers();
   };
+
+  /**
+   * The names of this job's ranks on this host whose process is gone: a rank
+   * killed by SIGKILL removes none, and under launchers that do not sweep the
+   * job's prefix (mpirun, Slurm) nobody else would. The liveness check
+   * (ShmEndpoint.checkAlive) covers peers this rank talked to; this covers the
+   * others, from the inboxes in /dev/shm (each stamped with its owner's pid),
+   * as this rank leaves (finalize, exit, or a signal: mpirun sends SIGTERM to
+   * the rest of the job when one rank dies). Removed: the dead rank's inbox,
+   * its rings and segments (`<prefix><rank>-...`), and our ring to it.
+   */
+  private sweepKilledPeers(): void {
+    let names: string[];
+    try { names = readdirSync('/dev/shm'); } catch { return; }
+    const mine = names.filter((n) => n.startsWith(this.prefix));
+    for (const n of mine) {
+      const m = /^(\d+)-in$/.exec(n.slice(this.prefix.length));
+      if (m === null) continue;
+      const r = Number(m[1]);
+      if (r === this.rank) continue;
+      let pid = 0;
+      try { pid = new Int32Array(this.native.shmOpen(n), 0, IN_PID + 1)[IN_PID]!; } catch { continue; }
+      if (pid <= 0 || pid === process.pid || processExists(pid)) continue;
+      const own = `${this.prefix}${r}-`;
+      for (const name of mine) if (name.startsWith(own)) this.native.shmUnlink(name);
+      this.native.shmUnlink(ringName(this.prefix, this.rank, r));
+    }
+  }
 
   /**
    * Rings announced to us that we never mapped (a peer's last words as we
@@ -308,7 +337,18 @@ export class ShmRail implements Rail {
     // The last peer that mapped it may have removed the name already (no error then).
     this.native.shmUnlink(this.inboxName);
     this.unlinkUnmappedRings();
+    this.sweepKilledPeers();
     for (const ep of this.endpoints.values()) ep.release();
     this.inbound.length = 0;
+  }
+}
+
+/** Whether process `pid` exists (or we cannot tell: EPERM, another user's). */
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code !== 'ESRCH';
   }
 }
