@@ -132,6 +132,19 @@ void Destroy(Ep* e) {
     g_openNames.erase(e->name);
     g_closedNames.insert(e->name);
   }
+  if (e->abandon && e->sep == nullptr) {
+    // Left open (AbandonAtClose): the provider's objects, the receive slab and
+    // transmit entries they still reference, and e itself (its receive
+    // contexts), all kept until the process exits. Only what is railcomm's goes.
+    if (e->eventsRef) napi_delete_reference(e->env, e->eventsRef);
+    if (e->holdRef) napi_delete_reference(e->env, e->holdRef);
+    if (e->headRef) napi_delete_reference(e->env, e->headRef);
+    e->eventsRef = e->holdRef = e->headRef = nullptr;
+    e->events = nullptr;
+    e->hold = nullptr;
+    e->head = nullptr;
+    return;
+  }
   if (e->sep) {
     // A context of a shared scalable endpoint: parked (its contexts, queue, slab and
     // transmit entries stay until the endpoint's last context closes, since the
@@ -440,6 +453,25 @@ Napi::Value Cloexec(const Napi::CallbackInfo& cb) {
   return Napi::Number::New(cb.Env(), n);
 }
 
+/**
+ * abandonAtClose(h): from now on, closing this endpoint (close, the process's
+ * exit, its thread's environment going away) leaves the provider's objects
+ * open instead of closing them. For a connection that may hold an operation
+ * half done: libfabric 1.17's tcp provider, flushing a connection at close
+ * while the response to a read (fi_read, and ofi_rxm's rendezvous reads) is
+ * half received, completes that read's receive twice (it is both the current
+ * receive and still queued; fixed in 1.18.0, commit a74ea0fcd), and ofi_rxm
+ * reads the second, zeroed completion's NULL context: a crash inside fi_close
+ * (src/rail/ofi/close-hazard.ts says where the rail asks for this).
+ * A context of a scalable endpoint is parked as before (ParkContext).
+ */
+Napi::Value AbandonAtClose(const Napi::CallbackInfo& cb) {
+  Ep* e;
+  if (EpArg(cb, &e) < 0) return cb.Env().Undefined();
+  e->abandon = true;
+  return cb.Env().Undefined();
+}
+
 Napi::Value InFlight(const Napi::CallbackInfo& cb) {
   Ep* e;
   if (EpArg(cb, &e) < 0) return cb.Env().Undefined();
@@ -455,6 +487,7 @@ void InitEp(Napi::Env env, Napi::Object exports) {
   exports.Set("setEvents", Napi::Function::New(env, SetEvents, "setEvents"));
   exports.Set("cloexec", Napi::Function::New(env, Cloexec, "cloexec"));
   exports.Set("inFlight", Napi::Function::New(env, InFlight, "inFlight"));
+  exports.Set("abandonAtClose", Napi::Function::New(env, AbandonAtClose, "abandonAtClose"));
 }
 
 }  // namespace ofi

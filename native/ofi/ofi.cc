@@ -14,6 +14,9 @@ static Napi::Object InitOfi(Napi::Env env, Napi::Object exports) {
   ofi::InitOps(env, exports);
   ofi::InitPoll(env, exports);
   exports.Set("headers", std::to_string(FI_MAJOR_VERSION) + "." + std::to_string(FI_MINOR_VERSION));
+  // The library's own version, which may be newer than the headers it was built with.
+  const uint32_t v = fi_version();
+  exports.Set("runtime", std::to_string(FI_MAJOR(v)) + "." + std::to_string(FI_MINOR(v)));
   return exports;
 }
 

@@ -176,6 +176,12 @@ struct Ep {
   bool envGone = false;
   napi_ref wakeRef = nullptr;
   napi_async_context asyncCtx = nullptr;
+  /**
+   * Set by abandonAtClose (ofi-ep.cc): close releases railcomm's side only
+   * (the libuv watch, references, the handle) and leaves the provider's
+   * objects, and the memory they reference, open until the process exits.
+   */
+  bool abandon = false;
 };
 
 /** The endpoint a handle names (nullptr: none, or closed). */

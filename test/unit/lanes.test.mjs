@@ -279,6 +279,7 @@ test('an ofi lane given up on (silent drop) fails its endpoint at once: rendezvo
     head: new Uint8Array(4096), headView: null, address: () => 'ofi-here',
     env: { jobKey: 'k', self: 1n, params: { connectTimeout: 1000 }, log: { debug() {}, error: (m) => errors.push(m), warnEvery() {} }, upcalls: { failed: (ep, _e, graceful) => failedUp.push(graceful) } },
     nameOf: () => ({ name: Buffer.from('x'), ctx: -1 }), newPeer() {}, forget() {}, fiError: (r) => `error ${r}`,
+    dropped: 0, peerDropped() { this.dropped++; },
   };
   ofi.headView = new DataView(ofi.head.buffer);
   const rep = new OfiEndpoint(ofi, 2n, 'ofi-there', 0);
@@ -305,4 +306,5 @@ test('an ofi lane given up on (silent drop) fails its endpoint at once: rendezvo
   assert.equal(ofi.ops.hasOwner(rep), false);
   assert.deepEqual(failedUp, [false]);
   assert.deepEqual(errors, [], 'given up on on purpose: no error logged (the lanes warn)');
+  assert.equal(ofi.dropped, 1, 'the rail hears of the drop (its close may have to leave the endpoint open: rail/ofi/close-hazard.ts)');
 });

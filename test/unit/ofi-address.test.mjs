@@ -1,12 +1,14 @@
 // The ofi rail's pure logic: its address format (a context of a scalable
 // endpoint rides in a seventh field) and how many contexts a rank's rail asks
 // of a shared scalable endpoint (src/rail/ofi/wire.ts, rail.ts sepContexts),
-// and the libfabric settings the rail defaults (env-defaults.ts).
+// the libfabric settings the rail defaults (env-defaults.ts), and where its
+// endpoint is left open at close once a peer was dropped (close-hazard.ts).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { encodeAddress, decodeAddress } from '../../dist/rail/ofi/wire.js';
 import { sepContexts } from '../../dist/rail/ofi/rail.js';
+import { closeMayCrash } from '../../dist/rail/ofi/close-hazard.js';
 
 const base = { provider: 'sockets', domain: 'lo', host: 'h1', pid: 4242, name: Buffer.from([2, 0, 1, 2, 127, 0, 0, 1]) };
 
@@ -61,4 +63,13 @@ test('libfabric env defaults: rxm\'s buffer holds a whole eager frame (payload o
   const fresh = {};
   setOfiEnvDefaults(fresh);
   assert.equal(fresh.FI_OFI_RXM_BUFFER_SIZE, String(16384 + FRAME_HEAD + HEADER_MAX));
+});
+
+test('ofi close hazard: tcp;ofi_rxm before libfabric 1.18 only (its tcp provider completes a half-received read twice at close)', () => {
+  assert.equal(closeMayCrash('tcp;ofi_rxm', '1.17'), true);
+  assert.equal(closeMayCrash('tcp;ofi_rxm', '1.5'), true);
+  assert.equal(closeMayCrash('tcp;ofi_rxm', '1.18'), false, 'fixed in 1.18.0 (commit a74ea0fcd)');
+  assert.equal(closeMayCrash('tcp;ofi_rxm', '2.0'), false);
+  assert.equal(closeMayCrash('tcp;ofi_rxm', ''), true, 'a version it cannot read: the safe side');
+  for (const p of ['sockets', 'shm', 'udp;ofi_rxd', 'verbs;ofi_rxm']) assert.equal(closeMayCrash(p, '1.17'), false, p);
 });

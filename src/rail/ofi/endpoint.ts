@@ -388,6 +388,7 @@ export class OfiEndpoint implements RailRma {
     if ((this.rail.closing || quiet) && !bad) this.rail.env.log.debug(`ofi: peer ${formatId(this.peer)} ${quiet ? 'dropped' : 'gone while closing'}: ${reason}`);
     else this.rail.env.log.error(`ofi: dropping peer ${formatId(this.peer)}: ${reason}`);
     this.rail.forget(this);
+    this.rail.peerDropped();
     const err = new RailcommError(ErrorCode.PEER_FAILED, `ofi (${this.rail.provider}): peer ${formatId(this.peer)} failed: ${reason}`);
     this.rail.ops.failOwner(this, err);
     this.rail.env.upcalls.failed(this, err, false);

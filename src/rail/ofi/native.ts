@@ -105,6 +105,8 @@ export const EVENT_WORDS = 8;
 export interface OfiBinding {
   /** libfabric's headers' version this binding was built with. */
   readonly headers: string;
+  /** The loaded library's version (fi_version), major.minor. */
+  readonly runtime: string;
   getinfo(): OfiGetinfo;
   /** Whether the provider's completion queues have a wait fd: 'fd', 'none', or '' (could not open). */
   waitObject(provider: string, domain: string, addrFormat: number): 'fd' | 'none' | '';
@@ -126,6 +128,8 @@ export interface OfiBinding {
   dropRemote(h: number, index: number): void;
   cloexec(): number;
   inFlight(h: number): number;
+  /** From now on its close leaves libfabric's objects open, to the process's exit (close-hazard.ts). */
+  abandonAtClose(h: number): void;
   /** DONE (0), IN_PROGRESS (1), NO_RESOURCE (2) or a negative libfabric errno. */
   send(h: number, fiAddr: number, head: Uint8Array, headLen: number, payload: Uint8Array | null, jsId: number): number;
   /** The buffer sendHead sends from (the rail's frame head, with room for a small payload). */

@@ -18,6 +18,7 @@ import { OfiEndpoint } from './endpoint.js';
 import { OpTable } from './ops.js';
 import { RX_COUNT, nativeAtomicsOff, ofiCaps, openEndpoint, remoteWakes, whyNotReach } from './open.js';
 import { describeOfiRail } from './describe.js';
+import { closeMayCrash } from './close-hazard.js';
 import { completionError, controlFrame } from './peers.js';
 import {
   AM_CONTROL, FRAME_HEAD, HEAD_PAYLOAD_MAX, HEADER_MAX, decodeAddress, encodeAddress,
@@ -106,6 +107,9 @@ export class OfiRail implements Rail {
   closing = false;
   /** finalize() began (beginFinalize): a peer that cannot be reached now finalized first. */
   finalizing = false;
+  /** Whether this provider's close can crash once a peer was dropped mid-operation (close-hazard.ts); and whether one was. */
+  private readonly closeHazard: boolean;
+  private leftOpen = false;
   /** Peers' one-sided operations served here wake this rank's progress (open.ts remoteWakes). */
   private readonly remoteWakes: boolean;
   /** Native atomics refused on this provider, emulated there (open.ts nativeAtomicsOff says which and why). */
@@ -133,6 +137,7 @@ export class OfiRail implements Rail {
     this.gathers = this.opened.iovLimit >= 2;
     this.atomicsOff = nativeAtomicsOff(info.provider, this.opened);
     this.remoteWakes = remoteWakes(info.provider);
+    this.closeHazard = closeMayCrash(info.provider, b.runtime ?? b.headers);
     this.caps = ofiCaps(this.opened, info, device, this.gathers);
     this.myAddress = encodeAddress({ provider: info.provider, domain: info.domain, host: this.host, pid: process.pid, name: this.opened.name, ctx: this.opened.context });
     if (this.opened.contexts > 1) env.log.debug(`ofi (${this.provider}): context ${this.opened.context} of a scalable endpoint of ${this.opened.contexts}, shared with this process's other thread ranks`);
@@ -431,6 +436,19 @@ export class OfiRail implements Rail {
     if (m === undefined) return;
     for (const k of m.values()) if (typeof k === 'number') { this.hold[k % RX_COUNT] = 0; this.heldSlots--; }
     m.clear();
+  }
+
+  /**
+   * A peer was dropped (endpoint.ts fail): its connection may hold an
+   * operation half done for good. Where closing it then can crash inside
+   * libfabric (close-hazard.ts), the endpoint is left open at close, to the
+   * process's exit.
+   */
+  peerDropped(): void {
+    if (!this.closeHazard || this.leftOpen || this.closed) return;
+    this.leftOpen = true;
+    this.b.abandonAtClose(this.h);
+    this.env.log.debug(`ofi (${this.provider}): a peer was dropped; this endpoint stays open at close, to the process's exit (libfabric ${this.b.runtime ?? this.b.headers} can crash closing a connection with a read half received)`);
   }
 
   /** A rank the wire-up service saw die: its operations fail (the layer above fails its requests). */
