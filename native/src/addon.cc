@@ -107,6 +107,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitPmix(env, exports);
 #ifdef __linux__
   InitCuda(env, exports);
+  InitTcpSocket(env, exports);
 #endif
   return exports;
 }

@@ -53,6 +53,7 @@ void InitSiphash(Napi::Env env, Napi::Object exports);
 void InitUdp(Napi::Env env, Napi::Object exports);
 void InitReduce(Napi::Env env, Napi::Object exports);
 void InitProcess(Napi::Env env, Napi::Object exports);
+void InitTcpSocket(Napi::Env env, Napi::Object exports);
 void InitPmix(Napi::Env env, Napi::Object exports);
 void InitCuda(Napi::Env env, Napi::Object exports);
 

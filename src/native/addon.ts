@@ -85,6 +85,10 @@ export interface NativeAddon {
   threadCpus?(): number[];
   /** Bytes waiting unread on socket fd, copied into `into` and left there (MSG_PEEK): the count, or a negative errno. Absent from addons built before it. */
   peekSocket?(fd: number, into: Uint8Array): number;
+  /** SO_KEEPALIVE on socket fd, probes after idleS s, every intervalS s, count unanswered ones closing it: 0, or a negative errno. Absent from addons built before it. */
+  tcpKeepalive?(fd: number, idleS: number, intervalS: number, count: number): number;
+  /** ms the peer's host has acknowledged nothing while data waits for its ACK (0: nothing waits), or a negative errno. Absent from addons built before it. */
+  tcpAckWait?(fd: number): number;
 }
 
 /** The addon's element-type and op numbering for reduce(). */

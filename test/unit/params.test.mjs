@@ -32,7 +32,7 @@ const DEFAULTS = {
   rails: '', tcpDevices: '', tcpPort: 0,
   eagerLimit: 16384, rndvThreshold: 65536, rndvChunk: 1 << 20, eagerCredits: 4 << 20, sendBuffer: 8 << 20,
   maxEagerRails: 1, maxRndvRails: 2, laneTimeout: 3000,
-  tcpMaxFrame: 4 << 20, tcpRecvBuffer: 256 << 10, tcpSendHighWater: 16 << 20,
+  tcpMaxFrame: 4 << 20, tcpRecvBuffer: 256 << 10, tcpSendHighWater: 16 << 20, tcpPeerTimeout: 60,
   connectTimeout: 30000, handshakeTimeout: 5000,
   udpMtu: 0, udpTinyMtu: 768, udpWindow: 4096, udpRtoMs: 100, udpAckDelay: 1, udpPeerTimeout: 300, udpFaults: '', udpChecksum: true, udpAuth: true, udpSocketBuffer: 4 << 20,
   spinUs: 20000, hangTimeout: 60000,

@@ -15,6 +15,7 @@ import type { FrameReader, ReaderSink } from './reader.js';
 import { AM_CONTROL, CTRL_BYE, FRAME_HEADER, encodeFrameHeader } from './wire.js';
 import { Connector } from './connect.js';
 import type { TcpRail } from './rail.js';
+import { fdOf, type CheckedEndpoint } from './peer-check.js';
 
 export interface Batch { buf: Buffer; view: DataView }
 
@@ -29,7 +30,7 @@ type Inflight = Batch | Completion;
 
 const enum State { IDLE, CONNECTING, OPEN, CLOSING, FAILED }
 
-export class TcpEndpoint implements RailEndpoint, ReaderSink {
+export class TcpEndpoint implements RailEndpoint, ReaderSink, CheckedEndpoint {
   readonly rail: TcpRail;
   readonly peer: bigint;
   readonly counters = new TrafficCounters();
@@ -254,10 +255,15 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     this.remote = `${s.remoteAddress}:${s.remotePort}`;
     this.state = State.OPEN;
     s.setNoDelay(true);
+    this.rail.peerCheck.arm(s);
     reader.startFrames(this);
     s.removeAllListeners('close');
     s.removeAllListeners('error');
-    s.on('error', (err: NodeJS.ErrnoException) => { this.connector.lastError = `${err.code ?? ''} ${err.message}`.trim(); });
+    s.on('error', (err: NodeJS.ErrnoException) => {
+      this.connector.lastError = `${err.code ?? ''} ${err.message}`.trim();
+      // Keepalive probes went unanswered (peer-check.ts): say what that means.
+      if (err.code === 'ETIMEDOUT') this.connector.lastError += `: its host answered no keepalive probe for about ${this.rail.env.params.tcpPeerTimeout} s (RAILCOMM_TCP_PEER_TIMEOUT): the network between us is cut, or its host is down`;
+    });
     s.on('close', () => this.onClosed());
     this.rail.env.log.debug(`tcp: connected to peer ${formatId(this.peer)} (${s.remoteAddress}:${s.remotePort})`);
     this.rail.handshakeDone(s);
@@ -315,6 +321,17 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink {
     this.rail.forget(this);
     this.rail.upcalls.failed(this, err, graceful);
     this.finishClose();
+  }
+
+  /** The open connection's fd, for the peer check (-1: none). */
+  get socketFd(): number {
+    return this.sock === null || this.state !== State.OPEN ? -1 : fdOf(this.sock);
+  }
+
+  /** The peer's host acknowledged nothing for ms with data waiting (peer-check.ts): the lane fails. */
+  ackTimedOut(ms: number): void {
+    if (this.state !== State.OPEN) return;
+    this.fail(this.connError(`its host has acknowledged nothing for ${Math.round(ms / 1000)} s while data waited (RAILCOMM_TCP_PEER_TIMEOUT=${this.rail.env.params.tcpPeerTimeout}): the network between us is cut, or its host is down`), false);
   }
 
   connError(msg: string, cause?: unknown): RailcommError {

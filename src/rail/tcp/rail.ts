@@ -12,6 +12,7 @@ import { formatId, jobOf } from '../../core/ids.js';
 import { TcpEndpoint, type Batch } from './endpoint.js';
 import { Connector } from './connect.js';
 import { HELLO_BYTES, RejectReason, decodeHello } from './wire.js';
+import { TcpPeerCheck } from './peer-check.js';
 
 /** Size of the write batches small frames are coalesced into. */
 const BATCH_BYTES = 65536;
@@ -39,6 +40,8 @@ export class TcpRail implements Rail {
   private readonly handshaking = new Set<net.Socket>();
   private listenAddress = '';
   private closing = false;
+  /** RAILCOMM_TCP_PEER_TIMEOUT: a peer whose host stopped answering fails (peer-check.ts). */
+  readonly peerCheck: TcpPeerCheck;
 
   private constructor(device: Device, env: RailEnv) {
     this.device = device;
@@ -59,6 +62,7 @@ export class TcpRail implements Rail {
       latencyUs: device.kind === 'loopback' ? 30 : 50,
       bandwidthMBps: device.kind === 'loopback' ? 3500 : 1000,
     };
+    this.peerCheck = new TcpPeerCheck(env.params.tcpPeerTimeout, () => this.endpoints.values());
     this.server = net.createServer({ pauseOnConnect: true, noDelay: true }, (s) => this.onConnection(s));
     this.server.on('error', (err) => env.log.error(`tcp: listener on ${this.listenAddress} failed: ${err.message}`));
   }
@@ -178,6 +182,7 @@ export class TcpRail implements Rail {
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
+    this.peerCheck.stop();
     await Promise.all([...this.endpoints.values()].map((ep) => ep.close()));
     for (const s of this.handshaking) s.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
