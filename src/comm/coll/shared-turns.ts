@@ -21,6 +21,10 @@ interface Queued {
   readonly f: () => Promise<void> | null;
   readonly resolve: () => void;
   readonly reject: (e: unknown) => void;
+  /** f was called: by go(), or by a synchronous call that came first (finishAtCall). */
+  taken: boolean;
+  /** What f threw when a synchronous call ran it. */
+  failed: unknown;
 }
 
 export abstract class SharedTurns implements AsideWork {
@@ -33,6 +37,8 @@ export abstract class SharedTurns implements AsideWork {
   /** Shared-memory collectives run one at a time per communicator; later ones wait here. */
   private busy = false;
   private readonly queue: Queued[] = [];
+  /** The queued collective go() runs now (its f may not have started: go() awaited the set-up). */
+  private current: Queued | null = null;
   private broken: RailcommError | null = null;
   /** The rests of the running collective, once a phase had to wait: a synchronous call runs them (beginSync). */
   protected readonly steps = new PendingSteps(() => this.host.addAside(this));
@@ -67,7 +73,7 @@ export abstract class SharedTurns implements AsideWork {
   /** Queue f (a method of its own: closures here would cost a context on every run()). */
   private later(c: CollComm, f: () => Promise<void> | null): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ c, f, resolve, reject });
+      this.queue.push({ c, f, resolve, reject, taken: false, failed: undefined });
       if (!this.busy) this.next();
     });
   }
@@ -78,6 +84,12 @@ export abstract class SharedTurns implements AsideWork {
       // A failed set-up leaves the ranks disagreeing on the segment: never try again.
       try { await this.setup(q.c); } catch (e) { this.broken = e as RailcommError; throw e; }
     }
+    // Between the set-up's end and this line, a synchronous call may have run f (finishAtCall).
+    if (q.taken) {
+      if (q.failed !== undefined) throw q.failed;
+      return;
+    }
+    q.taken = true;
     const w = q.f();
     if (w !== null) await w;
   }
@@ -113,7 +125,6 @@ export abstract class SharedTurns implements AsideWork {
     return !this.busy && this.seg !== null && this.broken === null && this.queue.length === 0;
   }
 
-
   /** Later collectives queue, and the event loop stays open, until w settles. */
   protected hold(w: Promise<void>): Promise<void> {
     this.busy = true;
@@ -125,6 +136,7 @@ export abstract class SharedTurns implements AsideWork {
   private readonly doneErr = (e: unknown): never => { this.finish(); throw e; };
 
   private finish(): void {
+    this.current = null;
     this.busy = false;
     this.host.keep(false);
     this.next();
@@ -132,7 +144,9 @@ export abstract class SharedTurns implements AsideWork {
 
   private next(): void {
     const q = this.queue.shift();
-    if (q !== undefined) this.hold(this.go(q)).then(q.resolve, q.reject);
+    if (q === undefined) return;
+    this.current = q;
+    this.hold(this.go(q)).then(q.resolve, q.reject);
   }
 
   private async setup(c: CollComm): Promise<void> {
@@ -193,10 +207,17 @@ export abstract class SharedTurns implements AsideWork {
    * collective). Their promises settle on the loop's next turn.
    */
   private finishAtCall(): void {
+    // The running one first: not started yet (its set-up just ended), or its steps.
+    const c = this.current;
+    if (c !== null && !c.taken) {
+      c.taken = true;
+      try { SharedTurns.syncLeak(c.f()); } catch (e) { c.failed = e; }
+    }
     this.phases!.finishWait();
     this.steps.drain(SharedTurns.syncLeak);
     while (this.queue.length > 0 && this.broken === null) {
       const q = this.queue.shift()!;
+      q.taken = true;
       try { SharedTurns.syncLeak(q.f()); } catch (e) { q.reject(e); continue; }
       q.resolve();
     }
