@@ -51,4 +51,6 @@ await comm.barrier();
 const s = comm.stats().peers[String(1 - comm.rank)];
 console.log(`RESULT rank ${comm.rank}: ${count} messages in ${Math.round(performance.now() - t0)} ms, ${bad} bad, longest pause ${Math.round(longest)} ms`);
 console.log(`LANES ${JSON.stringify(s?.lanes ?? {})} resends ${s?.resends ?? 0} dups ${s?.duplicatesDropped ?? 0}`);
+const f0 = performance.now();
 await comm.finalize();
+console.log(`FINALIZED in ${Math.round(performance.now() - f0)} ms`);

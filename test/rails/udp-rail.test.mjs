@@ -8,7 +8,7 @@ import dgram from 'node:dgram';
 import { resolveParams } from '../../dist/core/params.js';
 import { DONE, NO_RESOURCE } from '../../dist/rail/api.js';
 import { MARGIN_MS, within } from '../helpers/promises.mjs';
-import { AM_MSG, first, RAILS, hdrOf, fill, connected } from './harness.mjs';
+import { AM_MSG, AM_BULK, first, RAILS, hdrOf, fill, connected } from './harness.mjs';
 
 // udp-specific behaviours: the datagram rail must survive what a stream rail never sees.
 const udpRail = RAILS.find((r) => r.name === 'udp');
@@ -116,6 +116,56 @@ test('udp: a dropped peer that missed the RESET gets another when it next sends;
     await pair.close();
     assert.ok(performance.now() - t0 < 1500, 'both close at once');
   } finally { if (!closed) await pair.close(); }
+});
+
+// Multirail gives up on a udp lane that went silent while another lane answers (proto/lanes/multi-lane.ts).
+test('udp: giveUp on a silent peer stops retransmitting at once, fails what is in flight, sends neither BYE nor RESET, answers the old session\'s late datagrams with a RESET, and a later endpoint is a fresh session', async () => {
+  const pair = await udpRail.open(resolveParams());
+  try {
+    const ab = await connected(pair);
+    const ba = pair.epBA();
+    // The path from a to b goes silent (an nftables drop rule, as in test/integration/multirail.test.mjs).
+    const receive = pair.b.rail.receive;
+    let cut = true;
+    pair.b.rail.receive = function (msg, rinfo) { return cut ? undefined : receive.call(this, msg, rinfo); };
+    // Larger than what the peer's credit lets out unacknowledged: the send stays queued (udp completes a zero-copy send once copied out).
+    let done = 'pending';
+    ab.sendZcopy(AM_BULK, hdrOf(1), 8, fill(16 << 20, 1), { railComplete: (err) => { done = err; } });
+    ab.sendCopy(AM_MSG, hdrOf(2), 8, fill(100, 2));
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(done, 'pending', 'still in flight');
+    ab.giveUp('no heartbeat answer (a test)');
+    assert.equal(done?.code, 'ERR_PEER_FAILED', 'the zero-copy send failed at once');
+    assert.deepEqual(pair.a.failed, [{ peer: pair.b.id, code: 'ERR_PEER_FAILED', graceful: false }]);
+    assert.match(pair.a.messages[0], /given up on: no heartbeat answer/);
+    const c = pair.a.rail.counters;
+    assert.equal(c.badFrames, 0);
+    assert.equal(c.resetsSent, 0, 'no RESET: multirail tells the peer on a lane that lives');
+    const segs = c.segsSent + 0;
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(c.segsSent, segs, 'nothing retransmitted (nor a BYE) after giving up');
+    assert.equal(ab.sendCopy(AM_MSG, hdrOf(3), 8, null), DONE, 'a send after it neither throws nor queues');
+    // The path heals. b, which did not give up, sends on the old session: a's answer is a RESET.
+    cut = false;
+    ba.sendCopy(AM_MSG, hdrOf(4), 8, null);
+    await pair.b.until(() => pair.b.failed.length === 1, 'b to learn of the drop from a RESET', 2000);
+    assert.match(pair.b.messages[0], /dropped this rank/);
+    assert.equal(c.resetsSent, 1);
+    // A rejoin: fresh endpoints, a fresh session, both ways.
+    const ab2 = pair.epAB(), ba2 = pair.epBA();
+    assert.notEqual(ab2, ab);
+    assert.notEqual(ba2, ba);
+    const got = (side, n) => side.got.filter((g) => g.hdr.readUInt32LE(0) === n).length;
+    ab2.sendCopy(AM_MSG, hdrOf(5), 8, fill(10, 5));
+    await pair.b.until(() => got(pair.b, 5) === 1, 'a message on the fresh session a -> b', 5000);
+    ba2.sendCopy(AM_MSG, hdrOf(6), 8, null);
+    await pair.a.until(() => got(pair.a, 6) === 1, 'a message on the fresh session b -> a', 5000);
+    assert.equal(got(pair.b, 1) + got(pair.b, 2) + got(pair.b, 3), 0, 'nothing of the given-up session arrived');
+    assert.ok(ab2.session.token !== ab.session.token || ab2.myToken !== ab.myToken, 'a fresh session');
+    const t0 = performance.now();
+    await pair.close();
+    assert.ok(performance.now() - t0 < 1500, 'both close at once');
+  } finally { await pair.close(); }
 });
 
 test('udp: a peer that goes silent fails its endpoint with ERR_PEER_FAILED after RAILCOMM_UDP_PEER_TIMEOUT', async () => {

@@ -351,6 +351,26 @@ export class UdpEndpoint implements RailEndpoint, SessionOwner {
     this.drop(this.error(`its udp port is closed (its host answered "port unreachable" to a keepalive probe): the process ended, or closed its rail without a word`));
   }
 
+  /**
+   * This rank gives up on the peer over this rail (multirail: the lane
+   * stopped answering while another answers). Failed at once, not graceful
+   * and not counted as bad: the session stops retransmitting, what waits in
+   * it (zero-copy sends) completes with ERR_PEER_FAILED, and the rail forgets
+   * the endpoint, so that a rejoin gets a fresh one and a fresh session. A
+   * close() instead would wait on a BYE the silent path never acknowledges
+   * (finalize held for RAILCOMM_CONNECT_TIMEOUT), keep retransmitting, refuse
+   * the peer's HELLOs meanwhile, and be handed back to the lane's rejoin
+   * attempts, whose sends it drops. The peer is not sent a RESET now
+   * (multirail tells it on a lane that lives, with the reason); the session
+   * is remembered, and what it still sends on it draws one.
+   */
+  giveUp(reason: string): void {
+    if (this.state === State.CLOSED) return;
+    this.rail.env.log.debug(`udp: giving up on peer ${formatId(this.peer)}: ${reason}`);
+    this.rail.dropSession(this, this.peerToken, this.session.macKey, false);
+    this.fail(this.error(`given up on: ${reason}`), false);
+  }
+
   /** The layer above learned the peer died: fail it here (and tell it, should it live after all). */
   died(why: string): void {
     if (this.state === State.CLOSED) return;

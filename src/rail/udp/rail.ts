@@ -231,11 +231,12 @@ export class UdpRail implements Rail, SessionHost, FaultWire, HandshakeHost, Kee
   /**
    * This rail drops `ep`'s session (not in order): tell the peer with a
    * RESET, so that it fails us at once instead of waiting on ACKs until
-   * RAILCOMM_CONNECT_TIMEOUT. Call before the session is killed.
+   * RAILCOMM_CONNECT_TIMEOUT. Call before the session is killed. `resetNow`
+   * false: no RESET now, only for what the peer still sends on it (giveUp).
    */
-  dropSession(ep: UdpEndpoint, peerToken: number, key: Uint8Array | null): void {
+  dropSession(ep: UdpEndpoint, peerToken: number, key: Uint8Array | null, resetNow = true): void {
     if (this.closed || !ep.session.open || ep.ip === '') return;
-    this.tombs.drop(ep.ip, ep.prioPort, peerToken, ep.myToken, key);
+    this.tombs.drop(ep.ip, ep.prioPort, peerToken, ep.myToken, key, resetNow);
     this.counters.resetsSent = this.tombs.sent;
   }
 

@@ -45,12 +45,12 @@ export class Tombstones {
     return this.tombs.has(myToken);
   }
 
-  /** The session with these tokens (and MAC key), to the peer at ip / prioPort, is dropped: tell the peer now. */
-  drop(ip: string, prioPort: number, peerToken: number, myToken: number, key: Uint8Array | null = null): void {
+  /** The session with these tokens (and MAC key), to the peer at ip / prioPort, is dropped: tell the peer now (unless not `resetNow`). */
+  drop(ip: string, prioPort: number, peerToken: number, myToken: number, key: Uint8Array | null = null, resetNow = true): void {
     if (this.tombs.size >= TOMBS_MAX) this.tombs.delete(this.tombs.keys().next().value!);
     const t: Tomb = { ip, prioPort, peerToken, myToken, key, lastReset: -Infinity };
     this.tombs.set(myToken, t);
-    this.reset(t);
+    if (resetNow) this.reset(t);
   }
 
   /**
