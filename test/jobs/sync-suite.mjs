@@ -355,6 +355,32 @@ const cases = [
       if (how === 'recvSync' && me === 0) assert.equal(box[0], 7);
     }
   }],
+  ['a synchronous call of another communicator, or a recvSync, also starts a shared collective queued behind one that waits (MPI progress)', async () => {
+    if (process.env.RAILCOMM_COLL_SHARED_MAX === '0') return;
+    const other = await comm.dup();
+    await other.barrier();
+    await comm.barrier();
+    const want = (p * (p + 1)) / 2;
+    for (const how of ['barrierSync of another communicator', 'recvSync']) {
+      const a = new Float64Array(1), b = new Float64Array(1), box = new Int32Array(1);
+      // Rank 0 starts first: its first copy waits on a phase, its second queues behind it; the others
+      // finish the first at once and wait in the second for rank 0, before they join its synchronous call.
+      if (me !== 0) await new Promise((r) => setTimeout(r, 30));
+      const r1 = comm.iallreduce(new Float64Array([me + 1]), a, 'sum');
+      const r2 = comm.iallreduce(new Float64Array([10 * (me + 1)]), b, 'sum');
+      if (me === 0) {
+        if (how === 'recvSync') comm.recvSync(box, 1, 45); else other.barrierSync();
+      } else {
+        await r1.wait();
+        await r2.wait();
+        if (how === 'recvSync') { if (me === 1) await comm.send(new Int32Array([7]), 0, 45); } else other.barrierSync();
+      }
+      await r1.wait();
+      await r2.wait();
+      assert.deepEqual([a[0], b[0]], [want, 10 * want], `two iallreduce around a ${how}`);
+      if (how === 'recvSync' && me === 0) assert.equal(box[0], 7);
+    }
+  }],
   ['a sync collective while a nonblocking one over point-to-point runs (alltoall), or the first one of a communicator: ERR_INVALID_ARG on every rank, no hang', async () => {
     const r = comm.ialltoall(new Uint8Array(p * 4).fill(me), new Uint8Array(p * 4));
     assert.throws(() => comm.barrierSync(), (e) => e.code === 'ERR_INVALID_ARG' && /wait for its Request/.test(e.message));

@@ -21,10 +21,12 @@ interface Queued {
   readonly f: () => Promise<void> | null;
   readonly resolve: () => void;
   readonly reject: (e: unknown) => void;
-  /** f was called: by go(), or by a synchronous call that came first (finishAtCall). */
+  /** f was called: by go(), or by a synchronous call that came first (finishAtCall, stepAside). */
   taken: boolean;
   /** What f threw when a synchronous call ran it. */
   failed: unknown;
+  /** What f returned when a synchronous wait elsewhere ran it (stepAside): go() waits for it too. */
+  result: Promise<void> | null;
 }
 
 export abstract class SharedTurns implements AsideWork {
@@ -34,8 +36,13 @@ export abstract class SharedTurns implements AsideWork {
   protected seg: Uint8Array | null = null;
   protected phases: Phases | null = null;
   protected dataOff = 0;
-  /** Shared-memory collectives run one at a time per communicator; later ones wait here. */
-  private busy = false;
+  /**
+   * Shared-memory collectives run one at a time per communicator; later ones
+   * wait in the queue. Holds not settled yet: more than one when stepAside()
+   * started a queued collective while the one before it, over here, had
+   * still to settle on the loop.
+   */
+  private holds = 0;
   private readonly queue: Queued[] = [];
   /** The queued collective go() runs now (its f may not have started: go() awaited the set-up). */
   private current: Queued | null = null;
@@ -73,8 +80,10 @@ export abstract class SharedTurns implements AsideWork {
   /** Queue f (a method of its own: closures here would cost a context on every run()). */
   private later(c: CollComm, f: () => Promise<void> | null): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ c, f, resolve, reject, taken: false, failed: undefined });
-      if (!this.busy) this.next();
+      this.queue.push({ c, f, resolve, reject, taken: false, failed: undefined, result: null });
+      // A synchronous wait elsewhere may have to start it (stepAside).
+      this.host.addAside(this);
+      if (this.holds === 0) this.next();
     });
   }
 
@@ -87,6 +96,7 @@ export abstract class SharedTurns implements AsideWork {
     // Between the set-up's end and this line, a synchronous call may have run f (finishAtCall).
     if (q.taken) {
       if (q.failed !== undefined) throw q.failed;
+      if (q.result !== null) await q.result;
       return;
     }
     q.taken = true;
@@ -96,7 +106,7 @@ export abstract class SharedTurns implements AsideWork {
 
   /** A collective of this communicator waits on a phase: its steps are left to run. */
   get pendingAside(): boolean {
-    return this.steps.length > 0;
+    return this.steps.length > 0 || this.queue.length > 0 || (this.current !== null && !this.current.taken);
   }
 
   /**
@@ -110,8 +120,28 @@ export abstract class SharedTurns implements AsideWork {
    */
   stepAside(): boolean {
     const ph = this.phases;
-    if (ph === null || ph.sync || this.steps.length === 0 || !ph.waitOver()) return false;
-    this.steps.runFirst();
+    // (Broken: what a failed wait left is not run; its collective rejects on the loop.)
+    if (ph === null || ph.sync || this.broken !== null || !ph.waitOver()) return false;
+    if (this.steps.length > 0) {
+      this.steps.runFirst();
+      return true;
+    }
+    // No step left and no wait pending: the collective before is over here (its promise
+    // settles on the loop). The next one starts now, its peers may wait for it: the one
+    // go() runs if it has not called it yet (its set-up just ended), else the queue's first.
+    const c = this.current;
+    if (c !== null && !c.taken) {
+      c.taken = true;
+      try { c.result = c.f(); } catch (e) { c.failed = e; }
+      return true;
+    }
+    const q = this.queue.shift();
+    if (q === undefined) return false;
+    q.taken = true;
+    let w: Promise<void> | null;
+    try { w = q.f(); } catch (e) { q.reject(e); return true; }
+    if (w === null) q.resolve();
+    else this.hold(w).then(q.resolve, q.reject);
     return true;
   }
 
@@ -122,12 +152,12 @@ export abstract class SharedTurns implements AsideWork {
 
   /** Attached, nothing running or queued, not broken: a collective may start at once. */
   get idle(): boolean {
-    return !this.busy && this.seg !== null && this.broken === null && this.queue.length === 0;
+    return this.holds === 0 && this.seg !== null && this.broken === null && this.queue.length === 0;
   }
 
   /** Later collectives queue, and the event loop stays open, until w settles. */
   protected hold(w: Promise<void>): Promise<void> {
-    this.busy = true;
+    this.holds++;
     this.host.keep(true);
     return w.then(this.doneOk, this.doneErr);
   }
@@ -136,9 +166,9 @@ export abstract class SharedTurns implements AsideWork {
   private readonly doneErr = (e: unknown): never => { this.finish(); throw e; };
 
   private finish(): void {
-    this.current = null;
-    this.busy = false;
     this.host.keep(false);
+    if (--this.holds > 0) return;
+    this.current = null;
     this.next();
   }
 
@@ -179,7 +209,7 @@ export abstract class SharedTurns implements AsideWork {
    */
   beginSync(what: string, barrier: (() => void) | null): void {
     if (this.broken !== null) throw this.broken;
-    if (this.busy || this.queue.length > 0) {
+    if (this.holds > 0 || this.queue.length > 0) {
       // The first collective attaches the segment over point-to-point, which only the event loop completes.
       if (this.seg === null) {
         throw new RailcommError(ErrorCode.INVALID_ARG, `${what}: this communicator's first collective, which sets up its shared memory, is still running, and it completes only on the event loop, which a synchronous call does not run; await it before calling ${what}`);
