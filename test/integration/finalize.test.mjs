@@ -57,3 +57,14 @@ test('a lane bound but never used, to a peer that finalized first: finalize stay
   assert.deepEqual(linesWith(job.stdout, 'RESULT').map((l) => l.rest), ["rank 0's inbox gone: true", 'finalized'], job.stdout);
   assert.doesNotMatch(job.stderr, /error|warn|dropping peer/, job.stderr);
 });
+
+for (const [kind, args] of [['processes', []], ['thread ranks', ['--threads']]]) {
+  test(`collectives still running at finalize() fail with ERR_FINALIZED (${kind}; threads ended with exit code 13, saying nothing)`, kind === 'processes' && loadNative() === null ? { skip: 'no native addon: no shm rail' } : {}, async () => {
+    for (const v of ['a', 'b']) {
+      const job = await railcomm(['run', '-n', '3', ...args, '-x', `V=${v}`, '--timeout', '60', jobScript('coll-at-finalize.mjs')], { limitMs: 90_000 });
+      assert.equal(job.code, 0, `V=${v}: ${job.stdout}${job.stderr}`);
+      const res = linesWith(job.stdout, 'RESULT').map((l) => l.rest);
+      assert.deepEqual(res, ['ERR_FINALIZED', 'ERR_FINALIZED', 'ERR_FINALIZED'], `V=${v}: ${job.stdout}${job.stderr}`);
+    }
+  });
+}

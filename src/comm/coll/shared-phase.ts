@@ -70,6 +70,8 @@ export class Phases {
   /** The phase an async wait (waitAll) waits for, and what for (NONE: none): finishWait() ends it at the call. */
   private pendingS = 0;
   private pendingWhat = NONE;
+  /** This rank finalized with a collective still waiting (stop()): its wait fails with this. */
+  private stopped: RailcommError | null = null;
   private readonly steps: PendingSteps;
 
   /** ctrl: the control area (controlBytes(size)); broken: told when a member died mid-phase; steps: where a wait's rest goes. */
@@ -200,6 +202,7 @@ export class Phases {
       const until = performance.now() + (spin ? this.host.spinMs : PAUSE_MS);
       for (;;) {
         if (spin ? this.spinFor(s, what, BURST_MS) : this.pauseFor(s, what)) return;
+        if (this.stopped !== null) throw this.stopped;
         if (performance.now() > until) break;
         await new Promise<void>((r) => setImmediate(r));
       }
@@ -210,6 +213,7 @@ export class Phases {
           if (this.reached(s, what)) return;
           await this.host.sleep(ctrl, bell, CHECK_MS);
           if (this.reached(s, what)) return;
+          if (this.stopped !== null) throw this.stopped;
           this.checkPeers(s, false);
         }
       } finally {
@@ -297,6 +301,17 @@ export class Phases {
       this.broken(e as RailcommError);
       throw e;
     }
+  }
+
+  /**
+   * This rank finalized while a collective of its own still waited here: the
+   * wait fails with e (else, the loop having nothing else to do, a thread
+   * rank ended with its promise never settled: exit code 13, no word).
+   */
+  stop(e: RailcommError): void {
+    this.stopped = e;
+    Atomics.add(this.ctrl, BELL, 1);
+    this.host.wake(this.ctrl);
   }
 
   /** This rank finalized: a member still waiting for it in a collective fails instead of sleeping for ever. */

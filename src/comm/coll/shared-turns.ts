@@ -6,7 +6,7 @@
 // communicator runs itself before its own (beginSync). What each collective
 // does in the segment is shared.ts, which extends this class.
 
-import { RailcommError, ErrorCode } from '../../core/errors.js';
+import { RailcommError, ErrorCode, finalized } from '../../core/errors.js';
 import type { CollComm } from './engine.js';
 import { Phases, controlBytes } from './shared-phase.js';
 import type { SharedHost } from './shared-host-api.js';
@@ -195,7 +195,15 @@ export abstract class SharedTurns implements AsideWork {
     // A member that died mid-phase leaves this communicator's shared state incoherent: never use it again.
     this.phases = new Phases(this.host, ctrl, this.rank, this.size, (e) => { this.broken = e; }, this.size <= this.host.flatMax, this.steps);
     const phases = this.phases;
-    this.host.atFinalize(() => phases.leave());
+    this.host.atFinalize(() => {
+      phases.leave();
+      // Collectives of this rank still running: they fail (ERR_FINALIZED) rather than never settle.
+      if (this.holds > 0 || this.queue.length > 0) {
+        const e = finalized('a collective of this communicator still running at finalize() (await every collective before finalize())');
+        this.broken ??= e;
+        phases.stop(e);
+      }
+    });
   }
 
   // ---- synchronous calls ----------------------------------------------------
