@@ -39,10 +39,11 @@ Napi::Value TcpKeepalive(const Napi::CallbackInfo& a) {
  * too, so a peer that reads nothing for a while but whose host answers
  * counts as answering), 0 when nothing waits, or a negative errno. Data
  * waits when it was sent and not acknowledged (tcpi_unacked), or when it is
- * queued unsent although the peer's window is open (tcpi_notsent_bytes with
- * tcpi_snd_wnd > 0: this host cannot transmit, its link down or filtered;
- * a closed window is a peer that reads nothing, which is not a failure, and
- * a kernel too old to say the window (before 5.4?) is not asked).
+ * queued unsent although the peer's window is open and window probes go
+ * unanswered (tcpi_notsent_bytes, tcpi_snd_wnd > 0, tcpi_probes: this host
+ * cannot transmit, its link down or filtered; a closed window is a peer that
+ * reads nothing, which is not a failure, and a kernel too old to say the
+ * window is not asked).
  */
 Napi::Value TcpAckWait(const Napi::CallbackInfo& a) {
   if (a.Length() < 1 || !a[0].IsNumber()) { ThrowType(a.Env(), "tcpAckWait(fd)"); return Napi::Value(); }
@@ -51,7 +52,12 @@ Napi::Value TcpAckWait(const Napi::CallbackInfo& a) {
   socklen_t len = sizeof info;
   if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return Napi::Number::New(a.Env(), -errno);
   const bool knowsWindow = len >= offsetof(struct tcp_info, tcpi_snd_wnd) + sizeof info.tcpi_snd_wnd;
-  const bool waits = info.tcpi_unacked > 0 || (knowsWindow && info.tcpi_notsent_bytes > 0 && info.tcpi_snd_wnd > 0);
+  // Unsent with the window open: only once two window probes in a row went
+  // unanswered (tcpi_probes, reset by any ACK). A peer whose window is small
+  // but open and whose host answers resets it at each probe, however far the
+  // probe timer has backed off (up to 120 s apart: longer than the timeout).
+  const bool stuck = knowsWindow && info.tcpi_notsent_bytes > 0 && info.tcpi_snd_wnd > 0 && info.tcpi_probes >= 2;
+  const bool waits = info.tcpi_unacked > 0 || stuck;
   return Napi::Number::New(a.Env(), waits ? static_cast<double>(info.tcpi_last_ack_recv) : 0);
 }
 
