@@ -56,8 +56,14 @@ Napi::Value TcpAckWait(const Napi::CallbackInfo& a) {
   // unanswered (tcpi_probes, reset by any ACK). A peer whose window is small
   // but open and whose host answers resets it at each probe, however far the
   // probe timer has backed off (up to 120 s apart: longer than the timeout).
-  const bool stuck = knowsWindow && info.tcpi_notsent_bytes > 0 && info.tcpi_snd_wnd > 0 && info.tcpi_probes >= 2;
-  const bool waits = info.tcpi_unacked > 0 || stuck;
+  // A closed window is a peer that reads nothing, whose host answers: recent
+  // kernels even answer data they drop for want of memory with a zero-window
+  // ACK that acknowledges nothing, so unacknowledged data then proves nothing
+  // either (the kernel's own limits apply there).
+  bool waits;
+  if (!knowsWindow) waits = info.tcpi_unacked > 0;
+  else if (info.tcpi_snd_wnd == 0) waits = false;
+  else waits = info.tcpi_unacked > 0 || (info.tcpi_notsent_bytes > 0 && info.tcpi_probes >= 2);
   return Napi::Number::New(a.Env(), waits ? static_cast<double>(info.tcpi_last_ack_recv) : 0);
 }
 

@@ -262,7 +262,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink, CheckedEndpoint {
     s.on('error', (err: NodeJS.ErrnoException) => {
       this.connector.lastError = `${err.code ?? ''} ${err.message}`.trim();
       // Keepalive probes went unanswered (peer-check.ts): say what that means.
-      if (err.code === 'ETIMEDOUT') this.connector.lastError += `: its host answered no keepalive probe for about ${this.rail.env.params.tcpPeerTimeout} s (RAILCOMM_TCP_PEER_TIMEOUT): the network between us is cut, or its host is down`;
+      if (err.code === 'ETIMEDOUT' && this.rail.env.params.tcpPeerTimeout > 0) this.connector.lastError += `: its host answered no keepalive probe for about ${this.rail.env.params.tcpPeerTimeout} s (RAILCOMM_TCP_PEER_TIMEOUT): the network between us is cut, or its host is down`;
     });
     s.on('close', () => this.onClosed());
     this.rail.env.log.debug(`tcp: connected to peer ${formatId(this.peer)} (${s.remoteAddress}:${s.remotePort})`);

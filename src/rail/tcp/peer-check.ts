@@ -32,18 +32,37 @@ export function fdOf(s: net.Socket): number {
   return typeof fd === 'number' ? fd : -1;
 }
 
-/** Keepalive idle, interval (s) and count whose probes end about timeoutS after the last traffic. */
+/**
+ * Keepalive idle, interval (s) and count whose probes end about timeoutS after
+ * the last traffic; within Linux's bounds (TCP_KEEPIDLE and TCP_KEEPINTVL at
+ * most 32767 s, TCP_KEEPCNT 127), else setsockopt refuses them all.
+ */
 export function keepaliveFor(timeoutS: number): { idle: number; interval: number; count: number } {
-  const idle = Math.max(1, Math.floor(timeoutS / 3));
-  const interval = Math.max(1, Math.floor(timeoutS / 9));
-  const count = Math.max(1, Math.ceil((timeoutS - idle) / interval));
+  const idle = Math.min(32767, Math.max(1, Math.floor(timeoutS / 3)));
+  const interval = Math.min(32767, Math.max(1, Math.floor(timeoutS / 9)));
+  const count = Math.min(127, Math.max(1, Math.ceil((timeoutS - idle) / interval)));
   return { idle, interval, count };
+}
+
+/**
+ * One look's verdict on a connection whose data has waited `ms` for an ACK
+ * (`before`: what the look before saw past the limit, undefined if it did
+ * not): 'fail' only on a second look past the limit with no ACK in between
+ * (the wait only grew). A single reading proves little: tcpi_last_ack_recv
+ * can be old the moment new data leaves after a long quiet spell, before the
+ * ACK it draws; 'suspect' remembers it for the next look, 'ok' forgets it.
+ */
+export function ackVerdict(ms: number, limit: number, before: number | undefined): 'ok' | 'suspect' | 'fail' {
+  if (ms < limit) return 'ok';
+  return before !== undefined && ms > before ? 'fail' : 'suspect';
 }
 
 export class TcpPeerCheck {
   private readonly timeoutS: number;
   private readonly endpoints: () => Iterable<CheckedEndpoint>;
   private timer: NodeJS.Timeout | null = null;
+  /** Connections seen past the limit on the last look, with what that look read (ackVerdict). */
+  private readonly suspects = new Map<CheckedEndpoint, number>();
 
   constructor(timeoutS: number, endpoints: () => Iterable<CheckedEndpoint>) {
     this.timeoutS = timeoutS;
@@ -69,16 +88,22 @@ export class TcpPeerCheck {
     const native = loadNative();
     if (native?.tcpAckWait === undefined) return;
     const limit = this.timeoutS * 1000;
+    const seen = this.suspects;
+    const before = seen.size === 0 ? null : new Map(seen);
+    seen.clear();
     for (const ep of this.endpoints()) {
       const fd = ep.socketFd;
       if (fd < 0) continue;
       const ms = native.tcpAckWait(fd);
-      if (ms >= limit) ep.ackTimedOut(ms);
+      const v = ackVerdict(ms, limit, before?.get(ep));
+      if (v === 'suspect') seen.set(ep, ms);
+      else if (v === 'fail') ep.ackTimedOut(ms);
     }
   }
 
   stop(): void {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
+    this.suspects.clear();
   }
 }
