@@ -1,6 +1,9 @@
 // Which "host" this process is on, as launchers see hosts: same kernel boot,
-// host name and network namespace (namespaces stand for hosts in tests and
-// containers). Peers with the same key may map each other's /dev/shm segments.
+// host name, network namespace (namespaces stand for hosts in tests and
+// containers) and pid namespace. Peers with the same key may map each other's
+// /dev/shm segments, and judge each other alive by pid (the shm rail's checks
+// and its sweep of killed peers' names; cross-memory attach by pid): containers
+// that share /dev/shm but not pids are not one host to them.
 
 import { readFileSync, readlinkSync } from 'node:fs';
 import os from 'node:os';
@@ -11,9 +14,11 @@ export function hostKey(): string {
   if (cached === null) {
     let boot = '';
     let net = '';
+    let pid = '';
     try { boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim(); } catch { /* not Linux */ }
     try { net = readlinkSync('/proc/self/ns/net'); } catch { /* no namespaces */ }
-    cached = `${os.hostname()}/${boot}/${net}`;
+    try { pid = readlinkSync('/proc/self/ns/pid'); } catch { /* no namespaces */ }
+    cached = `${os.hostname()}/${boot}/${net}/${pid}`;
   }
   return cached;
 }
