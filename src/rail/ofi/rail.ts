@@ -445,7 +445,8 @@ export class OfiRail implements Rail {
    * process's exit.
    */
   peerDropped(): void {
-    if (!this.closeHazard || this.leftOpen || this.closed) return;
+    // Peers gone while this rank finalizes (they finalized first) leave no half-done read.
+    if (!this.closeHazard || this.leftOpen || this.closed || this.closing) return;
     this.leftOpen = true;
     this.b.abandonAtClose(this.h);
     this.env.log.debug(`ofi (${this.provider}): a peer was dropped; this endpoint stays open at close, to the process's exit (libfabric ${this.b.runtime ?? this.b.headers} can crash closing a connection with a read half received)`);
