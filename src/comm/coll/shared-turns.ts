@@ -127,7 +127,9 @@ export abstract class SharedTurns implements AsideWork {
       return true;
     }
     // No step left and no wait pending: the collective before is over here (its promise
-    // settles on the loop). The next one starts now, its peers may wait for it: the one
+    // settles on the loop). That holds because every wait of a shared collective goes
+    // through steps.after() (shared.ts, shared-phase.ts, checked.ts): a bare await there
+    // would leave work this test cannot see. The next one starts now, its peers may wait for it: the one
     // go() runs if it has not called it yet (its set-up just ended), else the queue's first.
     const c = this.current;
     if (c !== null && !c.taken) {
@@ -180,7 +182,7 @@ export abstract class SharedTurns implements AsideWork {
   }
 
   private async setup(c: CollComm): Promise<void> {
-    this.attached2(await this.host.attach(c, this.segmentBytes()));
+    this.onAttached(await this.host.attach(c, this.segmentBytes()));
   }
 
   private segmentBytes(): number {
@@ -189,7 +191,7 @@ export abstract class SharedTurns implements AsideWork {
   }
 
   /** The segment is mapped: its phases. */
-  private attached2(seg: Uint8Array): void {
+  private onAttached(seg: Uint8Array): void {
     this.seg = seg;
     const ctrl = new Int32Array(seg.buffer, seg.byteOffset, this.dataOff / 4);
     // A member that died mid-phase leaves this communicator's shared state incoherent: never use it again.
@@ -230,7 +232,7 @@ export abstract class SharedTurns implements AsideWork {
     if (this.seg === null) {
       if (barrier === null) throw new RailcommError(ErrorCode.PROTOCOL, `internal: ${what} found the segment unattached without a way to attach it`);
       // A failed set-up leaves the ranks disagreeing on the segment: never try again.
-      try { this.attached2(this.host.attachSync(barrier, this.rank, this.segmentBytes())); } catch (e) { this.broken = e as RailcommError; throw e; }
+      try { this.onAttached(this.host.attachSync(barrier, this.rank, this.segmentBytes())); } catch (e) { this.broken = e as RailcommError; throw e; }
     }
     this.phases!.sync = true;
   }
