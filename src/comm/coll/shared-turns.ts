@@ -129,8 +129,9 @@ export abstract class SharedTurns implements AsideWork {
     // No step left and no wait pending: the collective before is over here (its promise
     // settles on the loop). That holds because every wait of a shared collective goes
     // through steps.after() (shared.ts, shared-phase.ts, checked.ts): a bare await there
-    // would leave work this test cannot see. The next one starts now, its peers may wait for it: the one
-    // go() runs if it has not called it yet (its set-up just ended), else the queue's first.
+    // would leave work this test cannot see. The next one starts now (its peers may wait
+    // for it): the one go() runs if it has not called it yet (its set-up just ended),
+    // else the queue's first.
     const c = this.current;
     if (c !== null && !c.taken) {
       c.taken = true;
