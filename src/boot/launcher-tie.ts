@@ -7,6 +7,7 @@
 // only the connection tells.
 
 import { isMainThread } from 'node:worker_threads';
+import { processExists } from '../core/host.js';
 import { loadNative } from '../native/addon.js';
 import { ENV } from './launch-env.js';
 
@@ -49,12 +50,6 @@ export const LAUNCHER_PID_ENV = ENV.launcherPid;
  */
 export function launcherGone(env: NodeJS.ProcessEnv = process.env): string | null {
   const pid = Number(env[LAUNCHER_PID_ENV]);
-  if (!isMainThread || !Number.isSafeInteger(pid) || pid <= 0 || process.ppid === pid) return null;
-  try {
-    process.kill(pid, 0);
-    return null;
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ESRCH') return null; // EPERM: it exists
-  }
+  if (!isMainThread || !Number.isSafeInteger(pid) || pid <= 0 || process.ppid === pid || processExists(pid)) return null;
   return `its launcher (railcomm run, pid ${pid}) ended before this process reached it`;
 }

@@ -22,3 +22,17 @@ export function hostKey(): string {
   }
   return cached;
 }
+
+/**
+ * Whether process `pid` of this host (this pid namespace) still exists: only
+ * ESRCH says it is gone; EPERM (another user's) and other errors count as
+ * alive, since nobody can tell.
+ */
+export function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code !== 'ESRCH';
+  }
+}

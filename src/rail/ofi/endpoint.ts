@@ -4,6 +4,7 @@
 // memory) and native one-sided operations on the peer's registered memory.
 
 import type { Completion, RailRemoteKey, RailRma, RailStatus, ValueCompletion } from '../api.js';
+import { processExists } from '../../core/host.js';
 import { DONE, IN_PROGRESS, NO_RESOURCE } from '../api.js';
 import { TrafficCounters } from '../../core/counters.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
@@ -396,13 +397,7 @@ export class OfiEndpoint implements RailRma {
 
   /** Whether the peer's process still runs (peers on this host only; others: true). */
   alive(): boolean {
-    if (this.failed || this.pid === 0) return true;
-    try {
-      process.kill(this.pid, 0);
-      return true;
-    } catch (err) {
-      return (err as NodeJS.ErrnoException).code !== 'ESRCH';
-    }
+    return this.failed || this.pid === 0 || processExists(this.pid);
   }
 
   /**

@@ -3,6 +3,7 @@
 // peer's doorbell, its pid (liveness, CMA reads) and the single-copy reader.
 
 import type { Completion, RailIpc, RailStatus } from '../api.js';
+import { processExists } from '../../core/host.js';
 import { DONE, IN_PROGRESS, NO_RESOURCE } from '../api.js';
 import { TrafficCounters } from '../../core/counters.js';
 import { RailcommError, ErrorCode } from '../../core/errors.js';
@@ -195,13 +196,7 @@ export class ShmEndpoint extends RingLane<ShmEndpoint> implements RingPeer {
 
   /** Whether the peer's process still exists (or we cannot tell, or it already failed). */
   alive(): boolean {
-    if (this.failed || this.pid === 0) return true;
-    try {
-      process.kill(this.pid, 0);
-      return true;
-    } catch (err) {
-      return (err as NodeJS.ErrnoException).code !== 'ESRCH';
-    }
+    return this.failed || this.pid === 0 || processExists(this.pid);
   }
 
   /** Liveness: a peer whose process vanished fails now. */
@@ -212,11 +207,7 @@ export class ShmEndpoint extends RingLane<ShmEndpoint> implements RingPeer {
     // the name: under launchers that do not sweep the job's prefix (Slurm,
     // mpirun) the survivors do, with the rings between it and us that were
     // never mapped on the other side.
-    const { native, prefix, rank } = this.rail;
-    const peer = rankOf(this.peer);
-    native.shmUnlink(inboxName(prefix, peer));
-    native.shmUnlink(ringName(prefix, peer, rank));
-    native.shmUnlink(ringName(prefix, rank, peer));
+    this.rail.unlinkDeadPeer(rankOf(this.peer));
   }
 
   peerClosed(): void {

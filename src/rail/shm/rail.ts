@@ -16,6 +16,7 @@ import { deliverFrame } from '../shared/deliver.js';
 import { inboundRing, maySleep, pollRings, settleRings, Sleeper, type Inbound as SharedInbound } from '../shared/poll.js';
 import { ShmEndpoint } from './endpoint.js';
 import { RegionCache } from '../../core/region-cache.js';
+import { processExists } from '../../core/host.js';
 import {
   CTL_FREE, CTL_HDR, INBOX_BELL_BYTE, INBOX_BYTES, INBOX_SLOTS, IN_ANNOUNCED, IN_CLOSED, IN_PID, IN_SLOTS, checkStamp, decodeAddress, encodeAddress, inboxName, ringName, segmentName, stampInbox,
 } from './wire.js';
@@ -115,9 +116,7 @@ export class ShmRail implements Rail {
    * its rings and segments (`<prefix><rank>-...`), and our ring to it.
    */
   private sweepKilledPeers(): void {
-    let names: string[];
-    try { names = readdirSync('/dev/shm'); } catch { return; }
-    const mine = names.filter((n) => n.startsWith(this.prefix));
+    const mine = this.jobNames();
     for (const n of mine) {
       const m = /^(\d+)-in$/.exec(n.slice(this.prefix.length));
       if (m === null) continue;
@@ -126,10 +125,24 @@ export class ShmRail implements Rail {
       let pid = 0;
       try { pid = new Int32Array(this.native.shmOpen(n), 0, IN_PID + 1)[IN_PID]!; } catch { continue; }
       if (pid <= 0 || pid === process.pid || processExists(pid)) continue;
-      const own = `${this.prefix}${r}-`;
-      for (const name of mine) if (name.startsWith(own)) this.native.shmUnlink(name);
-      this.native.shmUnlink(ringName(this.prefix, this.rank, r));
+      this.unlinkDeadPeer(r, mine);
     }
+  }
+
+  /** This job's names in /dev/shm ([] where it cannot be listed). */
+  private jobNames(): string[] {
+    try { return readdirSync('/dev/shm').filter((n) => n.startsWith(this.prefix)); } catch { return []; }
+  }
+
+  /**
+   * The names of rank r, whose process is gone: its inbox, rings and segments
+   * (`<prefix><r>-...`: it removes none when killed), and our ring to it.
+   * `names`: this job's names, if already listed.
+   */
+  unlinkDeadPeer(r: number, names: readonly string[] = this.jobNames()): void {
+    const own = `${this.prefix}${r}-`;
+    for (const name of names) if (name.startsWith(own)) this.native.shmUnlink(name);
+    this.native.shmUnlink(ringName(this.prefix, this.rank, r));
   }
 
   /**
@@ -340,15 +353,5 @@ export class ShmRail implements Rail {
     this.sweepKilledPeers();
     for (const ep of this.endpoints.values()) ep.release();
     this.inbound.length = 0;
-  }
-}
-
-/** Whether process `pid` exists (or we cannot tell: EPERM, another user's). */
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code !== 'ESRCH';
   }
 }
