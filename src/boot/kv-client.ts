@@ -6,6 +6,7 @@ import * as net from 'node:net';
 import { RailcommError, ErrorCode } from '../core/errors.js';
 import type { KeyValueStore, PeerLostListener } from './kv.js';
 import { loadNative } from '../native/addon.js';
+import { netSocketFd } from '../core/socket-fd.js';
 import {
   MAX_LINE_BYTES, LineSplitter, authMac, encode, parseAuthOk, parseEvent, parseNonce, parseRefused, parseReply,
   type KvOp, type KvReply, type KvRequest,
@@ -189,8 +190,8 @@ export class KvClient implements KeyValueStore {
    */
   peekLost(): Array<{ rank: number; why: string }> {
     const native = loadNative();
-    const fd = (this.socket as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
-    if (this.phase !== 'ready' || native?.peekSocket === undefined || typeof fd !== 'number' || fd < 0) return [];
+    const fd = netSocketFd(this.socket);
+    if (this.phase !== 'ready' || native?.peekSocket === undefined || fd < 0) return [];
     this.peekBuf ??= Buffer.alloc(64 * 1024);
     const n = native.peekSocket(fd, this.peekBuf);
     if (n <= 0) return [];

@@ -15,7 +15,8 @@ import type { FrameReader, ReaderSink } from './reader.js';
 import { AM_CONTROL, CTRL_BYE, FRAME_HEADER, encodeFrameHeader } from './wire.js';
 import { Connector } from './connect.js';
 import type { TcpRail } from './rail.js';
-import { fdOf, type CheckedEndpoint } from './peer-check.js';
+import type { CheckedEndpoint } from './peer-check.js';
+import { netSocketFd } from '../../core/socket-fd.js';
 
 export interface Batch { buf: Buffer; view: DataView }
 
@@ -325,7 +326,7 @@ export class TcpEndpoint implements RailEndpoint, ReaderSink, CheckedEndpoint {
 
   /** The open connection's fd, for the peer check (-1: none). */
   get socketFd(): number {
-    return this.sock === null || this.state !== State.OPEN ? -1 : fdOf(this.sock);
+    return this.sock === null || this.state !== State.OPEN ? -1 : netSocketFd(this.sock);
   }
 
   /** The peer's host acknowledged nothing for ms with data waiting (peer-check.ts): the lane fails. */

@@ -17,6 +17,7 @@
 
 import type net from 'node:net';
 import { loadNative } from '../../native/addon.js';
+import { netSocketFd } from '../../core/socket-fd.js';
 
 /** What the check needs of an endpoint. */
 export interface CheckedEndpoint {
@@ -24,12 +25,6 @@ export interface CheckedEndpoint {
   readonly socketFd: number;
   /** Fail the lane: the peer's host acknowledged nothing for `ms` with data waiting. */
   ackTimedOut(ms: number): void;
-}
-
-/** The socket's fd (libuv's handle; -1 where it is not there). */
-export function fdOf(s: net.Socket): number {
-  const fd = (s as unknown as { _handle?: { fd?: number } | null })._handle?.fd;
-  return typeof fd === 'number' ? fd : -1;
 }
 
 /**
@@ -74,7 +69,7 @@ export class TcpPeerCheck {
     const t = this.timeoutS;
     if (t <= 0) return;
     const native = loadNative();
-    const fd = fdOf(s);
+    const fd = netSocketFd(s);
     const k = keepaliveFor(t);
     if (native?.tcpKeepalive === undefined || fd < 0 || native.tcpKeepalive(fd, k.idle, k.interval, k.count) !== 0) s.setKeepAlive(true, k.idle * 1000);
     if (this.timer === null && native?.tcpAckWait !== undefined) {
